@@ -1,0 +1,20 @@
+//! The compact library: everything an agent needs to keep its context window
+//! under control, with no HTTP server and no cloud SDK inside.
+//!
+//! - [`model`]: the message model. Lossless codecs for OpenAI Chat Completions
+//!   messages and Responses input items, atomic groups, turns, the validator.
+//! - [`tokens`]: exact OpenAI BPE token accounting, model profiles, the
+//!   per-message count cache.
+//! - [`config`]: the YAML configuration, `COMPACT_*` environment overrides,
+//!   validation that names the field path.
+//! - [`summarize`]: the `Summarizer` trait and the deterministic extractive summarizer.
+//! - [`events`]: Ariadne spans, the `Exporter` trait, the non-blocking dispatcher.
+pub mod config;
+pub mod events;
+pub mod model;
+pub mod summarize;
+pub mod tokens;
+
+/// A boxed, sendable future: what the async traits of this crate
+/// (`Summarizer`, `Exporter`) return, so they stay object safe.
+pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
