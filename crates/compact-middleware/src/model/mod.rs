@@ -1,1 +1,25 @@
-//! The message model.
+//! The message model: what agents send, kept losslessly.
+//!
+//! A [`Message`] wraps the JSON object exactly as the agent sent it (unknown
+//! fields included) together with a format-neutral [`Kind`] that the pipeline
+//! reasons about: who speaks, which tool calls an item makes and which calls it
+//! answers. Codecs (`codec`) turn wire JSON into messages and report bad input
+//! with a JSON path; [`groups`] and [`turns`] give the units of eviction; the
+//! [`validate()`] function finds orphaned tool results and unanswered calls.
+//!
+//! Adding a provider format (say Anthropic `tool_use`/`tool_result` blocks) means
+//! a new codec that fills the same [`Kind`]; the pipeline does not change.
+
+mod codec;
+mod error;
+mod groups;
+mod message;
+mod request;
+mod validate;
+
+pub use codec::{Format, detect_format};
+pub use error::InputError;
+pub use groups::{groups, turn_of_groups, turns};
+pub use message::{CallRef, ItemType, Kind, Message, Role, Shape};
+pub use request::Request;
+pub use validate::{Problem, lost_results, validate};

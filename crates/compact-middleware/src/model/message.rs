@@ -1,0 +1,466 @@
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Our per-message metadata key. Stripped from provider-facing output.
+pub const META_KEY: &str = "meta";
+/// Our "this message was rewritten by compaction" flag. Stripped from provider-facing output.
+pub const COMPACTED_KEY: &str = "compacted";
+
+/// Who speaks, format-neutral.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    System,
+    Developer,
+    User,
+    Assistant,
+    /// A tool result (chat `tool`/`function` messages, Responses `*_output` items).
+    Tool,
+    /// Items with no conversational role (Responses `compaction`, `item_reference`, …).
+    Other,
+}
+
+impl Role {
+    /// The wire name of the role.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::Developer => "developer",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+            Role::Other => "other",
+        }
+    }
+}
+
+/// What an item is, independent of its wire format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ItemType {
+    /// A conversational message (it may also carry tool calls, as chat assistants do).
+    Message,
+    /// A standalone tool call item (Responses `function_call` and other `*_call` items).
+    ToolCall,
+    /// A tool result.
+    ToolResult,
+    /// A reasoning item: it belongs with the item that follows it.
+    Reasoning,
+    /// Anything else we pass through untouched.
+    Other,
+}
+
+/// The concrete wire shape, which decides how text and tool payloads are read and rewritten.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Shape {
+    /// Chat Completions message (`role`, `content`, `tool_calls`, `tool_call_id`).
+    ChatMessage,
+    /// Responses message item (`{"role","content"}` or `{"type":"message",...}`).
+    ResponsesMessage,
+    /// Responses call item: `function_call` or any `*_call` with a `call_id`.
+    ResponsesCall,
+    /// Responses call output item: `function_call_output` or any `*_call_output`.
+    ResponsesCallOutput,
+    /// Responses `reasoning` item.
+    ResponsesReasoning,
+    /// Any other Responses item.
+    ResponsesOther,
+}
+
+/// A tool call made by an item.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CallRef {
+    pub call_id: String,
+    pub name: String,
+}
+
+/// The format-neutral view of an item that the pipeline works with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kind {
+    pub role: Role,
+    pub item: ItemType,
+    pub shape: Shape,
+    /// Tool calls this item makes (parallel calls: several).
+    pub calls: Vec<CallRef>,
+    /// Call ids this item answers.
+    pub results: Vec<String>,
+    /// Tool name of a result, when the wire format carries it.
+    pub result_name: Option<String>,
+}
+
+/// One message or input item, kept exactly as received.
+///
+/// The JSON object is stored as-is: a message that nothing changed serializes
+/// back to the same JSON value, unknown fields and key order included.
+#[derive(Debug, Clone)]
+pub struct Message {
+    raw: Map<String, Value>,
+    kind: Kind,
+    /// Content hash, memoised: a preflight re-estimates several times and a
+    /// 128k-token history should be hashed once.
+    hash: OnceLock<u128>,
+}
+
+impl PartialEq for Message {
+    fn eq(&self, other: &Self) -> bool {
+        self.raw == other.raw
+    }
+}
+
+impl Message {
+    pub(crate) fn from_parts(raw: Map<String, Value>, kind: Kind) -> Self {
+        Self {
+            raw,
+            kind,
+            hash: OnceLock::new(),
+        }
+    }
+
+    /// A plain chat-style text message. The same shape is a valid Responses
+    /// input message, so it fits either format.
+    pub fn text(role: Role, text: impl Into<String>) -> Self {
+        let mut raw = Map::new();
+        raw.insert("role".into(), Value::String(role.as_str().into()));
+        raw.insert("content".into(), Value::String(text.into()));
+        Self::from_parts(
+            raw,
+            Kind {
+                role,
+                item: ItemType::Message,
+                shape: Shape::ChatMessage,
+                calls: Vec::new(),
+                results: Vec::new(),
+                result_name: None,
+            },
+        )
+    }
+
+    /// `Message::text(Role::System, ..)`.
+    pub fn system(text: impl Into<String>) -> Self {
+        Self::text(Role::System, text)
+    }
+    /// `Message::text(Role::Developer, ..)`.
+    pub fn developer(text: impl Into<String>) -> Self {
+        Self::text(Role::Developer, text)
+    }
+    /// `Message::text(Role::User, ..)`.
+    pub fn user(text: impl Into<String>) -> Self {
+        Self::text(Role::User, text)
+    }
+    /// `Message::text(Role::Assistant, ..)`.
+    pub fn assistant(text: impl Into<String>) -> Self {
+        Self::text(Role::Assistant, text)
+    }
+
+    /// Sets one `meta` field (e.g. `protected`, `label`), creating `meta` if needed.
+    pub fn with_meta(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.set_meta(key, value.into());
+        self
+    }
+
+    /// Sets one `meta` field. `meta` is ours: providers never see it.
+    pub fn set_meta(&mut self, key: &str, value: Value) {
+        let meta = self
+            .raw
+            .entry(META_KEY)
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !meta.is_object() {
+            *meta = Value::Object(Map::new());
+        }
+        if let Value::Object(m) = meta {
+            m.insert(key.to_string(), value);
+        }
+        self.touch();
+    }
+
+    /// The JSON object as received (or as compaction rewrote it), `meta` included.
+    pub fn raw(&self) -> &Map<String, Value> {
+        &self.raw
+    }
+
+    /// The format-neutral view.
+    pub fn kind(&self) -> &Kind {
+        &self.kind
+    }
+
+    pub fn role(&self) -> Role {
+        self.kind.role
+    }
+
+    /// True for a user message that opens a turn (not a tool result carried in a user message).
+    pub fn starts_turn(&self) -> bool {
+        self.kind.role == Role::User
+            && self.kind.item == ItemType::Message
+            && self.kind.results.is_empty()
+    }
+
+    /// Our `meta` object, if any.
+    pub fn meta(&self) -> Option<&Map<String, Value>> {
+        self.raw.get(META_KEY).and_then(Value::as_object)
+    }
+
+    /// `meta.label`, if it is a string.
+    pub fn label(&self) -> Option<&str> {
+        self.meta()?.get("label")?.as_str()
+    }
+
+    /// True when `meta[flag] == true`.
+    pub fn is_protected(&self, flag: &str) -> bool {
+        self.meta()
+            .and_then(|m| m.get(flag))
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    }
+
+    /// True when compaction rewrote this message (our `compacted` flag).
+    pub fn is_compacted(&self) -> bool {
+        self.raw
+            .get(COMPACTED_KEY)
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    }
+
+    /// Marks the message as rewritten by compaction.
+    pub fn set_compacted(&mut self) {
+        self.raw.insert(COMPACTED_KEY.into(), Value::Bool(true));
+        self.touch();
+    }
+
+    /// The library view: the JSON object, `meta` and `compacted` included.
+    pub fn to_value(&self) -> Value {
+        Value::Object(self.raw.clone())
+    }
+
+    /// The provider view: `meta` and `compacted` removed (the OpenAI API rejects
+    /// unknown message fields). Everything else is untouched.
+    pub fn to_provider_value(&self) -> Value {
+        let mut m = self.raw.clone();
+        m.remove(META_KEY);
+        m.remove(COMPACTED_KEY);
+        Value::Object(m)
+    }
+
+    /// Content hash of the whole item, memoised until the next mutation.
+    pub fn content_hash(&self) -> u128 {
+        *self.hash.get_or_init(|| hash_map(&self.raw))
+    }
+
+    fn touch(&mut self) {
+        self.hash = OnceLock::new();
+    }
+
+    /// The item's text as a reader would see it: message text, tool call
+    /// names and arguments, tool output, reasoning summaries. Used by
+    /// summarizers; never sent to a provider.
+    pub fn plain_text(&self) -> String {
+        let mut out = String::new();
+        match self.kind.shape {
+            Shape::ChatMessage | Shape::ResponsesMessage => {
+                if let Some(c) = self.raw.get("content") {
+                    push_content_text(c, &mut out);
+                }
+                if let Some(Value::Array(calls)) = self.raw.get("tool_calls") {
+                    for call in calls {
+                        let f = call.get("function");
+                        let name = f.and_then(|f| f.get("name")).and_then(Value::as_str);
+                        let args = f.and_then(|f| f.get("arguments")).and_then(Value::as_str);
+                        push_line(
+                            &mut out,
+                            &format!("{}({})", name.unwrap_or("tool"), args.unwrap_or("")),
+                        );
+                    }
+                }
+            }
+            Shape::ResponsesCall => {
+                let name = self.kind.calls.first().map(|c| c.name.as_str());
+                let args = self
+                    .raw
+                    .get("arguments")
+                    .or_else(|| self.raw.get("input"))
+                    .map(value_text)
+                    .unwrap_or_default();
+                push_line(&mut out, &format!("{}({})", name.unwrap_or("tool"), args));
+            }
+            Shape::ResponsesCallOutput => {
+                if let Some(o) = self.raw.get("output") {
+                    push_content_text(o, &mut out);
+                }
+            }
+            Shape::ResponsesReasoning => {
+                if let Some(s) = self.raw.get("summary") {
+                    push_content_text(s, &mut out);
+                }
+            }
+            Shape::ResponsesOther => {}
+        }
+        out
+    }
+
+    /// The text of a tool result, if this is one.
+    pub fn tool_output(&self) -> Option<Cow<'_, str>> {
+        let field = match self.kind.shape {
+            Shape::ChatMessage if self.kind.item == ItemType::ToolResult => "content",
+            Shape::ResponsesCallOutput => "output",
+            _ => return None,
+        };
+        Some(match self.raw.get(field)? {
+            Value::String(s) => Cow::Borrowed(s.as_str()),
+            other => {
+                let mut s = String::new();
+                push_content_text(other, &mut s);
+                Cow::Owned(s)
+            }
+        })
+    }
+
+    /// Replaces the output of a tool result with `text`. Returns false when
+    /// this is not a tool result.
+    pub fn set_tool_output(&mut self, text: String) -> bool {
+        let field = match self.kind.shape {
+            Shape::ChatMessage if self.kind.item == ItemType::ToolResult => "content",
+            Shape::ResponsesCallOutput => "output",
+            _ => return false,
+        };
+        self.raw.insert(field.into(), Value::String(text));
+        self.touch();
+        true
+    }
+
+    /// Replaces the arguments of every tool call this item makes with
+    /// `text(call)`. Returns how many were replaced.
+    pub fn set_tool_arguments(&mut self, mut text: impl FnMut(&CallRef) -> String) -> usize {
+        let mut n = 0;
+        match self.kind.shape {
+            Shape::ChatMessage => {
+                if let Some(Value::Array(calls)) = self.raw.get_mut("tool_calls") {
+                    for (call, r) in calls.iter_mut().zip(self.kind.calls.iter()) {
+                        if let Some(Value::Object(f)) = call.get_mut("function") {
+                            f.insert("arguments".into(), Value::String(text(r)));
+                            n += 1;
+                        }
+                    }
+                }
+            }
+            Shape::ResponsesCall => {
+                if let Some(r) = self.kind.calls.first() {
+                    let field = if self.raw.contains_key("arguments") {
+                        "arguments"
+                    } else if self.raw.contains_key("input") {
+                        "input"
+                    } else {
+                        return 0;
+                    };
+                    self.raw.insert(field.into(), Value::String(text(r)));
+                    n = 1;
+                }
+            }
+            _ => {}
+        }
+        if n > 0 {
+            self.touch();
+        }
+        n
+    }
+}
+
+impl Serialize for Message {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.raw.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Message {
+    /// Decodes one item in `auto` format (a Responses item when it has a
+    /// Responses `type`, a chat message otherwise).
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = Value::deserialize(d)?;
+        super::codec::decode_item(v, super::Format::Auto, "$").map_err(serde::de::Error::custom)
+    }
+}
+
+fn push_line(out: &mut String, s: &str) {
+    if s.is_empty() {
+        return;
+    }
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    out.push_str(s);
+}
+
+/// Text of a content value: a string, or the text of each part of an array.
+fn push_content_text(v: &Value, out: &mut String) {
+    match v {
+        Value::String(s) => push_line(out, s),
+        Value::Array(parts) => {
+            for p in parts {
+                match p {
+                    Value::String(s) => push_line(out, s),
+                    Value::Object(o) => {
+                        for key in ["text", "refusal", "output"] {
+                            if let Some(Value::String(s)) = o.get(key) {
+                                push_line(out, s);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Value::Null => {}
+        other => push_line(out, &other.to_string()),
+    }
+}
+
+fn value_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// xxh3-128 over an unambiguous walk of the value (type tags and lengths), so
+/// that distinct values never share an encoding.
+pub(crate) fn hash_map(m: &Map<String, Value>) -> u128 {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    hash_object(m, &mut h);
+    h.digest128()
+}
+
+fn hash_object(m: &Map<String, Value>, h: &mut xxhash_rust::xxh3::Xxh3) {
+    h.update(b"{");
+    h.update(&(m.len() as u64).to_le_bytes());
+    for (k, v) in m {
+        h.update(&(k.len() as u64).to_le_bytes());
+        h.update(k.as_bytes());
+        hash_value(v, h);
+    }
+}
+
+fn hash_value(v: &Value, h: &mut xxhash_rust::xxh3::Xxh3) {
+    match v {
+        Value::Null => h.update(b"n"),
+        Value::Bool(b) => h.update(if *b { b"t" } else { b"f" }),
+        Value::Number(n) => {
+            let s = n.to_string();
+            h.update(b"#");
+            h.update(&(s.len() as u64).to_le_bytes());
+            h.update(s.as_bytes());
+        }
+        Value::String(s) => {
+            h.update(b"s");
+            h.update(&(s.len() as u64).to_le_bytes());
+            h.update(s.as_bytes());
+        }
+        Value::Array(a) => {
+            h.update(b"[");
+            h.update(&(a.len() as u64).to_le_bytes());
+            for x in a {
+                hash_value(x, h);
+            }
+        }
+        Value::Object(o) => hash_object(o, h),
+    }
+}

@@ -1,0 +1,176 @@
+//! Shared generators for integration tests: random but well-formed agent
+//! histories in both wire formats.
+#![allow(dead_code)]
+
+use proptest::prelude::*;
+use serde_json::{Map, Value, json};
+
+/// Which wire format a generated history uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wire {
+    Chat,
+    Responses,
+}
+
+/// Random JSON scalars/objects for unknown fields (round-trip must keep them).
+pub fn arb_extra() -> impl Strategy<Value = Option<(String, Value)>> {
+    prop::option::weighted(
+        0.3,
+        (
+            "x_[a-z]{1,6}",
+            prop_oneof![
+                any::<i64>().prop_map(Value::from),
+                "[a-zA-Z0-9 ]{0,8}".prop_map(Value::from),
+                Just(json!({"nested": [1, 2.5, null, true]})),
+            ],
+        ),
+    )
+}
+
+/// Text with some unicode, occasionally long.
+pub fn arb_text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        8 => "[a-zA-Z0-9 ,.!?'/_-]{0,60}",
+        1 => "[\\p{L}\\p{N} ]{0,30}",
+        1 => "(error|TODO|must|never|ABC-[0-9]{3}|src/[a-z]{3}\\.rs|[0-9]{2,4} ms| ){4,40}",
+    ]
+}
+
+/// One turn's plan: user text, then steps; each step is either an assistant
+/// reply or a batch of parallel tool calls (sizes of outputs vary).
+#[derive(Debug, Clone)]
+pub struct TurnPlan {
+    pub user: String,
+    pub protected: bool,
+    pub steps: Vec<Step>,
+    pub extra: Option<(String, Value)>,
+}
+
+#[derive(Debug, Clone)]
+pub enum Step {
+    Reply(String),
+    Tools {
+        reasoning: bool,
+        calls: Vec<(String, String, usize)>,
+    },
+}
+
+pub fn arb_step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        2 => arb_text().prop_map(Step::Reply),
+        3 => (
+            any::<bool>(),
+            prop::collection::vec(
+                ("(get_weather|fetch_report|run_tests|read_file|search)", arb_text(), 0usize..3000),
+                1..4
+            )
+        )
+            .prop_map(|(reasoning, calls)| Step::Tools { reasoning, calls }),
+    ]
+}
+
+pub fn arb_turn() -> impl Strategy<Value = TurnPlan> {
+    (
+        arb_text(),
+        prop::bool::weighted(0.1),
+        prop::collection::vec(arb_step(), 0..4),
+        arb_extra(),
+    )
+        .prop_map(|(user, protected, steps, extra)| TurnPlan {
+            user,
+            protected,
+            steps,
+            extra,
+        })
+}
+
+/// A random history: an optional system prompt, then turns.
+pub fn arb_history(wire: Wire, turns: std::ops::Range<usize>) -> impl Strategy<Value = Vec<Value>> {
+    (any::<bool>(), prop::collection::vec(arb_turn(), turns))
+        .prop_map(move |(system, plans)| render(wire, system, &plans))
+}
+
+fn with_extra(mut v: Value, extra: &Option<(String, Value)>) -> Value {
+    if let (Some((k, x)), Value::Object(o)) = (extra, &mut v) {
+        o.insert(k.clone(), x.clone());
+    }
+    v
+}
+
+/// Tool output of roughly `size` characters, deterministic.
+pub fn tool_output(name: &str, args: &str, size: usize) -> String {
+    let mut s = format!("{name} result for {args}: ");
+    let mut i = 0;
+    while s.len() < size {
+        s.push_str(&format!("row {i} value={} status=ok; ", i * 7 % 13));
+        i += 1;
+    }
+    s
+}
+
+/// Renders turn plans into wire JSON with unique call ids.
+pub fn render(wire: Wire, system: bool, plans: &[TurnPlan]) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut call = 0usize;
+    if system {
+        out.push(json!({"role": "system", "content": "You are a careful coding agent."}));
+    }
+    for (t, plan) in plans.iter().enumerate() {
+        let mut user = json!({"role": "user", "content": format!("turn {t}: {}", plan.user)});
+        if plan.protected {
+            user["meta"] = json!({"protected": true, "label": "requirement"});
+        }
+        out.push(with_extra(user, &plan.extra));
+        for step in &plan.steps {
+            match step {
+                Step::Reply(text) => out.push(json!({"role": "assistant", "content": text})),
+                Step::Tools { reasoning, calls } => {
+                    let ids: Vec<String> = calls
+                        .iter()
+                        .map(|_| {
+                            call += 1;
+                            format!("call_{call:05}")
+                        })
+                        .collect();
+                    match wire {
+                        Wire::Chat => {
+                            let tc: Vec<Value> = calls
+                                .iter()
+                                .zip(&ids)
+                                .map(|((name, args, _), id)| {
+                                    json!({"id": id, "type": "function", "function": {"name": name, "arguments": json!({"q": args}).to_string()}})
+                                })
+                                .collect();
+                            out.push(
+                                json!({"role": "assistant", "content": null, "tool_calls": tc}),
+                            );
+                            for ((name, args, size), id) in calls.iter().zip(&ids) {
+                                out.push(json!({"role": "tool", "tool_call_id": id, "content": tool_output(name, args, *size)}));
+                            }
+                        }
+                        Wire::Responses => {
+                            if *reasoning {
+                                out.push(json!({"type": "reasoning", "id": format!("rs_{call}"), "summary": [{"type": "summary_text", "text": "thinking about tools"}]}));
+                            }
+                            for ((name, args, _), id) in calls.iter().zip(&ids) {
+                                out.push(json!({"type": "function_call", "id": format!("fc_{id}"), "call_id": id, "name": name, "arguments": json!({"q": args}).to_string(), "status": "completed"}));
+                            }
+                            for ((name, args, size), id) in calls.iter().zip(&ids) {
+                                out.push(json!({"type": "function_call_output", "call_id": id, "output": tool_output(name, args, *size)}));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A JSON object from `json!` (panics in tests only).
+pub fn obj(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(o) => o,
+        _ => panic!("not an object"),
+    }
+}
