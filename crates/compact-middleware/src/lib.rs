@@ -9,11 +9,22 @@
 //!   validation that names the field path.
 //! - [`summarize`]: the `Summarizer` trait and the deterministic extractive summarizer.
 //! - [`events`]: Ariadne spans, the `Exporter` trait, the non-blocking dispatcher.
+//! - [`estimate`]: whole-request estimates and the breakdown, model limits.
+//! - [`trigger`]: whether a call compacts, and why.
+//! - [`pipeline`]: the tiers (budgeting, clearing, summarizing, reducing) and modes.
+//! - [`manager`]: [`CompactManager`], sessions, the `before_model_call` hook.
 pub mod config;
+pub mod estimate;
 pub mod events;
+pub mod manager;
 pub mod model;
+pub mod pipeline;
 pub mod summarize;
 pub mod tokens;
+pub mod trigger;
+
+pub use manager::{BeforeModelCall, CompactError, CompactManager, ModelCallContext, PreflightOutcome, PreflightRequest, Report};
+pub use model::Message;
 
 /// A boxed, sendable future: what the async traits of this crate
 /// (`Summarizer`, `Exporter`) return, so they stay object safe.

@@ -162,7 +162,7 @@ fn tool_output_and_arguments_can_be_rewritten_in_both_formats() {
     assert_eq!(ms[1].tool_output().as_deref(), Some("big"));
     assert!(ms[1].set_tool_output("small".into()));
     assert_eq!(
-        ms[0].set_tool_arguments(|c| format!("cleared {}", c.call_id)),
+        ms[0].set_tool_arguments(|c| Some(format!("cleared {}", c.call_id))),
         1
     );
     assert_eq!(
@@ -177,7 +177,7 @@ fn tool_output_and_arguments_can_be_rewritten_in_both_formats() {
     ]));
     assert!(rs[1].set_tool_output("small".into()));
     assert_eq!(rs[1].raw()["output"], "small");
-    assert_eq!(rs[0].set_tool_arguments(|_| "x".into()), 1);
+    assert_eq!(rs[0].set_tool_arguments(|_| Some("x".into())), 1);
     assert!(!rs[0].set_tool_output("nope".into()));
 }
 

@@ -242,6 +242,15 @@ impl Message {
         Value::Object(m)
     }
 
+    /// A copy without `meta` and `compacted`: the message as a provider (and
+    /// an agent that keeps the provider-facing output) sees it.
+    pub fn provider_copy(&self) -> Message {
+        let mut raw = self.raw.clone();
+        raw.remove(META_KEY);
+        raw.remove(COMPACTED_KEY);
+        Message::from_parts(raw, self.kind.clone())
+    }
+
     /// Content hash of the whole item, memoised until the next mutation.
     pub fn content_hash(&self) -> u128 {
         *self.hash.get_or_init(|| hash_map(&self.raw))
@@ -328,17 +337,23 @@ impl Message {
         true
     }
 
-    /// Replaces the arguments of every tool call this item makes with
-    /// `text(call)`. Returns how many were replaced.
-    pub fn set_tool_arguments(&mut self, mut text: impl FnMut(&CallRef) -> String) -> usize {
+    /// Replaces the arguments of each tool call this item makes with
+    /// `text(call)`; `None` leaves that call as it is. Returns how many were replaced.
+    pub fn set_tool_arguments(
+        &mut self,
+        mut text: impl FnMut(&CallRef) -> Option<String>,
+    ) -> usize {
         let mut n = 0;
         match self.kind.shape {
             Shape::ChatMessage => {
                 if let Some(Value::Array(calls)) = self.raw.get_mut("tool_calls") {
                     for (call, r) in calls.iter_mut().zip(self.kind.calls.iter()) {
-                        if let Some(Value::Object(f)) = call.get_mut("function") {
-                            f.insert("arguments".into(), Value::String(text(r)));
-                            n += 1;
+                        if let (Some(Value::Object(f)), Some(t)) = (call.get_mut("function"), text(r))
+                        {
+                            if f.get("arguments").and_then(Value::as_str) != Some(t.as_str()) {
+                                f.insert("arguments".into(), Value::String(t));
+                                n += 1;
+                            }
                         }
                     }
                 }
@@ -352,8 +367,12 @@ impl Message {
                     } else {
                         return 0;
                     };
-                    self.raw.insert(field.into(), Value::String(text(r)));
-                    n = 1;
+                    if let Some(t) = text(r) {
+                        if self.raw.get(field).and_then(Value::as_str) != Some(t.as_str()) {
+                            self.raw.insert(field.into(), Value::String(t));
+                            n = 1;
+                        }
+                    }
                 }
             }
             _ => {}

@@ -1,0 +1,48 @@
+use crate::pipeline::Insufficient;
+
+/// Why a preflight could not produce a compacted history.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CompactError {
+    /// The messages that may never be dropped do not fit the budget.
+    #[error(
+        "insufficient budget: pinned messages need {pinned_tokens} tokens and the latest turn's minimum {tail_tokens} (plus {fixed_tokens} for tool schemas and reply priming), but the budget is {budget} of a {max_tokens}-token window. {guidance}"
+    )]
+    InsufficientBudget {
+        pinned_tokens: usize,
+        tail_tokens: usize,
+        fixed_tokens: usize,
+        budget: usize,
+        max_tokens: usize,
+        guidance: String,
+    },
+    /// The configuration cannot be used (unknown model without a window, …).
+    #[error("configuration: {0}")]
+    Config(String),
+    /// Input rejected in strict mode (pairing problems, with their indices).
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
+    /// The session id cannot be used.
+    #[error("invalid session id: {0}")]
+    InvalidSession(String),
+    /// A bug: the output would have broken an invariant.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl CompactError {
+    pub(crate) fn insufficient(i: &Insufficient, max_tokens: usize) -> Self {
+        let guidance = if i.tail_tokens == 0 {
+            "Reduce protected memory (meta.protected, roles_never_prune), shorten the system/developer prompts or tool schemas, or use a model with a larger context window (max_context_tokens)."
+        } else {
+            "The latest user message and tool output alone are too large: lower policy.tool_result_max_chars, split the request, reduce protected memory, or use a model with a larger context window."
+        };
+        CompactError::InsufficientBudget {
+            pinned_tokens: i.pinned_tokens,
+            tail_tokens: i.tail_tokens,
+            fixed_tokens: i.fixed_tokens,
+            budget: i.budget,
+            max_tokens,
+            guidance: guidance.to_string(),
+        }
+    }
+}

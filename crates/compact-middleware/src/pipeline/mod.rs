@@ -1,0 +1,614 @@
+//! The compaction pipeline (DESIGN §5 step 3): tiers, cheapest first,
+//! re-estimating after each, stopping as soon as the target is met.
+//!
+//! This module is pure policy over a message list: no sessions, no events,
+//! no I/O except the summarizer call. The manager wraps it.
+
+pub mod plan;
+pub mod summary;
+pub mod tiers;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::config::{Mode, Policy};
+use crate::estimate::Estimator;
+use crate::model::{Message, Role};
+use crate::summarize::{ExtractiveSummarizer, SummaryRequest, Summarizer};
+use crate::tokens::REPLY_PRIMING;
+use plan::{Class, Layout, Plan};
+use tiers::ToolFilter;
+
+/// A summary is not worth writing below this many tokens of room, unless
+/// the hard budget leaves nothing else.
+const MIN_USEFUL_SUMMARY: usize = 256;
+
+/// The tiers, in the order they run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tier {
+    /// 1: cap oversized tool results, head and tail kept.
+    ToolResultBudget,
+    /// 2: replace old tool I/O with placeholders.
+    ClearToolIo,
+    /// 3: fold the remainder into the rolling summary.
+    Summarize,
+    /// 4: fewer recent turns / tool pairs kept.
+    ReduceKeep,
+    /// `trim` mode: oldest turns dropped.
+    Trim,
+}
+
+/// Token limits for one run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Limits {
+    /// The model's window (or `max_context_tokens`).
+    pub max_tokens: usize,
+    /// Hard ceiling the output must respect: `max_tokens - hard_cap_buffer`.
+    pub budget: usize,
+    /// Stop as soon as the estimate is at or below this.
+    pub target: usize,
+}
+
+/// What the pipeline is given.
+pub struct Input<'a> {
+    pub messages: Vec<Message>,
+    pub tools: &'a [Value],
+    /// Index of our previous summary message in `messages`, if present.
+    pub summary_index: Option<usize>,
+    /// Body of that summary.
+    pub previous_summary: Option<String>,
+    /// Version the new summary will carry.
+    pub next_version: u32,
+    pub limits: Limits,
+    /// Summarize the remainder even when an earlier tier met the target
+    /// (manual compaction, turn triggers).
+    pub summarize_always: bool,
+    /// Skip the configured summarizer (circuit breaker open): extractive only.
+    pub primary_disabled: bool,
+}
+
+/// A summary written by this run.
+#[derive(Debug, Clone, Serialize)]
+pub struct NewSummary {
+    pub version: u32,
+    pub body: String,
+    pub strategy: crate::summarize::Strategy,
+    pub summarizer: String,
+    pub input_messages: usize,
+    pub input_tokens: usize,
+    pub summary_tokens: usize,
+    pub compression_ratio: f64,
+    pub model: Option<String>,
+    pub prompt_tokens: Option<u64>,
+    pub completion_tokens: Option<u64>,
+    pub latency_ms: u64,
+}
+
+/// A recoverable failure inside the run (the pipeline fell back).
+#[derive(Debug, Clone, Serialize)]
+pub struct Fallback {
+    pub error_type: String,
+    pub message: String,
+    /// What was done instead: `extractive` or `pruning_only`.
+    pub fallback: String,
+}
+
+/// How many messages each layer kept.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Kept {
+    pub pinned: usize,
+    pub recent_turns: usize,
+    pub tool_pairs: usize,
+}
+
+/// What the pipeline did.
+#[derive(Debug, Clone)]
+pub struct Output {
+    pub messages: Vec<Message>,
+    pub tokens_after: usize,
+    pub tiers: Vec<Tier>,
+    pub capped: usize,
+    pub cleared: usize,
+    /// Messages folded into the summary (the previous summary excluded).
+    pub summarized: usize,
+    /// Messages dropped without a summary (trim mode, pruning-only fallback).
+    pub dropped: usize,
+    pub kept: Kept,
+    pub summary: Option<NewSummary>,
+    pub fallbacks: Vec<Fallback>,
+    pub target_reached: bool,
+    /// Summarizer needed to succeed for the circuit breaker's count.
+    pub primary_failed: bool,
+}
+
+/// The pinned messages (plus the minimal tail) do not fit the budget.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Insufficient {
+    pub pinned_tokens: usize,
+    pub tail_tokens: usize,
+    pub fixed_tokens: usize,
+    pub budget: usize,
+}
+
+/// Runs the pipeline for `policy.mode`.
+pub async fn run(
+    input: Input<'_>,
+    policy: &Policy,
+    est: &Estimator,
+    summarizer: &dyn Summarizer,
+) -> Result<Output, Insufficient> {
+    let mut w = Work::new(input, policy, est);
+    w.check_pinned()?;
+    match policy.mode {
+        Mode::None => {}
+        Mode::Auto => w.auto(summarizer).await?,
+        Mode::Compact => {
+            let plan = w.layout.plan(policy.keep_recent_turns, policy.keep_tool_io_pairs);
+            w.clear(&plan);
+            if w.total() > w.limits.budget {
+                w.auto(summarizer).await?;
+            }
+        }
+        Mode::Summarize => {
+            w.summarize_always = true;
+            w.summarize_and_reduce(summarizer).await?;
+        }
+        Mode::Trim => w.trim()?,
+    }
+    Ok(w.finish())
+}
+
+struct Work<'a> {
+    policy: &'a Policy,
+    est: &'a Estimator,
+    original: Vec<Message>,
+    msgs: Vec<Message>,
+    counts: Vec<usize>,
+    fixed: usize,
+    layout: Layout,
+    names: HashMap<String, String>,
+    limits: Limits,
+    summary_index: Option<usize>,
+    previous_summary: Option<String>,
+    next_version: u32,
+    summarize_always: bool,
+    primary_disabled: bool,
+    out: Output,
+    /// Set once the layers are decided: the final message list is assembled from it.
+    chosen: Option<(Plan, Option<Message>)>,
+}
+
+impl<'a> Work<'a> {
+    fn new(input: Input<'_>, policy: &'a Policy, est: &'a Estimator) -> Self {
+        let msgs = input.messages;
+        let counts = est.counts(&msgs);
+        let fixed = est.count_tools(input.tools) + REPLY_PRIMING;
+        let never: Vec<Role> = policy
+            .roles_never_prune
+            .iter()
+            .map(|r| crate::config::to_model_role(*r))
+            .collect();
+        let flag = policy.protected_flag.as_str();
+        let summary_index = input.summary_index;
+        let layout = Layout::new(
+            &msgs,
+            |i| Some(i) != summary_index && (never.contains(&msgs[i].role()) || msgs[i].is_protected(flag)),
+            |i| Some(i) == summary_index,
+        );
+        let names = tiers::call_names(&msgs);
+        Self {
+            policy,
+            est,
+            original: msgs.clone(),
+            msgs,
+            counts,
+            fixed,
+            layout,
+            names,
+            limits: input.limits,
+            summary_index,
+            previous_summary: input.previous_summary,
+            next_version: input.next_version,
+            summarize_always: input.summarize_always,
+            primary_disabled: input.primary_disabled,
+            out: Output {
+                messages: Vec::new(),
+                tokens_after: 0,
+                tiers: Vec::new(),
+                capped: 0,
+                cleared: 0,
+                summarized: 0,
+                dropped: 0,
+                kept: Kept::default(),
+                summary: None,
+                fallbacks: Vec::new(),
+                target_reached: false,
+                primary_failed: false,
+            },
+            chosen: None,
+        }
+    }
+
+    fn total(&self) -> usize {
+        self.fixed + self.counts.iter().sum::<usize>()
+    }
+
+    fn recount(&mut self, changed: &[usize]) {
+        for &i in changed {
+            self.counts[i] = self.est.count_message(&self.msgs[i]);
+        }
+    }
+
+    fn group_tokens(&self, gi: usize) -> usize {
+        self.layout.groups[gi].clone().map(|i| self.counts[i]).sum()
+    }
+
+    fn pinned_tokens(&self) -> usize {
+        (0..self.layout.groups.len())
+            .filter(|&gi| self.layout.pinned[gi])
+            .map(|gi| self.group_tokens(gi))
+            .sum()
+    }
+
+    fn check_pinned(&self) -> Result<(), Insufficient> {
+        let pinned = self.pinned_tokens();
+        if self.fixed + pinned > self.limits.budget && self.policy.mode != Mode::None {
+            return Err(Insufficient {
+                pinned_tokens: pinned,
+                tail_tokens: 0,
+                fixed_tokens: self.fixed,
+                budget: self.limits.budget,
+            });
+        }
+        Ok(())
+    }
+
+    fn met_target(&self) -> bool {
+        !self.summarize_always && self.total() <= self.limits.target
+    }
+
+    /// Tier 1 over every non-pinned message.
+    fn cap(&mut self) {
+        let indices: Vec<usize> = (0..self.layout.groups.len())
+            .filter(|&gi| !self.layout.pinned[gi] && !self.layout.summary[gi])
+            .flat_map(|gi| self.layout.groups[gi].clone())
+            .collect();
+        let changed = tiers::cap_tool_results(
+            &mut self.msgs,
+            indices,
+            self.policy.tool_result_max_chars,
+            &self.names,
+        );
+        if !changed.is_empty() {
+            self.out.tiers.push(Tier::ToolResultBudget);
+            self.out.capped += changed.len();
+            self.recount(&changed);
+        }
+    }
+
+    /// Tier 2 over the remainder of `plan`.
+    fn clear(&mut self, plan: &Plan) {
+        let filter = ToolFilter {
+            include: self.policy.include_tools.clone(),
+            exclude: self.policy.exclude_tools.clone(),
+        };
+        let indices: Vec<usize> = plan.messages_in(Class::Remainder).collect();
+        let changed = tiers::clear_tool_io(
+            &mut self.msgs,
+            indices,
+            self.policy.clear_tool_inputs,
+            &filter,
+            &self.names,
+        );
+        if !changed.is_empty() {
+            self.out.tiers.push(Tier::ClearToolIo);
+            self.out.cleared += changed.len();
+            self.recount(&changed);
+        }
+    }
+
+    async fn auto(&mut self, summarizer: &dyn Summarizer) -> Result<(), Insufficient> {
+        self.cap();
+        if self.met_target() {
+            return Ok(());
+        }
+        let plan = self
+            .layout
+            .plan(self.policy.keep_recent_turns, self.policy.keep_tool_io_pairs);
+        self.clear(&plan);
+        if self.met_target() {
+            return Ok(());
+        }
+        self.summarize_and_reduce(summarizer).await
+    }
+
+    /// Tokens kept by `plan` outside the remainder and the old summary.
+    fn kept_tokens(&self, plan: &Plan) -> usize {
+        self.fixed
+            + (0..plan.groups.len())
+                .filter(|&gi| !matches!(plan.class[gi], Class::Remainder | Class::Summary))
+                .map(|gi| self.group_tokens(gi))
+                .sum::<usize>()
+    }
+
+    fn needs_summary(&self, plan: &Plan) -> bool {
+        plan.count(Class::Remainder) > 0 || plan.count(Class::Summary) > 0
+    }
+
+    fn summary_overhead(&self) -> usize {
+        let role = crate::config::to_model_role(self.policy.summary_role);
+        self.est
+            .count_message(&summary::summary_message(role, self.next_version, ""))
+            + 1
+    }
+
+    /// The keep-count schedule of tier 4: the configured counts, then fewer
+    /// recent turns down to 1, then fewer tool pairs down to 1.
+    fn schedule(&self) -> Vec<(usize, usize)> {
+        let k = self.policy.keep_recent_turns.max(1);
+        let t = self.policy.keep_tool_io_pairs;
+        let mut s: Vec<(usize, usize)> = (1..=k).rev().map(|k| (k, t)).collect();
+        s.extend((1..t).rev().map(|t| (1, t)));
+        s
+    }
+
+    /// Tiers 3 and 4: choose the largest keep counts whose kept layers plus a
+    /// summary fit, then summarize the rest once.
+    async fn summarize_and_reduce(&mut self, summarizer: &dyn Summarizer) -> Result<(), Insufficient> {
+        let overhead = self.summary_overhead();
+        let schedule = self.schedule();
+        // Tier 3 with the configured counts when it fits the hard budget;
+        // otherwise tier 4: the first reduction that fits.
+        let chosen = schedule.iter().map(|&(k, t)| self.layout.plan(k, t)).find(|plan| {
+            let room = if self.needs_summary(plan) { overhead } else { 0 };
+            self.kept_tokens(plan) + room <= self.limits.budget
+        });
+        let plan = match chosen {
+            Some(p) => p,
+            None => self.minimal_plan()?,
+        };
+        if plan.recent_turns < self.policy.keep_recent_turns.min(self.layout.turns())
+            || plan.tool_pairs < self.policy.keep_tool_io_pairs
+        {
+            if !self.out.tiers.contains(&Tier::ReduceKeep) {
+                self.out.tiers.push(Tier::ReduceKeep);
+            }
+        }
+        self.apply_summary(plan, summarizer).await;
+        Ok(())
+    }
+
+    /// Last resort: pinned groups, the latest user message and the last group.
+    fn minimal_plan(&mut self) -> Result<Plan, Insufficient> {
+        let mut plan = self.layout.plan(1, 0);
+        let tail = self.layout.minimal_tail(&self.msgs);
+        for gi in 0..plan.class.len() {
+            if plan.class[gi] == Class::Recent && !tail.contains(&gi) {
+                plan.class[gi] = Class::Remainder;
+            }
+        }
+        plan.tool_pairs = 0;
+        let kept = self.kept_tokens(&plan);
+        if kept > self.limits.budget {
+            let pinned = self.pinned_tokens();
+            return Err(Insufficient {
+                pinned_tokens: pinned,
+                tail_tokens: kept - pinned - self.fixed,
+                fixed_tokens: self.fixed,
+                budget: self.limits.budget,
+            });
+        }
+        if !self.out.tiers.contains(&Tier::ReduceKeep) {
+            self.out.tiers.push(Tier::ReduceKeep);
+        }
+        Ok(plan)
+    }
+
+    async fn apply_summary(&mut self, plan: Plan, summarizer: &dyn Summarizer) {
+        if !self.needs_summary(&plan) {
+            self.chosen = Some((plan, None));
+            return;
+        }
+        let kept = self.kept_tokens(&plan);
+        let overhead = self.summary_overhead();
+        let cap = (self.policy.summary_max_pct * self.limits.max_tokens as f64) as usize;
+        let room_target = self.limits.target.saturating_sub(kept + overhead);
+        let room_budget = self.limits.budget.saturating_sub(kept + overhead);
+        let max_body = if room_target >= MIN_USEFUL_SUMMARY {
+            room_target
+        } else {
+            room_budget.min(MIN_USEFUL_SUMMARY)
+        }
+        .min(cap);
+
+        let mut entries = Vec::new();
+        let mut input_tokens = 0;
+        let mut input_messages = 0;
+        for i in plan.messages_in(Class::Remainder) {
+            let m = &self.original[i];
+            let name = m
+                .kind()
+                .results
+                .first()
+                .and_then(|id| self.names.get(id))
+                .map(String::as_str)
+                .or(m.kind().calls.first().map(|c| c.name.as_str()));
+            entries.push(summary::entry(m, name));
+            input_tokens += self.counts[i];
+            input_messages += 1;
+        }
+        if let Some(si) = self.summary_index {
+            input_tokens += self.counts[si];
+        }
+        let counter = self.est.counter();
+        let req = SummaryRequest {
+            previous: self.previous_summary.clone(),
+            entries,
+            strategy: self.policy.strategy,
+            max_tokens: max_body,
+            count_tokens: Arc::new(move |s: &str| counter.count(s)),
+        };
+        let started = std::time::Instant::now();
+        let mut result = None;
+        if !self.primary_disabled || summarizer.name() == "extractive" {
+            match summarizer.summarize(&req).await {
+                Ok(s) if s.tokens <= max_body && !(s.text.trim().is_empty() && !req.entries.is_empty() && max_body > 0) => {
+                    result = Some((s, summarizer.name().to_string()))
+                }
+                Ok(s) => {
+                    self.out.primary_failed = summarizer.name() != "extractive";
+                    self.out.fallbacks.push(Fallback {
+                        error_type: "InvalidSummary".into(),
+                        message: format!(
+                            "{} returned a summary of {} tokens for a budget of {max_body}",
+                            summarizer.name(),
+                            s.tokens
+                        ),
+                        fallback: "extractive".into(),
+                    });
+                }
+                Err(e) => {
+                    self.out.primary_failed = summarizer.name() != "extractive";
+                    self.out.fallbacks.push(Fallback {
+                        error_type: "SummarizerError".into(),
+                        message: e.to_string(),
+                        fallback: "extractive".into(),
+                    });
+                }
+            }
+        }
+        if result.is_none() {
+            let s = ExtractiveSummarizer.summarize_sync(&req);
+            if s.tokens <= max_body {
+                result = Some((s, "extractive".to_string()));
+            } else {
+                self.out.fallbacks.push(Fallback {
+                    error_type: "InvalidSummary".into(),
+                    message: format!("extractive summary over budget ({} > {max_body})", s.tokens),
+                    fallback: "pruning_only".into(),
+                });
+            }
+        }
+        let role = crate::config::to_model_role(self.policy.summary_role);
+        let message = result.map(|(s, name)| {
+            let m = summary::summary_message(role, self.next_version, &s.text);
+            self.out.summary = Some(NewSummary {
+                version: self.next_version,
+                body: s.text.clone(),
+                strategy: self.policy.strategy,
+                summarizer: name,
+                input_messages,
+                input_tokens,
+                summary_tokens: s.tokens,
+                compression_ratio: if input_tokens == 0 {
+                    0.0
+                } else {
+                    (s.tokens as f64 / input_tokens as f64 * 10_000.0).round() / 10_000.0
+                },
+                model: s.model,
+                prompt_tokens: s.prompt_tokens,
+                completion_tokens: s.completion_tokens,
+                latency_ms: started.elapsed().as_millis() as u64,
+            });
+            m
+        });
+        if message.is_some() {
+            self.out.tiers.push(Tier::Summarize);
+            self.out.summarized += input_messages;
+        } else {
+            self.out.dropped += input_messages;
+        }
+        self.chosen = Some((plan, message));
+    }
+
+    /// `trim` mode: drop the oldest whole turns, keep the last N (fewer if
+    /// the budget demands), no summary.
+    fn trim(&mut self) -> Result<(), Insufficient> {
+        let k0 = self.policy.keep_recent_turns.max(1);
+        let mut chosen = None;
+        for k in (1..=k0).rev() {
+            let plan = self.layout.plan(k, 0);
+            if self.kept_tokens(&plan) <= self.limits.budget {
+                chosen = Some(plan);
+                break;
+            }
+        }
+        let plan = match chosen {
+            Some(p) => p,
+            None => self.minimal_plan()?,
+        };
+        let dropped: usize = plan.messages_in(Class::Remainder).count() + plan.messages_in(Class::Summary).count();
+        if dropped > 0 {
+            self.out.tiers.push(Tier::Trim);
+            self.out.dropped += plan.messages_in(Class::Remainder).count();
+        }
+        if plan.recent_turns < k0.min(self.layout.turns()) {
+            self.out.tiers.push(Tier::ReduceKeep);
+        }
+        self.chosen = Some((plan, None));
+        Ok(())
+    }
+
+    fn kept_counts(&self, plan: &Plan) -> Kept {
+        Kept {
+            pinned: plan.messages_in(Class::Pinned).count(),
+            recent_turns: plan.recent_turns,
+            tool_pairs: (0..plan.groups.len())
+                .filter(|&gi| {
+                    self.layout.has_tools[gi] && matches!(plan.class[gi], Class::Recent | Class::ToolIo)
+                })
+                .count(),
+        }
+    }
+
+    fn finish(mut self) -> Output {
+        let messages = match self.chosen.take() {
+            None => {
+                let plan = self.layout.plan(self.policy.keep_recent_turns, self.policy.keep_tool_io_pairs);
+                self.out.kept = self.kept_counts(&plan);
+                std::mem::take(&mut self.msgs)
+            }
+            Some((plan, summary)) => {
+                self.out.kept = self.kept_counts(&plan);
+                assemble(&plan, std::mem::take(&mut self.msgs), summary)
+            }
+        };
+        let counts = self.est.counts(&messages);
+        self.out.tokens_after = self.fixed + counts.iter().sum::<usize>();
+        self.out.target_reached = self.out.tokens_after <= self.limits.target;
+        self.out.messages = messages;
+        self.out
+    }
+}
+
+/// Pinned groups before the first kept non-pinned group, then the summary,
+/// then every other kept group, all in their original order.
+fn assemble(plan: &Plan, msgs: Vec<Message>, summary: Option<Message>) -> Vec<Message> {
+    let mut slots: Vec<Option<Message>> = msgs.into_iter().map(Some).collect();
+    let mut out = Vec::with_capacity(slots.len() + 1);
+    let mut summary = summary;
+    for (g, class) in plan.groups.iter().zip(&plan.class) {
+        match class {
+            Class::Remainder | Class::Summary => continue,
+            Class::Pinned => {}
+            Class::Recent | Class::ToolIo => {
+                if let Some(s) = summary.take() {
+                    out.push(s);
+                }
+            }
+        }
+        for i in g.clone() {
+            if let Some(m) = slots[i].take() {
+                out.push(m);
+            }
+        }
+    }
+    if let Some(s) = summary.take() {
+        out.push(s);
+    }
+    out
+}

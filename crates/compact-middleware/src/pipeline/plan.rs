@@ -1,0 +1,163 @@
+//! The partition of a history into the seed 004 layers: pinned, recent
+//! turns, kept tool I/O, and the remainder that may be cleared or summarized.
+
+use std::ops::Range;
+
+use crate::model::{ItemType, Message, groups};
+
+/// What each atomic group is, for one choice of keep counts.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub groups: Vec<Range<usize>>,
+    pub class: Vec<Class>,
+    /// Turns that are kept whole (after any reduction).
+    pub recent_turns: usize,
+    /// Tool groups kept with their I/O (after any reduction).
+    pub tool_pairs: usize,
+}
+
+/// The layer a group belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// Protected or a never-prune role: kept byte-identical.
+    Pinned,
+    /// The previous `COMPACT-SUMMARY`: folded into the new one.
+    Summary,
+    /// In the last `keep_recent_turns` turns: kept as is.
+    Recent,
+    /// Among the last `keep_tool_io_pairs` tool groups: kept with its I/O.
+    ToolIo,
+    /// Everything else: may be cleared, summarized or trimmed.
+    Remainder,
+}
+
+/// The facts about a history that do not depend on keep counts.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    pub groups: Vec<Range<usize>>,
+    pub pinned: Vec<bool>,
+    pub summary: Vec<bool>,
+    pub has_tools: Vec<bool>,
+    /// Group index where each turn starts; a turn runs to the next start.
+    pub turn_starts: Vec<usize>,
+}
+
+impl Layout {
+    /// `is_pinned(i)` and `is_summary(i)` are per message.
+    pub fn new(
+        messages: &[Message],
+        is_pinned: impl Fn(usize) -> bool,
+        is_summary: impl Fn(usize) -> bool,
+    ) -> Self {
+        let groups = groups(messages);
+        let pinned = groups.iter().map(|g| g.clone().any(&is_pinned)).collect();
+        let summary: Vec<bool> = groups.iter().map(|g| g.clone().any(&is_summary)).collect();
+        let has_tools = groups
+            .iter()
+            .map(|g| {
+                messages[g.clone()].iter().any(|m| {
+                    !m.kind().calls.is_empty() || m.kind().item == ItemType::ToolResult
+                })
+            })
+            .collect();
+        // Our own summary is a user message but never opens a turn.
+        let mut turn_starts = vec![0];
+        for (gi, g) in groups.iter().enumerate() {
+            if gi > 0 && !summary[gi] && messages[g.start].starts_turn() {
+                turn_starts.push(gi);
+            }
+        }
+        if groups.is_empty() {
+            turn_starts.clear();
+        }
+        Self {
+            groups,
+            pinned,
+            summary,
+            has_tools,
+            turn_starts,
+        }
+    }
+
+    /// Number of turns (a leading run before the first user message counts as one).
+    pub fn turns(&self) -> usize {
+        self.turn_starts.len()
+    }
+
+    /// The first group index of the last `k` turns (`groups.len()` when k == 0).
+    pub fn recent_start(&self, k: usize) -> usize {
+        if k == 0 {
+            return self.groups.len();
+        }
+        let n = self.turn_starts.len();
+        if k >= n {
+            0
+        } else {
+            self.turn_starts[n - k]
+        }
+    }
+
+    /// The layer of every group when the last `recent_turns` turns and the
+    /// last `tool_pairs` tool groups are kept.
+    pub fn plan(&self, recent_turns: usize, tool_pairs: usize) -> Plan {
+        let recent_from = self.recent_start(recent_turns);
+        let mut tools_left = tool_pairs;
+        let mut class = vec![Class::Remainder; self.groups.len()];
+        for gi in (0..self.groups.len()).rev() {
+            let is_tool = self.has_tools[gi];
+            class[gi] = if self.summary[gi] {
+                Class::Summary
+            } else if self.pinned[gi] {
+                Class::Pinned
+            } else if gi >= recent_from {
+                Class::Recent
+            } else if is_tool && tools_left > 0 {
+                Class::ToolIo
+            } else {
+                Class::Remainder
+            };
+            if is_tool && tools_left > 0 && class[gi] != Class::Summary {
+                tools_left -= 1;
+            }
+        }
+        Plan {
+            groups: self.groups.clone(),
+            class,
+            recent_turns: recent_turns.min(self.turns()),
+            tool_pairs,
+        }
+    }
+
+    /// The smallest tail that must survive: the latest turn's opening user
+    /// message (if any) and the last group.
+    pub fn minimal_tail(&self, messages: &[Message]) -> Vec<usize> {
+        let mut keep = Vec::new();
+        if let Some(&start) = self.turn_starts.last() {
+            if messages[self.groups[start].start].starts_turn() {
+                keep.push(start);
+            }
+        }
+        if let Some(last) = self.groups.len().checked_sub(1) {
+            if keep.last() != Some(&last) {
+                keep.push(last);
+            }
+        }
+        keep
+    }
+}
+
+impl Plan {
+    /// Message indices of groups in `class`.
+    pub fn messages_in(&self, class: Class) -> impl Iterator<Item = usize> + '_ {
+        self.groups
+            .iter()
+            .zip(&self.class)
+            .filter(move |(_, c)| **c == class)
+            .flat_map(|(g, _)| g.clone())
+    }
+
+    /// Number of groups in `class`.
+    pub fn count(&self, class: Class) -> usize {
+        self.class.iter().filter(|c| **c == class).count()
+    }
+}

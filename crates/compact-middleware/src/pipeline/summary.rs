@@ -1,0 +1,36 @@
+//! The single rolling summary message: how it is written and what the
+//! summarizer is given.
+
+use crate::model::{ItemType, Message, Role};
+use crate::summarize::SummaryEntry;
+
+/// First line of every summary message. The manager recognises its own
+/// summaries by content hash, never by this text.
+pub const SUMMARY_HEADER: &str = "COMPACT-SUMMARY";
+
+/// The summary message `COMPACT-SUMMARY vN` followed by the body.
+pub fn summary_message(role: Role, version: u32, body: &str) -> Message {
+    let text = if body.is_empty() {
+        format!("{SUMMARY_HEADER} v{version}")
+    } else {
+        format!("{SUMMARY_HEADER} v{version}\n{body}")
+    };
+    let mut m = Message::text(role, text)
+        .with_meta("label", format!("{SUMMARY_HEADER} v{version}"))
+        .with_meta("compact_summary_version", version);
+    m.set_compacted();
+    m
+}
+
+/// The summarizer's view of a message: role, tool name, text.
+pub fn entry(m: &Message, tool_name: Option<&str>) -> SummaryEntry {
+    let role = match m.kind().item {
+        ItemType::Reasoning => "reasoning",
+        _ => m.role().as_str(),
+    };
+    SummaryEntry {
+        role: role.to_string(),
+        name: tool_name.map(str::to_string),
+        text: m.plain_text(),
+    }
+}
