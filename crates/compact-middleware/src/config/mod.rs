@@ -1,1 +1,31 @@
-//! Configuration.
+//! Configuration: the YAML schema (seed 004 §8 plus seed 001 and 003 knobs),
+//! `COMPACT_*` environment overrides, and validation that names the field path.
+//!
+//! Precedence, lowest first: built-in defaults, the YAML file, environment
+//! variables, CLI flags ([`Loaded::set`]). [`Loaded::sources`] says which of
+//! these supplied each effective value. Every key, default, rule and variable
+//! is documented in `docs/configuration.md`; `config/default.yaml` spells out
+//! the defaults and is checked against [`Config::default`] by the tests.
+//!
+//! - `schema`: the types ([`Config`] and its sections).
+//! - `rules`: the validation rules garde runs, with messages that show the value.
+//! - `env`: the environment variable table and value parsing.
+//! - `load`: merging, provenance, [`load`], [`Loaded`].
+//! - `error`: [`ConfigError`] and [`FieldError`].
+//!
+//! Whether `model` has a profile is not checked here: the token module owns
+//! the built-in profiles and resolves the model against them and `models`.
+
+mod env;
+mod error;
+mod load;
+mod rules;
+mod schema;
+
+pub use env::{EnvVar, env_vars};
+pub use error::{ConfigError, FieldError};
+pub use load::{Loaded, Source, load};
+pub use schema::{
+    Config, ExporterKind, Mode, ModelOverride, Policy, Redaction, Role, S3Settings, Storage,
+    StorageAdapterKind, Telemetry,
+};

@@ -1,0 +1,197 @@
+//! Custom validation rules. garde's built-in messages ("lower than 1") do not
+//! say what the value was, so every rule here writes the message the
+//! configuration reference promises: the rule, then `(got VALUE)`.
+
+use std::collections::BTreeMap;
+
+use garde::Error;
+
+use super::FieldError;
+use super::schema::{Config, ModelOverride, Role, StorageAdapterKind};
+
+/// A share of the context window.
+pub(super) fn fraction(value: &f64, _: &()) -> garde::Result {
+    if (0.0..=1.0).contains(value) {
+        Ok(())
+    } else {
+        Err(Error::new(format!(
+            "must be between 0.0 and 1.0 (got {value})"
+        )))
+    }
+}
+
+pub(super) fn opt_fraction(value: &Option<f64>, ctx: &()) -> garde::Result {
+    value.as_ref().map_or(Ok(()), |v| fraction(v, ctx))
+}
+
+pub(super) fn at_least(min: usize) -> impl FnOnce(&usize, &()) -> garde::Result {
+    move |value, _| {
+        if *value >= min {
+            Ok(())
+        } else {
+            Err(Error::new(format!("must be at least {min} (got {value})")))
+        }
+    }
+}
+
+pub(super) fn at_least_u64(min: u64) -> impl FnOnce(&u64, &()) -> garde::Result {
+    move |value, _| {
+        if *value >= min {
+            Ok(())
+        } else {
+            Err(Error::new(format!("must be at least {min} (got {value})")))
+        }
+    }
+}
+
+pub(super) fn opt_at_least(min: usize) -> impl FnOnce(&Option<usize>, &()) -> garde::Result {
+    move |value, ctx| value.map_or(Ok(()), |v| at_least(min)(&v, ctx))
+}
+
+/// `value < other`, where `other` is the field named `other_path`.
+pub(super) fn below(other_path: &str, other: f64) -> impl FnOnce(&f64, &()) -> garde::Result + '_ {
+    move |value, _| {
+        if *value < other {
+            Ok(())
+        } else {
+            Err(Error::new(format!(
+                "must be less than {other_path} ({other}) (got {value})"
+            )))
+        }
+    }
+}
+
+/// `value <= other`, where `other` is the field named `other_path`.
+pub(super) fn at_most(
+    other_path: &str,
+    other: f64,
+) -> impl FnOnce(&f64, &()) -> garde::Result + '_ {
+    move |value, _| {
+        if *value <= other {
+            Ok(())
+        } else {
+            Err(Error::new(format!(
+                "must be at most {other_path} ({other}) (got {value})"
+            )))
+        }
+    }
+}
+
+/// A soft budget above the hard one could never fire first, which is its whole point.
+pub(super) fn soft_budget(
+    hard: Option<usize>,
+) -> impl FnOnce(&Option<usize>, &()) -> garde::Result {
+    move |soft, _| match (soft, hard) {
+        (Some(soft), Some(hard)) if *soft > hard => Err(Error::new(format!(
+            "must be at most policy.token_budget ({hard}) (got {soft})"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+pub(super) fn non_empty(value: &str, _: &()) -> garde::Result {
+    if value.trim().is_empty() {
+        Err(Error::new("must not be empty"))
+    } else {
+        Ok(())
+    }
+}
+
+pub(super) fn opt_non_empty(value: &Option<String>, ctx: &()) -> garde::Result {
+    value.as_ref().map_or(Ok(()), |v| non_empty(v, ctx))
+}
+
+pub(super) fn http_url(value: &str, _: &()) -> garde::Result {
+    let rest = value
+        .strip_prefix("http://")
+        .or_else(|| value.strip_prefix("https://"));
+    match rest {
+        Some(host) if !host.is_empty() && !host.starts_with('/') => Ok(()),
+        Some(_) => Err(Error::new(format!("must name a host (got {value:?})"))),
+        None => Err(Error::new(format!(
+            "must start with http:// or https:// (got {value:?})"
+        ))),
+    }
+}
+
+pub(super) fn opt_http_url(value: &Option<String>, ctx: &()) -> garde::Result {
+    value.as_ref().map_or(Ok(()), |v| http_url(v, ctx))
+}
+
+/// The summary is sent to the model as a conversational message; a `tool`
+/// message without a preceding call is rejected by the API.
+pub(super) fn summary_role(value: &Role, _: &()) -> garde::Result {
+    if *value == Role::Tool {
+        Err(Error::new(
+            "must be one of user, assistant, system, developer (got tool)",
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+pub(super) fn model_names(value: &BTreeMap<String, ModelOverride>, _: &()) -> garde::Result {
+    if value.keys().any(|name| name.trim().is_empty()) {
+        Err(Error::new("model names must not be empty"))
+    } else {
+        Ok(())
+    }
+}
+
+/// Compiles the pattern with the same crate the redactor uses, so a pattern
+/// that passes here cannot fail later.
+pub(super) fn regex(value: &str, _: &()) -> garde::Result {
+    if value.is_empty() {
+        return Err(Error::new("must not be empty"));
+    }
+    match regex::Regex::new(value) {
+        // A pattern that matches nothing would still insert `<REDACTED>` at
+        // every position of every exported string.
+        Ok(re) if re.is_match("") => Err(Error::new(format!(
+            "must not match the empty string (got {value:?})"
+        ))),
+        Ok(_) => Ok(()),
+        Err(err) => Err(Error::new(format!(
+            "invalid regex: {}",
+            regex_error_line(&err)
+        ))),
+    }
+}
+
+/// `regex::Error` renders the pattern and a caret over several lines; the
+/// error report is one line per problem, so keep only the reason.
+fn regex_error_line(err: &regex::Error) -> String {
+    let text = err.to_string();
+    let reason = text
+        .lines()
+        .rev()
+        .find_map(|line| line.trim().strip_prefix("error:"))
+        .map(str::trim);
+    match reason {
+        Some(reason) => reason.to_owned(),
+        None => text.split_whitespace().collect::<Vec<_>>().join(" "),
+    }
+}
+
+/// Rules that span sections, which garde's per-struct derive cannot see.
+pub(super) fn cross_section(config: &Config) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    if config.storage.adapter == StorageAdapterKind::S3 && config.storage.s3.bucket.is_none() {
+        errors.push(FieldError::new(
+            "storage.s3.bucket",
+            "is required when storage.adapter is s3",
+        ));
+    }
+    if let Some(window) = config.max_context_tokens
+        && config.policy.hard_cap_buffer >= window
+    {
+        errors.push(FieldError::new(
+            "policy.hard_cap_buffer",
+            format!(
+                "must be less than max_context_tokens ({window}) (got {})",
+                config.policy.hard_cap_buffer
+            ),
+        ));
+    }
+    errors
+}

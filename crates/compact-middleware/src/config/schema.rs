@@ -1,0 +1,363 @@
+//! The configuration types. Field names are the YAML keys, field order is the
+//! order `compact config print` and `config/default.yaml` use.
+
+use std::collections::BTreeMap;
+
+use garde::Validate;
+use serde::{Deserialize, Serialize};
+
+use super::rules;
+use crate::summarize::Strategy;
+use crate::tokens::{Backend, Encoding};
+
+/// The whole configuration: what `config/default.yaml` spells out.
+///
+/// `Default` is the built-in defaults. Deserializing directly (for example a
+/// per-request config in JSON) fills missing keys from the defaults and rejects
+/// unknown keys; prefer [`super::load`] or [`Config::from_yaml_str`], which also
+/// validate and report every problem with its dotted path.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Validate)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Model name; selects the built-in profile (context window, encoding).
+    #[garde(custom(rules::non_empty))]
+    pub model: String,
+    /// Overrides the model's context window; required for models without a profile.
+    #[garde(custom(rules::opt_at_least(1)))]
+    pub max_context_tokens: Option<usize>,
+    /// Which BPE implementation counts tokens (identical counts).
+    #[garde(skip)]
+    pub tokenizer: Backend,
+    /// Extra or overridden model profiles, by model name.
+    #[garde(custom(rules::model_names), dive)]
+    pub models: BTreeMap<String, ModelOverride>,
+    /// When and how to compact.
+    #[garde(dive)]
+    pub policy: Policy,
+    /// Where compaction events go.
+    #[garde(dive)]
+    pub telemetry: Telemetry,
+    /// Where transcripts and summaries are archived before anything is dropped.
+    #[garde(dive)]
+    pub storage: Storage,
+    /// Secret scrubbing applied to everything exported or archived.
+    #[garde(dive)]
+    pub redaction: Redaction,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            model: "gpt-4o".to_owned(),
+            max_context_tokens: None,
+            tokenizer: Backend::Bpe,
+            models: BTreeMap::new(),
+            policy: Policy::default(),
+            telemetry: Telemetry::default(),
+            storage: Storage::default(),
+            redaction: Redaction::default(),
+        }
+    }
+}
+
+/// A model profile supplied in config: adds a model or replaces a built-in one.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Validate)]
+#[serde(deny_unknown_fields)]
+pub struct ModelOverride {
+    /// Context window in tokens.
+    #[garde(custom(rules::at_least(1)))]
+    pub context_window: usize,
+    /// The model's BPE vocabulary.
+    #[garde(skip)]
+    pub encoding: Encoding,
+}
+
+/// Which compaction behaviour runs (DESIGN §5).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Never touch the history.
+    None,
+    /// Drop the oldest turns (seed 000 TrimmingSession).
+    Trim,
+    /// Replace old tool I/O with placeholders only (seed 001).
+    Compact,
+    /// Turn-based rolling summary (seed 000 SummarizingSession).
+    Summarize,
+    /// The tiered pipeline: budgeting, clearing, summarizing, reducing.
+    #[default]
+    Auto,
+}
+
+/// A message role, as used by `roles_never_prune` and `summary_role`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// `system`.
+    System,
+    /// `developer`.
+    Developer,
+    /// `user`.
+    User,
+    /// `assistant`.
+    Assistant,
+    /// `tool`.
+    Tool,
+}
+
+/// The compaction policy: triggers, targets, what is protected.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Validate)]
+#[serde(default, deny_unknown_fields)]
+pub struct Policy {
+    /// Which compaction behaviour runs.
+    #[garde(skip)]
+    pub mode: Mode,
+    /// Compact when estimated usage reaches this share of the window.
+    #[garde(custom(rules::fraction))]
+    pub trigger_pct: f64,
+    /// Compaction stops once usage is at or below this share; below `trigger_pct`
+    /// so the next turn does not compact again.
+    #[garde(custom(rules::fraction), custom(rules::below("policy.trigger_pct", self.trigger_pct)))]
+    pub target_pct: f64,
+    /// Also trigger when the estimate exceeds the window minus this many tokens.
+    #[garde(skip)]
+    pub hard_cap_buffer: usize,
+    /// The most recent turns that are never compacted.
+    #[garde(custom(rules::at_least(1)))]
+    pub keep_recent_turns: usize,
+    /// The most recent tool call/result groups whose I/O is never cleared.
+    #[garde(skip)]
+    pub keep_tool_io_pairs: usize,
+    /// Messages with these roles are pinned.
+    #[garde(skip)]
+    pub roles_never_prune: Vec<Role>,
+    /// The `meta` key that pins a message when true.
+    #[garde(custom(rules::non_empty))]
+    pub protected_flag: String,
+    /// Summary template.
+    #[garde(skip)]
+    pub strategy: Strategy,
+    /// Seed 001: also trigger after this many user turns.
+    #[garde(custom(rules::opt_at_least(1)))]
+    pub compact_trigger_turns: Option<usize>,
+    /// Seed 001: trigger when the estimate exceeds this many tokens.
+    #[garde(custom(rules::opt_at_least(1)))]
+    pub token_budget: Option<usize>,
+    /// Seed 001: a softer token trigger, at most `token_budget`.
+    #[garde(custom(rules::opt_at_least(1)), custom(rules::soft_budget(self.token_budget)))]
+    pub token_soft_budget: Option<usize>,
+    /// Seed 001: trigger when the remaining share of the window falls below this.
+    #[garde(custom(rules::opt_fraction))]
+    pub token_remaining_pct: Option<f64>,
+    /// Also clear the arguments of old tool calls, not only their results.
+    #[garde(skip)]
+    pub clear_tool_inputs: bool,
+    /// When non-empty, only these tools have their I/O cleared (wins over `exclude_tools`).
+    #[garde(inner(custom(rules::non_empty)))]
+    pub include_tools: Vec<String>,
+    /// These tools never have their I/O cleared.
+    #[garde(inner(custom(rules::non_empty)))]
+    pub exclude_tools: Vec<String>,
+    /// Seed 003: per tool result character cap; head and tail are kept.
+    #[garde(custom(rules::at_least(200)))]
+    pub tool_result_max_chars: usize,
+    /// Consecutive LLM summarizer failures before it is skipped (circuit breaker).
+    #[garde(custom(rules::at_least(1)))]
+    pub max_compact_failures: usize,
+    /// Role of the `COMPACT-SUMMARY` message.
+    #[garde(custom(rules::summary_role))]
+    pub summary_role: Role,
+    /// Cap on the summary's share of the context window.
+    #[garde(custom(rules::fraction))]
+    pub summary_max_pct: f64,
+    /// The tighter target used by `on_context_overflow`.
+    #[garde(custom(rules::fraction), custom(rules::at_most("policy.target_pct", self.target_pct)))]
+    pub reactive_target_pct: f64,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Self {
+            mode: Mode::Auto,
+            trigger_pct: 0.85,
+            target_pct: 0.6,
+            hard_cap_buffer: 1500,
+            keep_recent_turns: 6,
+            keep_tool_io_pairs: 4,
+            roles_never_prune: vec![Role::System, Role::Developer],
+            protected_flag: "protected".to_owned(),
+            strategy: Strategy::TaskState,
+            compact_trigger_turns: None,
+            token_budget: None,
+            token_soft_budget: None,
+            token_remaining_pct: None,
+            clear_tool_inputs: false,
+            include_tools: Vec::new(),
+            exclude_tools: Vec::new(),
+            tool_result_max_chars: 10_000,
+            max_compact_failures: 3,
+            summary_role: Role::User,
+            summary_max_pct: 0.15,
+            reactive_target_pct: 0.4,
+        }
+    }
+}
+
+/// Which exporter receives compaction events.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExporterKind {
+    /// Events are dropped.
+    #[default]
+    None,
+    /// Human-readable lines on stderr.
+    Console,
+    /// One JSON event per line in `jsonl_path`.
+    Jsonl,
+    /// HTTP to an Ariadne `/ingest` at `ariadne_url`.
+    Ariadne,
+    /// OTLP/HTTP to `otlp_endpoint`.
+    Otlp,
+}
+
+/// Event export settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Validate)]
+#[serde(default, deny_unknown_fields)]
+pub struct Telemetry {
+    /// Which exporter receives events.
+    #[garde(skip)]
+    pub exporter: ExporterKind,
+    /// Ariadne ingest URL.
+    #[garde(custom(rules::http_url))]
+    pub ariadne_url: String,
+    /// File the `jsonl` exporter appends to.
+    #[garde(custom(rules::non_empty))]
+    pub jsonl_path: String,
+    /// OTLP/HTTP traces endpoint.
+    #[garde(custom(rules::http_url))]
+    pub otlp_endpoint: String,
+    /// Written into each trace's metadata.
+    #[garde(custom(rules::non_empty))]
+    pub agent_name: String,
+    /// Dispatcher queue length; events beyond it are dropped and counted.
+    #[garde(custom(rules::at_least(1)))]
+    pub queue_capacity: usize,
+    /// Events per exporter call.
+    #[garde(custom(rules::at_least(1)))]
+    pub batch_size: usize,
+    /// Longest time an event waits for its batch to fill.
+    #[garde(custom(rules::at_least_u64(1)))]
+    pub flush_interval_ms: u64,
+}
+
+impl Default for Telemetry {
+    fn default() -> Self {
+        Self {
+            exporter: ExporterKind::None,
+            ariadne_url: "http://localhost:5175/ingest".to_owned(),
+            jsonl_path: "./.compact/events.jsonl".to_owned(),
+            otlp_endpoint: "http://localhost:4318/v1/traces".to_owned(),
+            agent_name: "compact-agent".to_owned(),
+            queue_capacity: 10_000,
+            batch_size: 100,
+            flush_interval_ms: 200,
+        }
+    }
+}
+
+/// Which storage adapter archives transcripts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StorageAdapterKind {
+    /// The local filesystem under `storage.path`.
+    #[default]
+    Fs,
+    /// S3 or an S3-compatible store (`storage.s3`).
+    S3,
+    /// No archive.
+    None,
+}
+
+/// Archive settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Validate)]
+#[serde(default, deny_unknown_fields)]
+pub struct Storage {
+    /// Which adapter archives.
+    #[garde(skip)]
+    pub adapter: StorageAdapterKind,
+    /// Root directory of the filesystem archive.
+    #[garde(custom(rules::non_empty))]
+    pub path: String,
+    /// Local spool for archive writes that could not be delivered yet.
+    #[garde(custom(rules::non_empty))]
+    pub spool_path: String,
+    /// S3 settings, used when `adapter` is `s3`.
+    #[garde(dive)]
+    pub s3: S3Settings,
+}
+
+impl Default for Storage {
+    fn default() -> Self {
+        Self {
+            adapter: StorageAdapterKind::Fs,
+            path: "./.compact/archive".to_owned(),
+            spool_path: "./.compact/spool".to_owned(),
+            s3: S3Settings::default(),
+        }
+    }
+}
+
+/// S3 archive settings. Credentials never live here: they come from the
+/// standard AWS chain.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Validate)]
+#[serde(default, deny_unknown_fields)]
+pub struct S3Settings {
+    /// Bucket name; required when `storage.adapter` is `s3`.
+    #[garde(custom(rules::opt_non_empty))]
+    pub bucket: Option<String>,
+    /// Key prefix; objects go under `{prefix}/{session_id}/`.
+    #[garde(skip)]
+    pub prefix: String,
+    /// AWS region; the AWS chain decides when unset.
+    #[garde(custom(rules::opt_non_empty))]
+    pub region: Option<String>,
+    /// Custom endpoint for S3-compatible stores.
+    #[garde(custom(rules::opt_http_url))]
+    pub endpoint_url: Option<String>,
+    /// SSE-KMS key; objects are encrypted with it when set.
+    #[garde(custom(rules::opt_non_empty))]
+    pub kms_key_id: Option<String>,
+}
+
+impl Default for S3Settings {
+    fn default() -> Self {
+        Self {
+            bucket: None,
+            prefix: "compact".to_owned(),
+            region: None,
+            endpoint_url: None,
+            kms_key_id: None,
+        }
+    }
+}
+
+/// Secret scrubbing settings.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Validate)]
+#[serde(default, deny_unknown_fields)]
+pub struct Redaction {
+    /// Turning it off is allowed but reported with a high-severity event.
+    #[garde(skip)]
+    pub enabled: bool,
+    /// Regexes added to the built-in patterns; matches become `<REDACTED>`.
+    #[garde(inner(custom(rules::regex)))]
+    pub patterns: Vec<String>,
+}
+
+impl Default for Redaction {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            patterns: Vec::new(),
+        }
+    }
+}
