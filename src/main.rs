@@ -1,1 +1,59 @@
-fn main() {}
+//! `compact`: the command-line front end. Thin by design: every subcommand
+//! parses its flags, calls the library, and prints; the logic lives in the
+//! crates. Exit codes: 0 ok, 2 bad input, 3 insufficient budget, 1 other.
+
+mod cmd;
+mod exit;
+mod input;
+
+use clap::{Parser, Subcommand};
+
+use exit::CliError;
+
+#[derive(Parser)]
+#[command(
+    name = "compact",
+    version,
+    about = "Context-compaction middleware for LLM agents, with an Ariadne-compatible trace server"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Drive a realistic long, tool-heavy agent session through the middleware.
+    Demo(cmd::demo::Args),
+    /// Token breakdown of a request read from stdin, as JSON.
+    Estimate(cmd::estimate::Args),
+    /// Compact a request read from stdin; compacted JSON of the same shape on stdout.
+    Preflight(cmd::preflight::Args),
+    /// Check or print the configuration.
+    #[command(subcommand)]
+    Config(cmd::config::Command),
+    /// In-process benchmarks, JSON out.
+    Bench(cmd::bench::Args),
+}
+
+fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("COMPACT_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Demo(a) => cmd::demo::run(a),
+        Command::Estimate(a) => cmd::estimate::run(a),
+        Command::Preflight(a) => cmd::preflight::run(a),
+        Command::Config(c) => cmd::config::run(c),
+        Command::Bench(a) => cmd::bench::run(a),
+    };
+    if let Err(e) = result {
+        eprintln!("compact: {e}");
+        std::process::exit(e.code());
+    }
+}

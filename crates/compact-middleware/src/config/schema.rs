@@ -361,3 +361,15 @@ impl Default for Redaction {
         }
     }
 }
+
+impl From<Role> for crate::model::Role {
+    fn from(r: Role) -> Self {
+        match r {
+            Role::System => crate::model::Role::System,
+            Role::Developer => crate::model::Role::Developer,
+            Role::User => crate::model::Role::User,
+            Role::Assistant => crate::model::Role::Assistant,
+            Role::Tool => crate::model::Role::Tool,
+        }
+    }
+}

@@ -470,7 +470,7 @@ impl CompactManager {
                 );
             }
             if let Some(s) = &out.summary {
-                let role = crate::config::to_model_role(policy.summary_role);
+                let role = crate::model::Role::from(policy.summary_role);
                 let msg = crate::pipeline::summary::summary_message(role, s.version, &s.body);
                 state.set_summary(&msg, s.version, s.body.clone());
                 emitted.push(

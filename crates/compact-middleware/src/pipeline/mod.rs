@@ -190,7 +190,7 @@ impl<'a> Work<'a> {
         let never: Vec<Role> = policy
             .roles_never_prune
             .iter()
-            .map(|r| crate::config::to_model_role(*r))
+            .map(|r| crate::model::Role::from(*r))
             .collect();
         let flag = policy.protected_flag.as_str();
         let summary_index = input.summary_index;
@@ -340,7 +340,7 @@ impl<'a> Work<'a> {
     }
 
     fn summary_overhead(&self) -> usize {
-        let role = crate::config::to_model_role(self.policy.summary_role);
+        let role = crate::model::Role::from(self.policy.summary_role);
         self.est
             .count_message(&summary::summary_message(role, self.next_version, ""))
             + 1
@@ -493,7 +493,7 @@ impl<'a> Work<'a> {
                 });
             }
         }
-        let role = crate::config::to_model_role(self.policy.summary_role);
+        let role = crate::model::Role::from(self.policy.summary_role);
         let message = result.map(|(s, name)| {
             let m = summary::summary_message(role, self.next_version, &s.text);
             self.out.summary = Some(NewSummary {

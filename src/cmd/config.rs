@@ -1,0 +1,61 @@
+//! `compact config check FILE` and `compact config print`.
+
+use std::path::PathBuf;
+
+use compact_middleware::config::load;
+use compact_middleware::estimate::ModelLimits;
+
+use crate::exit::{CliError, CliResult};
+
+#[derive(clap::Subcommand, Debug)]
+pub enum Command {
+    /// Validate FILE (with COMPACT_* env applied): exit 0, or 2 naming each bad field.
+    Check {
+        file: PathBuf,
+    },
+    /// Print every effective value and where it came from (default, file, env).
+    Print {
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// JSON instead of aligned text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn env() -> Vec<(String, String)> {
+    std::env::vars().collect()
+}
+
+pub fn run(cmd: Command) -> CliResult {
+    match cmd {
+        Command::Check { file } => {
+            let loaded = load(Some(&file), &env())?;
+            ModelLimits::from_config(&loaded.config)
+                .map_err(|e| CliError::BadInput(format!("configuration: model: {e}")))?;
+            println!("{}: ok", file.display());
+            Ok(())
+        }
+        Command::Print { config, json } => {
+            let loaded = load(config.as_deref(), &env())?;
+            let rows = loaded.sources();
+            if json {
+                let v: Vec<serde_json::Value> = rows
+                    .iter()
+                    .map(|(path, value, source)| {
+                        serde_json::json!({"key": path, "value": value, "source": source.to_string()})
+                    })
+                    .collect();
+                return crate::input::print_json(&v);
+            }
+            let width = rows.iter().map(|(p, _, _)| p.len()).max().unwrap_or(0);
+            for (path, value, source) in rows {
+                println!("{path:width$}  {value}  # {source}");
+            }
+            for var in loaded.ignored_env() {
+                eprintln!("compact: warning: {var} is set but names no configuration key (ignored)");
+            }
+            Ok(())
+        }
+    }
+}

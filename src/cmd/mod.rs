@@ -1,0 +1,6 @@
+//! One module per subcommand.
+pub mod bench;
+pub mod config;
+pub mod demo;
+pub mod estimate;
+pub mod preflight;

@@ -1,0 +1,86 @@
+//! `compact preflight`: stdin JSON in, compacted JSON of the same shape out.
+
+use std::path::PathBuf;
+
+use compact_middleware::config::{ExporterKind, Source};
+use compact_middleware::model::Format;
+use compact_middleware::trigger::Forced;
+use compact_middleware::{CompactManager, PreflightRequest};
+use serde_json::Value;
+
+use crate::exit::{CliError, CliResult};
+use crate::input::{ConfigFlags, read_request};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    config: ConfigFlags,
+    /// Wire format of the messages.
+    #[arg(long, default_value = "auto", value_name = "auto|chat|responses")]
+    format: Format,
+    /// Session id (the trace id of the events).
+    #[arg(long, default_value = "cli")]
+    session: String,
+    /// Compact even if nothing triggers.
+    #[arg(long)]
+    force: bool,
+    /// Reject input that already has orphaned tool results or unanswered calls (exit 2).
+    #[arg(long)]
+    strict: bool,
+    /// Append the compaction events to this JSONL file.
+    #[arg(long, value_name = "FILE")]
+    events: Option<PathBuf>,
+    /// Strip our `meta`/`compacted` fields (what the provider must receive).
+    #[arg(long)]
+    provider: bool,
+    /// Print the report on stderr as JSON.
+    #[arg(long)]
+    report: bool,
+}
+
+pub fn run(args: Args) -> CliResult {
+    let mut loaded = args.config.load()?;
+    if let Some(path) = &args.events {
+        loaded.set(
+            "telemetry.exporter",
+            Value::String("jsonl".into()),
+            Source::Flag("--events".into()),
+        )?;
+        loaded.set(
+            "telemetry.jsonl_path",
+            Value::String(path.display().to_string()),
+            Source::Flag("--events".into()),
+        )?;
+    }
+    let config = loaded.config;
+    let exporter = config.telemetry.exporter;
+    let req = read_request(args.format)?;
+    let mut builder = CompactManager::builder(config);
+    if !matches!(exporter, ExporterKind::Jsonl | ExporterKind::Console) {
+        builder = builder.without_config_exporters();
+    }
+    let manager = builder.build()?;
+    let rt = tokio::runtime::Runtime::new()?;
+    let outcome = rt.block_on(manager.preflight_with(
+        &args.session,
+        PreflightRequest {
+            messages: req.messages.clone(),
+            tools: req.tools.clone(),
+            forced: args.force.then_some(Forced::Manual),
+            note: args.force.then(|| "compact preflight --force".to_string()),
+            strict: args.strict,
+        },
+    ));
+    manager.dispatcher().shutdown(std::time::Duration::from_secs(5));
+    let outcome = outcome?;
+    if args.report {
+        eprintln!(
+            "{}",
+            serde_json::to_string(&outcome.report).map_err(|e| CliError::Other(e.into()))?
+        );
+    }
+    let out = req.to_value(&outcome.messages, args.provider);
+    let s = serde_json::to_string_pretty(&out).map_err(|e| CliError::Other(e.into()))?;
+    println!("{s}");
+    Ok(())
+}

@@ -1,0 +1,76 @@
+//! The exit-code contract of DESIGN §11.
+
+use std::fmt;
+
+use compact_middleware::CompactError;
+use compact_middleware::config::ConfigError;
+use compact_middleware::model::InputError;
+
+/// An error and the exit code it maps to.
+#[derive(Debug)]
+pub enum CliError {
+    /// Exit 2: bad input or configuration; the message names the JSON path or field.
+    BadInput(String),
+    /// Exit 3: the pinned messages do not fit; the message carries guidance.
+    Insufficient(String),
+    /// Exit 1: anything else.
+    Other(anyhow::Error),
+}
+
+impl CliError {
+    pub fn code(&self) -> i32 {
+        match self {
+            CliError::BadInput(_) => 2,
+            CliError::Insufficient(_) => 3,
+            CliError::Other(_) => 1,
+        }
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CliError::BadInput(m) => write!(f, "bad input: {m}"),
+            CliError::Insufficient(m) => write!(f, "{m}"),
+            CliError::Other(e) => write!(f, "error: {e:#}"),
+        }
+    }
+}
+
+impl From<anyhow::Error> for CliError {
+    fn from(e: anyhow::Error) -> Self {
+        CliError::Other(e)
+    }
+}
+
+impl From<std::io::Error> for CliError {
+    fn from(e: std::io::Error) -> Self {
+        CliError::Other(e.into())
+    }
+}
+
+impl From<InputError> for CliError {
+    fn from(e: InputError) -> Self {
+        CliError::BadInput(e.to_string())
+    }
+}
+
+impl From<ConfigError> for CliError {
+    fn from(e: ConfigError) -> Self {
+        CliError::BadInput(format!("configuration: {e}"))
+    }
+}
+
+impl From<CompactError> for CliError {
+    fn from(e: CompactError) -> Self {
+        match e {
+            CompactError::InsufficientBudget { .. } => CliError::Insufficient(e.to_string()),
+            CompactError::Config(_) | CompactError::InvalidInput(_) | CompactError::InvalidSession(_) => {
+                CliError::BadInput(e.to_string())
+            }
+            CompactError::Internal(_) => CliError::Other(anyhow::anyhow!(e)),
+        }
+    }
+}
+
+pub type CliResult<T = ()> = Result<T, CliError>;
