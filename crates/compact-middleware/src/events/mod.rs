@@ -1,1 +1,46 @@
-//! Events.
+//! Events: every compaction decision as an Ariadne span (DESIGN §7), and
+//! the non-blocking delivery of those spans to exporters.
+//!
+//! - [`span`]: the wire types ([`Event`], [`TraceEvent`], [`SpanEvent`]),
+//!   RFC 3339 timestamps, span ids, [`SpanBuilder`].
+//! - [`names`]: the `compact.*` event names and their `data` keys
+//!   (`docs/events.md` is the schema reference).
+//! - [`exporter`]: the [`Exporter`] trait and the in-memory [`CollectingExporter`].
+//! - [`dispatcher`]: the [`Dispatcher`], a bounded queue and a worker
+//!   thread; `emit` never waits on an exporter.
+//! - [`console`] and [`jsonl`]: the built-in exporters.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use compact_middleware::events::*;
+//!
+//! let collect = Arc::new(CollectingExporter::new());
+//! let events = Dispatcher::new(vec![collect.clone()], DispatchOptions::default());
+//! let preflight = SpanBuilder::start("session-1", names::PREFLIGHT).kind(names::KIND_COMPACTION);
+//! let decision = SpanBuilder::start("session-1", names::TRIGGER_DECISION)
+//!     .kind(names::KIND_COMPACTION)
+//!     .parent(preflight.span_id())
+//!     .data(names::data::TRIGGERED, false)
+//!     .finish(SpanStatus::Ok);
+//! events.emit(decision);
+//! events.emit(preflight.finish(SpanStatus::Ok));
+//! assert!(events.flush(Duration::from_secs(5)));
+//! assert_eq!(collect.len(), 2);
+//! ```
+
+pub mod console;
+pub mod dispatcher;
+pub mod exporter;
+pub mod jsonl;
+pub mod names;
+pub mod span;
+
+pub use console::ConsoleExporter;
+pub use dispatcher::{DispatchOptions, DispatchStats, Dispatcher, ExporterStats};
+pub use exporter::{CollectingExporter, ExportError, Exporter};
+pub use jsonl::JsonlExporter;
+pub use span::{
+    Event, SpanBuilder, SpanEvent, SpanStatus, TraceEvent, format_rfc3339_millis, new_span_id,
+    now_millis, now_rfc3339, parse_rfc3339_millis,
+};
