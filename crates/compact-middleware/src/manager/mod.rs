@@ -295,7 +295,7 @@ impl CompactManager {
         let inner = &*self.inner;
         let policy = &inner.config.policy;
         let mut emitted: Vec<Event> = Vec::new();
-        let root = SpanBuilder::start(session_id, events::names::PREFLIGHT).kind(events::KIND);
+        let root = SpanBuilder::start(session_id, events::names::PREFLIGHT).kind(events::names::KIND_COMPACTION);
         let root_id = root.span_id().to_string();
         if !state.trace_sent {
             emitted.push(events::TraceEvent::session(session_id, &inner.config.telemetry.agent_name));
@@ -329,7 +329,7 @@ impl CompactManager {
         // 1. Estimate.
         let span = SpanBuilder::start(session_id, events::names::TOKEN_ESTIMATE)
             .parent(&root_id)
-            .kind(events::KIND);
+            .kind(events::names::KIND_COMPACTION);
         let est = self.estimate(&effective, &req.tools);
         emitted.push(
             span.data("model", json!(est.model))
@@ -345,7 +345,7 @@ impl CompactManager {
         // 2. Decide.
         let span = SpanBuilder::start(session_id, events::names::TRIGGER_DECISION)
             .parent(&root_id)
-            .kind(events::KIND);
+            .kind(events::names::KIND_COMPACTION);
         let user_turns = effective
             .iter()
             .enumerate()
@@ -431,7 +431,7 @@ impl CompactManager {
                     emitted.push(
                         SpanBuilder::start(session_id, events::names::ERROR)
                             .parent(&root_id)
-                            .kind(events::KIND)
+                            .kind(events::names::KIND_COMPACTION)
                             .data("error_type", json!("InsufficientBudget"))
                             .data("message", json!(err.to_string()))
                             .data("pinned_tokens", json!(ins.pinned_tokens))
@@ -462,7 +462,7 @@ impl CompactManager {
                 emitted.push(
                     SpanBuilder::start(session_id, events::names::ERROR)
                         .parent(&root_id)
-                        .kind(events::KIND)
+                        .kind(events::names::KIND_COMPACTION)
                         .data("error_type", json!(f.error_type))
                         .data("message", json!(f.message))
                         .data("fallback", json!(f.fallback))
@@ -474,9 +474,9 @@ impl CompactManager {
                 let msg = crate::pipeline::summary::summary_message(role, s.version, &s.body);
                 state.set_summary(&msg, s.version, s.body.clone());
                 emitted.push(
-                    SpanBuilder::start_at(session_id, events::names::SUMMARY_CREATED, s.latency_ms)
+                    SpanBuilder::started_ago(session_id, events::names::SUMMARY_CREATED, s.latency_ms)
                         .parent(&root_id)
-                        .kind(events::KIND)
+                        .kind(events::names::KIND_COMPACTION)
                         .data("strategy", json!(s.strategy))
                         .data("summarizer", json!(s.summarizer))
                         .data("version", json!(s.version))
@@ -498,7 +498,7 @@ impl CompactManager {
                 emitted.push(
                     SpanBuilder::start(session_id, events::names::PRUNED_MESSAGES)
                         .parent(&root_id)
-                        .kind(events::KIND)
+                        .kind(events::names::KIND_COMPACTION)
                         .data(
                             "pruned_count",
                             json!(out.summarized + out.dropped),
