@@ -1,5 +1,25 @@
 //! Exact token accounting.
+//!
+//! - [`TokenCounter`] and [`counter`]: BPE counts with the OpenAI vocabularies, two
+//!   interchangeable backends that return identical counts.
+//! - [`count_item`] and [`count_tools`]: what one message / input item and the tool
+//!   schemas of a request cost, under the rules written down in `docs/tokens.md`.
+//! - [`ModelProfile`] and [`builtin_profile`]: context window and encoding per model.
+//! - [`item_hash`] and [`CountCache`]: count every item once.
 use serde::{Deserialize, Serialize};
+
+mod cache;
+mod counter;
+mod profiles;
+mod rules;
+
+pub use cache::{CacheStats, CountCache, item_hash};
+pub use counter::{TokenCounter, counter};
+pub use profiles::{ModelProfile, builtin_models, builtin_profile};
+pub use rules::{
+    AUDIO_PART, FILE_PART, IMAGE_HIGH, IMAGE_LOW, PER_MESSAGE, PER_NAME, PER_TOOL_CALL,
+    REPLY_PRIMING, count_item, count_tools,
+};
 
 /// A BPE vocabulary used by OpenAI models.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
