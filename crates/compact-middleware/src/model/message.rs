@@ -253,7 +253,7 @@ impl Message {
 
     /// Content hash of the whole item, memoised until the next mutation.
     pub fn content_hash(&self) -> u128 {
-        *self.hash.get_or_init(|| hash_map(&self.raw))
+        *self.hash.get_or_init(|| crate::tokens::item_hash(&self.raw))
     }
 
     fn touch(&mut self) {
@@ -437,49 +437,5 @@ fn value_text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         other => other.to_string(),
-    }
-}
-
-/// xxh3-128 over an unambiguous walk of the value (type tags and lengths), so
-/// that distinct values never share an encoding.
-pub(crate) fn hash_map(m: &Map<String, Value>) -> u128 {
-    let mut h = xxhash_rust::xxh3::Xxh3::new();
-    hash_object(m, &mut h);
-    h.digest128()
-}
-
-fn hash_object(m: &Map<String, Value>, h: &mut xxhash_rust::xxh3::Xxh3) {
-    h.update(b"{");
-    h.update(&(m.len() as u64).to_le_bytes());
-    for (k, v) in m {
-        h.update(&(k.len() as u64).to_le_bytes());
-        h.update(k.as_bytes());
-        hash_value(v, h);
-    }
-}
-
-fn hash_value(v: &Value, h: &mut xxhash_rust::xxh3::Xxh3) {
-    match v {
-        Value::Null => h.update(b"n"),
-        Value::Bool(b) => h.update(if *b { b"t" } else { b"f" }),
-        Value::Number(n) => {
-            let s = n.to_string();
-            h.update(b"#");
-            h.update(&(s.len() as u64).to_le_bytes());
-            h.update(s.as_bytes());
-        }
-        Value::String(s) => {
-            h.update(b"s");
-            h.update(&(s.len() as u64).to_le_bytes());
-            h.update(s.as_bytes());
-        }
-        Value::Array(a) => {
-            h.update(b"[");
-            h.update(&(a.len() as u64).to_le_bytes());
-            for x in a {
-                hash_value(x, h);
-            }
-        }
-        Value::Object(o) => hash_object(o, h),
     }
 }
