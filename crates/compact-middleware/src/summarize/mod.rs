@@ -1,5 +1,20 @@
-//! Summarizers.
+//! Summarizers: the [`Summarizer`] trait the compaction pipeline calls to fold an
+//! evicted span of messages into the rolling summary, and the deterministic,
+//! offline [`ExtractiveSummarizer`] that is both the zero-config default and the
+//! last fallback when a model-backed summarizer fails.
+//!
+//! The body a summarizer returns is plain text; the pipeline wraps it in the
+//! `COMPACT-SUMMARY vN` message, so summarizers never emit that header.
+use std::fmt;
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
+
+mod extractive;
+mod facts;
+mod render;
+
+pub use extractive::ExtractiveSummarizer;
 
 /// The summary styles of seed 004 §3.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -14,4 +29,168 @@ pub enum Strategy {
     DecisionLog,
     /// File-level change summary (code).
     CodeDelta,
+}
+
+impl Strategy {
+    /// Every strategy, in declaration order (handy for tests and config listings).
+    pub const ALL: [Strategy; 4] = [
+        Strategy::TaskState,
+        Strategy::Brief,
+        Strategy::DecisionLog,
+        Strategy::CodeDelta,
+    ];
+
+    /// The configuration / wire name (`task_state`, `brief`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Strategy::TaskState => "task_state",
+            Strategy::Brief => "brief",
+            Strategy::DecisionLog => "decision_log",
+            Strategy::CodeDelta => "code_delta",
+        }
+    }
+}
+
+impl fmt::Display for Strategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One message of the span being folded into the summary, already flattened to
+/// text by the pipeline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SummaryEntry {
+    /// `system`, `developer`, `user`, `assistant`, `tool` or `reasoning`.
+    pub role: String,
+    /// The tool name, for tool results (and tool calls, if the pipeline sets it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The message flattened to text.
+    #[serde(default)]
+    pub text: String,
+}
+
+impl SummaryEntry {
+    /// An entry with no tool name.
+    pub fn new(role: impl Into<String>, text: impl Into<String>) -> Self {
+        Self {
+            role: role.into(),
+            name: None,
+            text: text.into(),
+        }
+    }
+
+    /// A tool result entry.
+    pub fn tool(name: impl Into<String>, text: impl Into<String>) -> Self {
+        Self {
+            role: "tool".into(),
+            name: Some(name.into()),
+            text: text.into(),
+        }
+    }
+}
+
+/// Counts the tokens of a string exactly, with the encoding of the model the
+/// summary is for. Supplied by the caller so summarizers need no tokenizer.
+pub type TokenCountFn = Arc<dyn Fn(&str) -> usize + Send + Sync>;
+
+/// What to summarize and within which budget.
+#[derive(Clone)]
+pub struct SummaryRequest {
+    /// The body of the previous summary (one of ours), folded into the new one.
+    pub previous: Option<String>,
+    /// The newly evicted span, oldest first.
+    pub entries: Vec<SummaryEntry>,
+    /// The summary style.
+    pub strategy: Strategy,
+    /// Budget for the body, measured with `count_tokens`.
+    pub max_tokens: usize,
+    /// The exact token counter for the target model.
+    pub count_tokens: TokenCountFn,
+}
+
+impl fmt::Debug for SummaryRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The counter is an opaque closure; the rest is what a log reader needs.
+        f.debug_struct("SummaryRequest")
+            .field("previous", &self.previous.as_ref().map(String::len))
+            .field("entries", &self.entries.len())
+            .field("strategy", &self.strategy)
+            .field("max_tokens", &self.max_tokens)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A summary body and what it cost.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summary {
+    /// The body (plain text, without the `COMPACT-SUMMARY vN` header).
+    pub text: String,
+    /// `count_tokens(text)`, as measured by the summarizer.
+    pub tokens: usize,
+    /// The model that wrote it; `None` for the extractive summarizer.
+    pub model: Option<String>,
+    /// Prompt tokens billed by the provider, if a model was called.
+    pub prompt_tokens: Option<u64>,
+    /// Completion tokens billed by the provider, if a model was called.
+    pub completion_tokens: Option<u64>,
+}
+
+/// Why a summarizer produced no usable summary. The pipeline reacts to every
+/// variant the same way (fall back, never destroy history); the variant is what
+/// `compact.error` reports.
+#[derive(thiserror::Error, Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SummarizeError {
+    /// The summarizer did not answer in time.
+    #[error("summarizer timed out")]
+    Timeout,
+    /// The model refused to summarize.
+    #[error("summarizer refused: {0}")]
+    Refusal(String),
+    /// The summary was empty.
+    #[error("summary is empty")]
+    Empty,
+    /// The model stopped before finishing (length limit).
+    #[error("summary was truncated")]
+    Truncated,
+    /// The summary is longer than its budget.
+    #[error("summary is over budget: {tokens} tokens > {max}")]
+    OverBudget {
+        /// Measured tokens.
+        tokens: usize,
+        /// The budget.
+        max: usize,
+    },
+    /// The endpoint answered with a non-success HTTP status.
+    #[error("summarizer endpoint returned HTTP {status}: {message}")]
+    Http {
+        /// HTTP status code.
+        status: u16,
+        /// Body or reason, as returned (already redacted by the caller if needed).
+        message: String,
+    },
+    /// Network or protocol failure reaching the endpoint.
+    #[error("summarizer transport error: {0}")]
+    Transport(String),
+    /// Anything else.
+    #[error("summarizer error: {0}")]
+    Other(String),
+}
+
+/// Folds an evicted span (and the previous summary) into a new summary body.
+///
+/// Object safe, so the pipeline can hold `Arc<dyn Summarizer>` and chain
+/// fallbacks.
+pub trait Summarizer: Send + Sync + fmt::Debug {
+    /// A short, stable name for events and config: `extractive`, `openai`, ...
+    fn name(&self) -> &str;
+
+    /// Summarize `req`. Implementations should return a body that fits
+    /// `req.max_tokens`; the pipeline re-checks and rejects one that does not.
+    fn summarize<'a>(
+        &'a self,
+        req: &'a SummaryRequest,
+    ) -> crate::BoxFuture<'a, Result<Summary, SummarizeError>>;
 }

@@ -1,0 +1,349 @@
+//! The summary text format: rendering a ledger per strategy, and parsing a
+//! previous body back into a ledger so facts survive round after round.
+//!
+//! Format: a header line per non-empty section (`Goals:`), then items as
+//! `- text` bullets. A multi-line request continues on lines indented by two
+//! spaces. Identifier lists are packed as `- a, b, c`. Files in `code_delta`
+//! read `- path: api, api`. Any line that does not fit the format (a summary
+//! written by another summarizer) is mined like prose, so nothing is lost by
+//! switching summarizers mid-session.
+use super::Strategy;
+use super::facts::{Item, Kind, Ledger, classify, clip};
+
+/// How a section lays out its items.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Style {
+    /// One `- text` per item, multi-line allowed.
+    Bullets,
+    /// Comma-separated, several per bullet.
+    Inline,
+    /// One file per bullet with its APIs: `- path: a, b`.
+    FileApis,
+}
+
+struct Section {
+    header: &'static str,
+    kinds: &'static [Kind],
+    style: Style,
+}
+
+const fn sec(header: &'static str, kinds: &'static [Kind], style: Style) -> Section {
+    Section {
+        header,
+        kinds,
+        style,
+    }
+}
+
+use Kind::*;
+
+const GOALS: Section = sec("Goals:", &[Goal], Style::Bullets);
+const LATEST: Section = sec("Latest request:", &[Latest], Style::Bullets);
+const CONSTRAINTS: Section = sec("Constraints:", &[Constraint], Style::Bullets);
+const DECISIONS: Section = sec("Decisions:", &[Decision], Style::Bullets);
+const ACTIONS: Section = sec("Open actions:", &[Action], Style::Bullets);
+const ERRORS: Section = sec("Errors:", &[Error], Style::Bullets);
+const FACTS: Section = sec("Key facts:", &[Fact], Style::Bullets);
+const ENTITIES: Section = sec("Entities:", &[Entity], Style::Inline);
+const APIS: Section = sec("APIs:", &[Api], Style::Inline);
+const FILES: Section = sec("Files:", &[File], Style::Bullets);
+const URLS: Section = sec("URLs:", &[Url], Style::Bullets);
+const KEY_POINTS: Section = sec(
+    "Key points:",
+    &[Constraint, Decision, Fact, Error],
+    Style::Bullets,
+);
+const SOURCES: Section = sec("Sources:", &[Url, File], Style::Bullets);
+const LOG: Section = sec("Decision log:", &[Decision, Error], Style::Bullets);
+const FILES_APIS: Section = sec("Files:", &[File], Style::FileApis);
+
+const TASK_STATE: &[Section] = &[
+    GOALS,
+    LATEST,
+    CONSTRAINTS,
+    DECISIONS,
+    ACTIONS,
+    ERRORS,
+    FACTS,
+    ENTITIES,
+    APIS,
+    FILES,
+    URLS,
+];
+const BRIEF: &[Section] = &[GOALS, LATEST, KEY_POINTS, ACTIONS, ENTITIES, SOURCES];
+const DECISION_LOG: &[Section] = &[
+    GOALS,
+    LATEST,
+    CONSTRAINTS,
+    LOG,
+    ACTIONS,
+    FACTS,
+    ENTITIES,
+    FILES,
+    URLS,
+];
+const CODE_DELTA: &[Section] = &[
+    GOALS,
+    LATEST,
+    FILES_APIS,
+    APIS,
+    DECISIONS,
+    CONSTRAINTS,
+    ERRORS,
+    ACTIONS,
+    ENTITIES,
+];
+
+/// Every header any strategy writes, for parsing: a previous body may come
+/// from another strategy.
+const ALL_SECTIONS: &[Section] = &[
+    GOALS,
+    LATEST,
+    CONSTRAINTS,
+    DECISIONS,
+    ACTIONS,
+    ERRORS,
+    FACTS,
+    ENTITIES,
+    APIS,
+    FILES,
+    URLS,
+    KEY_POINTS,
+    SOURCES,
+    LOG,
+];
+
+fn layout(strategy: Strategy) -> &'static [Section] {
+    match strategy {
+        Strategy::TaskState => TASK_STATE,
+        Strategy::Brief => BRIEF,
+        Strategy::DecisionLog => DECISION_LOG,
+        Strategy::CodeDelta => CODE_DELTA,
+    }
+}
+
+/// Longest line a `brief` bullet keeps, in bytes: brief means short.
+const BRIEF_LINE: usize = 200;
+/// Identifiers per packed bullet, so lines stay readable.
+const INLINE_PER_LINE: usize = 12;
+
+/// Renders the kept items. `replace` substitutes the text of one item (the
+/// last-resort truncation).
+pub(crate) fn render(
+    items: &[Item],
+    keep: &[bool],
+    strategy: Strategy,
+    replace: Option<(usize, &str)>,
+) -> String {
+    let text_of = |i: usize| -> &str {
+        match replace {
+            Some((r, t)) if r == i => t,
+            _ => &items[i].text,
+        }
+    };
+    // A sentence already inside a kept request is not repeated: the request
+    // says it verbatim. (It reappears on its own if the request is dropped.)
+    let requests: Vec<&str> = (0..items.len())
+        .filter(|&i| keep[i] && matches!(items[i].kind, Goal | Latest))
+        .map(text_of)
+        .collect();
+    let hidden = |i: usize| {
+        // `brief` is short: measurements quoted from tool output stay out.
+        (strategy == Strategy::Brief && items[i].kind == Fact && items[i].from_tool)
+            || matches!(items[i].kind, Constraint | Decision | Action | Error | Fact)
+                && requests.iter().any(|r| r.contains(text_of(i)))
+    };
+    let kept_file_apis: Vec<&str> = if strategy == Strategy::CodeDelta {
+        (0..items.len())
+            .filter(|&i| keep[i] && items[i].kind == File)
+            .flat_map(|i| items[i].apis.iter().map(String::as_str))
+            .collect()
+    } else {
+        Vec::new()
+    };
+
+    let mut out = String::new();
+    for section in layout(strategy) {
+        let mut members: Vec<usize> = (0..items.len())
+            .filter(|&i| keep[i] && section.kinds.contains(&items[i].kind) && !hidden(i))
+            .filter(|&i| !(section.header == APIS.header && kept_file_apis.contains(&text_of(i))))
+            .collect();
+        if members.is_empty() {
+            continue;
+        }
+        members.sort_by_key(|&i| (items[i].first, i));
+        out.push_str(section.header);
+        out.push('\n');
+        match section.style {
+            Style::Bullets => {
+                for &i in &members {
+                    let text = text_of(i);
+                    let text = if strategy == Strategy::Brief
+                        && items[i].kind != Latest
+                        && items[i].kind != Goal
+                    {
+                        clip(text, BRIEF_LINE)
+                    } else {
+                        text.to_owned()
+                    };
+                    push_bullet(&mut out, &text);
+                }
+            }
+            Style::Inline => {
+                for chunk in members.chunks(INLINE_PER_LINE) {
+                    out.push_str("- ");
+                    for (n, &i) in chunk.iter().enumerate() {
+                        if n > 0 {
+                            out.push_str(", ");
+                        }
+                        out.push_str(text_of(i));
+                    }
+                    out.push('\n');
+                }
+            }
+            Style::FileApis => {
+                for &i in &members {
+                    out.push_str("- ");
+                    out.push_str(text_of(i));
+                    if !items[i].apis.is_empty() {
+                        out.push_str(": ");
+                        out.push_str(&items[i].apis.join(", "));
+                    }
+                    out.push('\n');
+                }
+            }
+        }
+    }
+    if out.ends_with('\n') {
+        out.pop();
+    }
+    out
+}
+
+fn push_bullet(out: &mut String, text: &str) {
+    let mut first = true;
+    for line in text.lines() {
+        let line = line.trim_end();
+        if line.trim().is_empty() {
+            continue;
+        }
+        out.push_str(if first { "- " } else { "  " });
+        out.push_str(line);
+        out.push('\n');
+        first = false;
+    }
+}
+
+/// Parses a previous body into `ledger`; returns the previous latest request
+/// (held apart: it becomes a goal only when a newer request arrives) and the
+/// previous goals, in order.
+pub(crate) fn parse_previous(previous: &str, ledger: &mut Ledger) -> ParsedPrevious {
+    let mut parsed = ParsedPrevious::default();
+    let mut current: Option<&Section> = None;
+    let mut open: Option<String> = None;
+    let mut stray = String::new();
+
+    for line in previous.lines() {
+        if let Some(section) = ALL_SECTIONS.iter().find(|s| line.trim_end() == s.header) {
+            flush(current, open.take(), ledger, &mut parsed);
+            current = Some(section);
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("- ").filter(|_| current.is_some()) {
+            flush(current, open.take(), ledger, &mut parsed);
+            open = Some(rest.to_owned());
+            continue;
+        }
+        if let (Some(rest), Some(text)) = (line.strip_prefix("  "), open.as_mut())
+            && current.is_some_and(|s| s.kinds.contains(&Goal) || s.kinds.contains(&Latest))
+        {
+            text.push('\n');
+            text.push_str(rest);
+            continue;
+        }
+        if !line.trim().is_empty() {
+            stray.push_str(line);
+            stray.push('\n');
+        }
+    }
+    flush(current, open.take(), ledger, &mut parsed);
+    if !stray.is_empty() {
+        ledger.extract_prose(&stray);
+    }
+    parsed
+}
+
+/// What a previous body held apart from the ledger's ordinary items.
+#[derive(Debug, Default)]
+pub(crate) struct ParsedPrevious {
+    pub latest: Option<String>,
+    pub goals: Vec<String>,
+}
+
+fn flush(
+    section: Option<&Section>,
+    text: Option<String>,
+    ledger: &mut Ledger,
+    parsed: &mut ParsedPrevious,
+) {
+    let (Some(section), Some(text)) = (section, text) else {
+        return;
+    };
+    match section.kinds {
+        [Goal] => parsed.goals.push(text),
+        [Latest] => parsed.latest = Some(text),
+        [kind] if section.style == Style::Inline => {
+            for part in text.split(", ") {
+                ledger.add(*kind, part, false);
+            }
+        }
+        [File] => {
+            // `code_delta` writes `path: api, api`; paths never contain ": ".
+            let (path, apis) = match text.split_once(": ") {
+                Some((path, apis)) => (path, apis.split(", ").map(str::to_owned).collect()),
+                None => (text.as_str(), Vec::new()),
+            };
+            ledger.add_file(path, &apis, false);
+            for api in &apis {
+                ledger.add(Api, api, false);
+            }
+        }
+        [kind] => {
+            ledger.add(*kind, &text, text.starts_with('['));
+        }
+        _ => {
+            // Mixed sections (Key points, Decision log, Sources): recover the
+            // kind with the same classifier extraction used.
+            let from_tool = text.starts_with('[');
+            let kind = if section.kinds.contains(&Url) {
+                if text.starts_with("http://") || text.starts_with("https://") {
+                    Url
+                } else {
+                    File
+                }
+            } else {
+                let body = strip_label(&text);
+                match classify(body) {
+                    // Labelled lines in these sections are always quoted tool
+                    // errors (tool measurements are not shown there), even
+                    // when the clip cut the error word off.
+                    _ if from_tool => Error,
+                    Some(k) if section.kinds.contains(&k) => k,
+                    _ if section.kinds == LOG.kinds => Decision,
+                    _ => Fact,
+                }
+            };
+            ledger.add(kind, &text, from_tool);
+        }
+    }
+}
+
+/// The text after a leading `[tool] ` label.
+pub(crate) fn strip_label(text: &str) -> &str {
+    if text.starts_with('[')
+        && let Some(end) = text.find("] ")
+    {
+        return &text[end + 2..];
+    }
+    text
+}
