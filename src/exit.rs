@@ -65,9 +65,9 @@ impl From<CompactError> for CliError {
     fn from(e: CompactError) -> Self {
         match e {
             CompactError::InsufficientBudget { .. } => CliError::Insufficient(e.to_string()),
-            CompactError::Config(_) | CompactError::InvalidInput(_) | CompactError::InvalidSession(_) => {
-                CliError::BadInput(e.to_string())
-            }
+            CompactError::Config(_)
+            | CompactError::InvalidInput(_)
+            | CompactError::InvalidSession(_) => CliError::BadInput(e.to_string()),
             CompactError::Internal(_) => CliError::Other(anyhow::anyhow!(e)),
         }
     }

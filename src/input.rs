@@ -28,7 +28,11 @@ impl ConfigFlags {
     pub fn load(&self) -> CliResult<Loaded> {
         let mut loaded = Loaded::from_process_env(self.config.as_deref())?;
         if let Some(m) = &self.model {
-            loaded.set("model", Value::String(m.clone()), Source::Flag("--model".into()))?;
+            loaded.set(
+                "model",
+                Value::String(m.clone()),
+                Source::Flag("--model".into()),
+            )?;
         }
         if let Some(n) = self.max_context_tokens {
             loaded.set(

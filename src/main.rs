@@ -8,8 +8,6 @@ mod input;
 
 use clap::{Parser, Subcommand};
 
-use exit::CliError;
-
 #[derive(Parser)]
 #[command(
     name = "compact",

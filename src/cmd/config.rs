@@ -10,9 +10,7 @@ use crate::exit::{CliError, CliResult};
 #[derive(clap::Subcommand, Debug)]
 pub enum Command {
     /// Validate FILE (with COMPACT_* env applied): exit 0, or 2 naming each bad field.
-    Check {
-        file: PathBuf,
-    },
+    Check { file: PathBuf },
     /// Print every effective value and where it came from (default, file, env).
     Print {
         #[arg(long, value_name = "FILE")]
@@ -53,7 +51,9 @@ pub fn run(cmd: Command) -> CliResult {
                 println!("{path:width$}  {value}  # {source}");
             }
             for var in loaded.ignored_env() {
-                eprintln!("compact: warning: {var} is set but names no configuration key (ignored)");
+                eprintln!(
+                    "compact: warning: {var} is set but names no configuration key (ignored)"
+                );
             }
             Ok(())
         }

@@ -71,7 +71,9 @@ pub fn run(args: Args) -> CliResult {
             strict: args.strict,
         },
     ));
-    manager.dispatcher().shutdown(std::time::Duration::from_secs(5));
+    manager
+        .dispatcher()
+        .shutdown(std::time::Duration::from_secs(5));
     let outcome = outcome?;
     if args.report {
         eprintln!(

@@ -23,7 +23,10 @@ pub mod summarize;
 pub mod tokens;
 pub mod trigger;
 
-pub use manager::{BeforeModelCall, CompactError, CompactManager, ModelCallContext, PreflightOutcome, PreflightRequest, Report};
+pub use manager::{
+    BeforeModelCall, CompactError, CompactManager, ModelCallContext, PreflightOutcome,
+    PreflightRequest, Report,
+};
 pub use model::Message;
 
 /// A boxed, sendable future: what the async traits of this crate

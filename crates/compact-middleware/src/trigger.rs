@@ -53,27 +53,27 @@ pub fn decide(
     if est.t_est > est.max_tokens.saturating_sub(policy.hard_cap_buffer) {
         reasons.push("t_est > max_tokens - hard_cap_buffer".into());
     }
-    if let Some(b) = policy.token_budget {
-        if est.t_est > b {
-            reasons.push("t_est > token_budget".into());
-        }
+    if let Some(b) = policy.token_budget
+        && est.t_est > b
+    {
+        reasons.push("t_est > token_budget".into());
     }
-    if let Some(b) = policy.token_soft_budget {
-        if est.t_est > b {
-            reasons.push("t_est > token_soft_budget".into());
-        }
+    if let Some(b) = policy.token_soft_budget
+        && est.t_est > b
+    {
+        reasons.push("t_est > token_soft_budget".into());
     }
-    if let Some(p) = policy.token_remaining_pct {
-        if 1.0 - est.usage_pct < p {
-            reasons.push("remaining_pct < token_remaining_pct".into());
-        }
+    if let Some(p) = policy.token_remaining_pct
+        && 1.0 - est.usage_pct < p
+    {
+        reasons.push("remaining_pct < token_remaining_pct".into());
     }
     let mut turn_triggered = false;
-    if let Some(n) = policy.compact_trigger_turns {
-        if user_turns > n {
-            reasons.push("user_turns > compact_trigger_turns".into());
-            turn_triggered = true;
-        }
+    if let Some(n) = policy.compact_trigger_turns
+        && user_turns > n
+    {
+        reasons.push("user_turns > compact_trigger_turns".into());
+        turn_triggered = true;
     }
     if reasons.is_empty() {
         Decision {

@@ -18,7 +18,7 @@ pub struct Args {
     #[arg(long, default_value_t = 60)]
     turns: usize,
     /// Context window the demo budgets for (small, so compaction happens often).
-    #[arg(long, default_value_t = 32_000)]
+    #[arg(long, default_value_t = 64_000)]
     max_context_tokens: u64,
     /// Seed of the scripted session.
     #[arg(long, default_value_t = 7)]
@@ -37,9 +37,11 @@ pub fn run(args: Args) -> CliResult {
 }
 
 async fn drive(args: Args) -> CliResult {
-    let mut config = Config::default();
-    config.model = "gpt-4o".into();
-    config.max_context_tokens = Some(args.max_context_tokens as usize);
+    let mut config = Config {
+        model: "gpt-4o".into(),
+        max_context_tokens: Some(args.max_context_tokens as usize),
+        ..Config::default()
+    };
     if let Some(path) = &args.events {
         config.telemetry.exporter = ExporterKind::Jsonl;
         config.telemetry.jsonl_path = path.display().to_string();
@@ -54,8 +56,14 @@ async fn drive(args: Args) -> CliResult {
     let mut raw_total = 0usize; // tokens an uncompacted agent would send
     let mut raw_history: Vec<Message> = context.clone();
     let (mut sent_total, mut compactions) = (0usize, 0usize);
-    println!("compact demo: {} turns, gpt-4o budgeted at {} tokens\n", args.turns, args.max_context_tokens);
-    println!("{:>4}  {:>8} → {:>8}  {:>6}  tiers", "turn", "before", "after", "usage");
+    println!(
+        "compact demo: {} turns, gpt-4o budgeted at {} tokens\n",
+        args.turns, args.max_context_tokens
+    );
+    println!(
+        "{:>4}  {:>8} → {:>8}  {:>6}  tiers",
+        "turn", "before", "after", "usage"
+    );
     for t in 1..=args.turns {
         let new = decode(session::turn(t, &mut rng))?;
         raw_history.extend(new.iter().cloned());
@@ -82,11 +90,17 @@ async fn drive(args: Args) -> CliResult {
             r.tokens_before,
             r.tokens_after,
             r.usage_after * 100.0,
-            if tiers.is_empty() { "-".to_string() } else { tiers.join(", ") }
+            if tiers.is_empty() {
+                "-".to_string()
+            } else {
+                tiers.join(", ")
+            }
         );
         context = outcome.messages;
     }
-    manager.dispatcher().flush(std::time::Duration::from_secs(5));
+    manager
+        .dispatcher()
+        .flush(std::time::Duration::from_secs(5));
     println!();
     println!("{:<40} {:>12}", "turns", args.turns);
     println!("{:<40} {:>12}", "compactions", compactions);
@@ -102,7 +116,9 @@ async fn drive(args: Args) -> CliResult {
         println!("{:<40} {:>12}", "events written to", p.display());
     }
     if !args.no_serve {
-        println!("\nThe live timeline (compact serve) is not part of this build yet; events go to --events FILE.");
+        println!(
+            "\nThe live timeline (compact serve) is not part of this build yet; events go to --events FILE."
+        );
     }
     Ok(())
 }

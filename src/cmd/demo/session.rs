@@ -63,8 +63,16 @@ pub fn tools() -> Vec<Value> {
     };
     vec![
         tool("read_file", "Read a file of the repository.", "path"),
-        tool("run_tests", "Run a cargo test filter and return the log.", "filter"),
-        tool("search", "Search the repository; returns JSON matches.", "query"),
+        tool(
+            "run_tests",
+            "Run a cargo test filter and return the log.",
+            "filter",
+        ),
+        tool(
+            "search",
+            "Search the repository; returns JSON matches.",
+            "query",
+        ),
     ]
 }
 
@@ -74,7 +82,9 @@ pub fn turn(t: usize, rng: &mut Rng) -> Vec<Value> {
     let ask = rng.pick(ASKS);
     let ticket = format!("AUTH-{}", 1000 + t * 7);
     let user = if t == 1 {
-        format!("Goal: make token refresh safe under load for ticket {ticket}. Constraint: the refresh endpoint must not exceed 250 ms p99, and we must stay compatible with clients on v2.3.1. {ask}")
+        format!(
+            "Goal: make token refresh safe under load for ticket {ticket}. Constraint: the refresh endpoint must not exceed 250 ms p99, and we must stay compatible with clients on v2.3.1. {ask}"
+        )
     } else {
         format!("({ticket}) {ask}")
     };
@@ -92,7 +102,11 @@ pub fn turn(t: usize, rng: &mut Rng) -> Vec<Value> {
             }
             1 => {
                 let filter = rng.pick(&["auth", "session", "token::refresh", "api"]);
-                ("run_tests", json!({"filter": filter}), test_log(filter, rng))
+                (
+                    "run_tests",
+                    json!({"filter": filter}),
+                    test_log(filter, rng),
+                )
             }
             _ => {
                 let q = rng.pick(&["issue_token(", "Duration::from_secs", "tenant_id", "lock()"]);

@@ -185,7 +185,9 @@ impl SpanBuilder {
     /// elsewhere (a summarizer call) and reported once it is done.
     pub fn started_ago(trace_id: impl Into<String>, name: impl Into<String>, ago_ms: u64) -> Self {
         let mut b = Self::start(trace_id, name);
-        b.started_ms = b.started_ms.saturating_sub(ago_ms.min(i64::MAX as u64) as i64);
+        b.started_ms = b
+            .started_ms
+            .saturating_sub(ago_ms.min(i64::MAX as u64) as i64);
         b.span.started_at = format_rfc3339_millis(b.started_ms);
         b
     }

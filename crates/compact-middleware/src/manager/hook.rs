@@ -25,7 +25,10 @@ impl ModelCallContext {
 
     /// The messages as the provider must receive them.
     pub fn provider_messages(&self) -> Vec<Value> {
-        self.messages.iter().map(Message::to_provider_value).collect()
+        self.messages
+            .iter()
+            .map(Message::to_provider_value)
+            .collect()
     }
 }
 

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use crate::config::{Config, ExporterKind, Mode};
 use crate::estimate::{Estimate, Estimator, ModelLimits};
-use crate::events::{self, Dispatcher, DispatchOptions, Event, Exporter, SpanBuilder, SpanStatus};
+use crate::events::{self, DispatchOptions, Dispatcher, Event, Exporter, SpanBuilder, SpanStatus};
 use crate::model::{Message, validate};
 use crate::pipeline::{self, Input, Limits};
 use crate::summarize::{ExtractiveSummarizer, Summarizer};
@@ -295,10 +295,13 @@ impl CompactManager {
         let inner = &*self.inner;
         let policy = &inner.config.policy;
         let mut emitted: Vec<Event> = Vec::new();
-        let root = SpanBuilder::start(session_id, events::names::PREFLIGHT).kind(events::names::KIND_COMPACTION);
+        let root = SpanBuilder::start(session_id, events::names::PREFLIGHT)
+            .kind(events::names::KIND_COMPACTION);
         let root_id = root.span_id().to_string();
         if !state.trace_sent {
-            emitted.push(events::TraceEvent::session(session_id, &inner.config.telemetry.agent_name));
+            emitted.push(
+                events::TraceEvent::session(session_id, &inner.config.telemetry.agent_name).into(),
+            );
             state.trace_sent = true;
         }
 
@@ -412,7 +415,7 @@ impl CompactManager {
         let output = if !decision.triggered {
             effective
         } else {
-            let breaker_open = state.consecutive_failures >= policy.max_compact_failures;
+            let breaker_open = state.consecutive_failures as usize >= policy.max_compact_failures;
             let input = Input {
                 messages: effective.clone(),
                 tools: &req.tools,
@@ -423,7 +426,8 @@ impl CompactManager {
                 summarize_always: decision.turn_triggered || req.forced == Some(Forced::Manual),
                 primary_disabled: breaker_open,
             };
-            let run = pipeline::run(input, policy, &inner.estimator, inner.summarizer.as_ref()).await;
+            let run =
+                pipeline::run(input, policy, &inner.estimator, inner.summarizer.as_ref()).await;
             let out = match run {
                 Ok(out) => out,
                 Err(ins) => {
@@ -474,22 +478,26 @@ impl CompactManager {
                 let msg = crate::pipeline::summary::summary_message(role, s.version, &s.body);
                 state.set_summary(&msg, s.version, s.body.clone());
                 emitted.push(
-                    SpanBuilder::started_ago(session_id, events::names::SUMMARY_CREATED, s.latency_ms)
-                        .parent(&root_id)
-                        .kind(events::names::KIND_COMPACTION)
-                        .data("strategy", json!(s.strategy))
-                        .data("summarizer", json!(s.summarizer))
-                        .data("version", json!(s.version))
-                        .data("input_messages", json!(s.input_messages))
-                        .data("input_tokens", json!(s.input_tokens))
-                        .data("summary_tokens", json!(s.summary_tokens))
-                        .data("compression_ratio", json!(s.compression_ratio))
-                        .data("model", json!(s.model))
-                        .data("latency_ms", json!(s.latency_ms))
-                        .data("prompt_tokens", json!(s.prompt_tokens))
-                        .data("completion_tokens", json!(s.completion_tokens))
-                        .data("output_text", json!(s.body))
-                        .finish(SpanStatus::Ok),
+                    SpanBuilder::started_ago(
+                        session_id,
+                        events::names::SUMMARY_CREATED,
+                        s.latency_ms,
+                    )
+                    .parent(&root_id)
+                    .kind(events::names::KIND_COMPACTION)
+                    .data("strategy", json!(s.strategy))
+                    .data("summarizer", json!(s.summarizer))
+                    .data("version", json!(s.version))
+                    .data("input_messages", json!(s.input_messages))
+                    .data("input_tokens", json!(s.input_tokens))
+                    .data("summary_tokens", json!(s.summary_tokens))
+                    .data("compression_ratio", json!(s.compression_ratio))
+                    .data("model", json!(s.model))
+                    .data("latency_ms", json!(s.latency_ms))
+                    .data("prompt_tokens", json!(s.prompt_tokens))
+                    .data("completion_tokens", json!(s.completion_tokens))
+                    .data("output_text", json!(s.body))
+                    .finish(SpanStatus::Ok),
                 );
             }
             let changed = out.capped + out.cleared + out.summarized + out.dropped > 0;
@@ -499,10 +507,7 @@ impl CompactManager {
                     SpanBuilder::start(session_id, events::names::PRUNED_MESSAGES)
                         .parent(&root_id)
                         .kind(events::names::KIND_COMPACTION)
-                        .data(
-                            "pruned_count",
-                            json!(out.summarized + out.dropped),
-                        )
+                        .data("pruned_count", json!(out.summarized + out.dropped))
                         .data("capped", json!(out.capped))
                         .data("cleared", json!(out.cleared))
                         .data("summarized", json!(out.summarized))

@@ -18,7 +18,10 @@ pub struct PreflightOutcome {
 impl PreflightOutcome {
     /// The messages as the provider must see them (`meta`/`compacted` stripped).
     pub fn provider_messages(&self) -> Vec<serde_json::Value> {
-        self.messages.iter().map(Message::to_provider_value).collect()
+        self.messages
+            .iter()
+            .map(Message::to_provider_value)
+            .collect()
     }
 }
 

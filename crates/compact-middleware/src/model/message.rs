@@ -253,7 +253,9 @@ impl Message {
 
     /// Content hash of the whole item, memoised until the next mutation.
     pub fn content_hash(&self) -> u128 {
-        *self.hash.get_or_init(|| crate::tokens::item_hash(&self.raw))
+        *self
+            .hash
+            .get_or_init(|| crate::tokens::item_hash(&self.raw))
     }
 
     fn touch(&mut self) {
@@ -348,12 +350,12 @@ impl Message {
             Shape::ChatMessage => {
                 if let Some(Value::Array(calls)) = self.raw.get_mut("tool_calls") {
                     for (call, r) in calls.iter_mut().zip(self.kind.calls.iter()) {
-                        if let (Some(Value::Object(f)), Some(t)) = (call.get_mut("function"), text(r))
+                        if let (Some(Value::Object(f)), Some(t)) =
+                            (call.get_mut("function"), text(r))
+                            && f.get("arguments").and_then(Value::as_str) != Some(t.as_str())
                         {
-                            if f.get("arguments").and_then(Value::as_str) != Some(t.as_str()) {
-                                f.insert("arguments".into(), Value::String(t));
-                                n += 1;
-                            }
+                            f.insert("arguments".into(), Value::String(t));
+                            n += 1;
                         }
                     }
                 }
@@ -367,11 +369,11 @@ impl Message {
                     } else {
                         return 0;
                     };
-                    if let Some(t) = text(r) {
-                        if self.raw.get(field).and_then(Value::as_str) != Some(t.as_str()) {
-                            self.raw.insert(field.into(), Value::String(t));
-                            n = 1;
-                        }
+                    if let Some(t) = text(r)
+                        && self.raw.get(field).and_then(Value::as_str) != Some(t.as_str())
+                    {
+                        self.raw.insert(field.into(), Value::String(t));
+                        n = 1;
                     }
                 }
             }

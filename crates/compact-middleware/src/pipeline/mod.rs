@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::config::{Mode, Policy};
 use crate::estimate::Estimator;
 use crate::model::{Message, Role};
-use crate::summarize::{ExtractiveSummarizer, SummaryRequest, Summarizer};
+use crate::summarize::{ExtractiveSummarizer, Summarizer, SummaryRequest};
 use crate::tokens::REPLY_PRIMING;
 use plan::{Class, Layout, Plan};
 use tiers::ToolFilter;
@@ -147,7 +147,9 @@ pub async fn run(
         Mode::None => {}
         Mode::Auto => w.auto(summarizer).await?,
         Mode::Compact => {
-            let plan = w.layout.plan(policy.keep_recent_turns, policy.keep_tool_io_pairs);
+            let plan = w
+                .layout
+                .plan(policy.keep_recent_turns, policy.keep_tool_io_pairs);
             w.clear(&plan);
             if w.total() > w.limits.budget {
                 w.auto(summarizer).await?;
@@ -196,7 +198,10 @@ impl<'a> Work<'a> {
         let summary_index = input.summary_index;
         let layout = Layout::new(
             &msgs,
-            |i| Some(i) != summary_index && (never.contains(&msgs[i].role()) || msgs[i].is_protected(flag)),
+            |i| {
+                Some(i) != summary_index
+                    && (never.contains(&msgs[i].role()) || msgs[i].is_protected(flag))
+            },
             |i| Some(i) == summary_index,
         );
         let names = tiers::call_names(&msgs);
@@ -316,9 +321,10 @@ impl<'a> Work<'a> {
         if self.met_target() {
             return Ok(());
         }
-        let plan = self
-            .layout
-            .plan(self.policy.keep_recent_turns, self.policy.keep_tool_io_pairs);
+        let plan = self.layout.plan(
+            self.policy.keep_recent_turns,
+            self.policy.keep_tool_io_pairs,
+        );
         self.clear(&plan);
         if self.met_target() {
             return Ok(());
@@ -326,17 +332,29 @@ impl<'a> Work<'a> {
         self.summarize_and_reduce(summarizer).await
     }
 
-    /// Tokens kept by `plan` outside the remainder and the old summary.
+    /// Tokens kept by `plan`: everything but the remainder, and but the old
+    /// summary when a new one replaces it.
     fn kept_tokens(&self, plan: &Plan) -> usize {
+        let replaced = self.needs_summary(plan);
         self.fixed
             + (0..plan.groups.len())
-                .filter(|&gi| !matches!(plan.class[gi], Class::Remainder | Class::Summary))
+                .filter(|&gi| match plan.class[gi] {
+                    Class::Remainder => false,
+                    Class::Summary => !replaced,
+                    _ => true,
+                })
                 .map(|gi| self.group_tokens(gi))
                 .sum::<usize>()
     }
 
+    /// Only new material is worth a new summary: with nothing to fold, the
+    /// previous summary stays as it is (no version churn).
     fn needs_summary(&self, plan: &Plan) -> bool {
-        plan.count(Class::Remainder) > 0 || plan.count(Class::Summary) > 0
+        plan.count(Class::Remainder) > 0
+    }
+
+    fn summary_cap(&self) -> usize {
+        (self.policy.summary_max_pct * self.limits.max_tokens as f64) as usize
     }
 
     fn summary_overhead(&self) -> usize {
@@ -358,25 +376,37 @@ impl<'a> Work<'a> {
 
     /// Tiers 3 and 4: choose the largest keep counts whose kept layers plus a
     /// summary fit, then summarize the rest once.
-    async fn summarize_and_reduce(&mut self, summarizer: &dyn Summarizer) -> Result<(), Insufficient> {
+    async fn summarize_and_reduce(
+        &mut self,
+        summarizer: &dyn Summarizer,
+    ) -> Result<(), Insufficient> {
         let overhead = self.summary_overhead();
         let schedule = self.schedule();
-        // Tier 3 with the configured counts when it fits the hard budget;
-        // otherwise tier 4: the first reduction that fits.
-        let chosen = schedule.iter().map(|&(k, t)| self.layout.plan(k, t)).find(|plan| {
-            let room = if self.needs_summary(plan) { overhead } else { 0 };
-            self.kept_tokens(plan) + room <= self.limits.budget
-        });
+        // Tier 3 with the configured counts if kept layers plus a summary fit
+        // the target; otherwise tier 4: the first reduction that does. When
+        // none reaches the target, the most reduced one that fits the budget.
+        let min_summary = overhead + (MIN_USEFUL_SUMMARY / 2).min(self.summary_cap());
+        let plans: Vec<Plan> = schedule
+            .iter()
+            .map(|&(k, t)| self.layout.plan(k, t))
+            .collect();
+        let need = |w: &Self, p: &Plan| {
+            w.kept_tokens(p) + if w.needs_summary(p) { min_summary } else { 0 }
+        };
+        let chosen = plans
+            .iter()
+            .find(|p| need(self, p) <= self.limits.target)
+            .or_else(|| plans.last().filter(|p| need(self, p) <= self.limits.budget))
+            .cloned();
         let plan = match chosen {
             Some(p) => p,
             None => self.minimal_plan()?,
         };
-        if plan.recent_turns < self.policy.keep_recent_turns.min(self.layout.turns())
-            || plan.tool_pairs < self.policy.keep_tool_io_pairs
+        if (plan.recent_turns < self.policy.keep_recent_turns.min(self.layout.turns())
+            || plan.tool_pairs < self.policy.keep_tool_io_pairs)
+            && !self.out.tiers.contains(&Tier::ReduceKeep)
         {
-            if !self.out.tiers.contains(&Tier::ReduceKeep) {
-                self.out.tiers.push(Tier::ReduceKeep);
-            }
+            self.out.tiers.push(Tier::ReduceKeep);
         }
         self.apply_summary(plan, summarizer).await;
         Ok(())
@@ -410,12 +440,19 @@ impl<'a> Work<'a> {
 
     async fn apply_summary(&mut self, plan: Plan, summarizer: &dyn Summarizer) {
         if !self.needs_summary(&plan) {
+            // Keep the previous summary where it is.
+            let mut plan = plan;
+            for c in plan.class.iter_mut() {
+                if *c == Class::Summary {
+                    *c = Class::Pinned;
+                }
+            }
             self.chosen = Some((plan, None));
             return;
         }
         let kept = self.kept_tokens(&plan);
         let overhead = self.summary_overhead();
-        let cap = (self.policy.summary_max_pct * self.limits.max_tokens as f64) as usize;
+        let cap = self.summary_cap();
         let room_target = self.limits.target.saturating_sub(kept + overhead);
         let room_budget = self.limits.budget.saturating_sub(kept + overhead);
         let max_body = if room_target >= MIN_USEFUL_SUMMARY {
@@ -456,7 +493,12 @@ impl<'a> Work<'a> {
         let mut result = None;
         if !self.primary_disabled || summarizer.name() == "extractive" {
             match summarizer.summarize(&req).await {
-                Ok(s) if s.tokens <= max_body && !(s.text.trim().is_empty() && !req.entries.is_empty() && max_body > 0) => {
+                Ok(s)
+                    if s.tokens <= max_body
+                        && !(s.text.trim().is_empty()
+                            && !req.entries.is_empty()
+                            && max_body > 0) =>
+                {
                     result = Some((s, summarizer.name().to_string()))
                 }
                 Ok(s) => {
@@ -531,7 +573,13 @@ impl<'a> Work<'a> {
         let k0 = self.policy.keep_recent_turns.max(1);
         let mut chosen = None;
         for k in (1..=k0).rev() {
-            let plan = self.layout.plan(k, 0);
+            let mut plan = self.layout.plan(k, 0);
+            // Trim keeps no summary: an old one goes with the oldest turns.
+            for c in plan.class.iter_mut() {
+                if *c == Class::Summary {
+                    *c = Class::Remainder;
+                }
+            }
             if self.kept_tokens(&plan) <= self.limits.budget {
                 chosen = Some(plan);
                 break;
@@ -541,7 +589,8 @@ impl<'a> Work<'a> {
             Some(p) => p,
             None => self.minimal_plan()?,
         };
-        let dropped: usize = plan.messages_in(Class::Remainder).count() + plan.messages_in(Class::Summary).count();
+        let dropped: usize =
+            plan.messages_in(Class::Remainder).count() + plan.messages_in(Class::Summary).count();
         if dropped > 0 {
             self.out.tiers.push(Tier::Trim);
             self.out.dropped += plan.messages_in(Class::Remainder).count();
@@ -559,7 +608,8 @@ impl<'a> Work<'a> {
             recent_turns: plan.recent_turns,
             tool_pairs: (0..plan.groups.len())
                 .filter(|&gi| {
-                    self.layout.has_tools[gi] && matches!(plan.class[gi], Class::Recent | Class::ToolIo)
+                    self.layout.has_tools[gi]
+                        && matches!(plan.class[gi], Class::Recent | Class::ToolIo)
                 })
                 .count(),
         }
@@ -568,7 +618,10 @@ impl<'a> Work<'a> {
     fn finish(mut self) -> Output {
         let messages = match self.chosen.take() {
             None => {
-                let plan = self.layout.plan(self.policy.keep_recent_turns, self.policy.keep_tool_io_pairs);
+                let plan = self.layout.plan(
+                    self.policy.keep_recent_turns,
+                    self.policy.keep_tool_io_pairs,
+                );
                 self.out.kept = self.kept_counts(&plan);
                 std::mem::take(&mut self.msgs)
             }

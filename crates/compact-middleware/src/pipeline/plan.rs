@@ -55,9 +55,9 @@ impl Layout {
         let has_tools = groups
             .iter()
             .map(|g| {
-                messages[g.clone()].iter().any(|m| {
-                    !m.kind().calls.is_empty() || m.kind().item == ItemType::ToolResult
-                })
+                messages[g.clone()]
+                    .iter()
+                    .any(|m| !m.kind().calls.is_empty() || m.kind().item == ItemType::ToolResult)
             })
             .collect();
         // Our own summary is a user message but never opens a turn.
@@ -90,11 +90,7 @@ impl Layout {
             return self.groups.len();
         }
         let n = self.turn_starts.len();
-        if k >= n {
-            0
-        } else {
-            self.turn_starts[n - k]
-        }
+        if k >= n { 0 } else { self.turn_starts[n - k] }
     }
 
     /// The layer of every group when the last `recent_turns` turns and the
@@ -132,15 +128,15 @@ impl Layout {
     /// message (if any) and the last group.
     pub fn minimal_tail(&self, messages: &[Message]) -> Vec<usize> {
         let mut keep = Vec::new();
-        if let Some(&start) = self.turn_starts.last() {
-            if messages[self.groups[start].start].starts_turn() {
-                keep.push(start);
-            }
+        if let Some(&start) = self.turn_starts.last()
+            && messages[self.groups[start].start].starts_turn()
+        {
+            keep.push(start);
         }
-        if let Some(last) = self.groups.len().checked_sub(1) {
-            if keep.last() != Some(&last) {
-                keep.push(last);
-            }
+        if let Some(last) = self.groups.len().checked_sub(1)
+            && keep.last() != Some(&last)
+        {
+            keep.push(last);
         }
         keep
     }

@@ -64,7 +64,11 @@ pub fn cap_text(text: &str, max_chars: usize, name: &str, call_id: &str) -> Opti
     let head_end = byte_at(head_chars);
     let tail_start = byte_at(total - tail_chars);
     let marker = marker_for(total - head_chars - tail_chars);
-    Some(format!("{}{marker}{}", &text[..head_end], &text[tail_start..]))
+    Some(format!(
+        "{}{marker}{}",
+        &text[..head_end],
+        &text[tail_start..]
+    ))
 }
 
 /// Tier 1: caps every tool result in `indices` longer than `max_chars`.
