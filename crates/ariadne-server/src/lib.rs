@@ -1,0 +1,1 @@
+//! An Ariadne-compatible trace server.
