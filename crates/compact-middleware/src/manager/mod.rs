@@ -311,11 +311,11 @@ impl CompactManager {
         let (effective, reused) = match continuation {
             Continuation::RawPrefix(n) => {
                 let mut eff = state.last_out.clone();
-                eff.extend(req.messages[n..].iter().cloned());
+                eff.extend(req.messages.into_iter().skip(n));
                 (eff, n)
             }
-            Continuation::OutputPrefix(n) => (req.messages.clone(), n),
-            Continuation::Fresh => (req.messages.clone(), 0),
+            Continuation::OutputPrefix(n) => (req.messages, n),
+            Continuation::Fresh => (req.messages, 0),
         };
         let input_problems = validate(&effective);
         if req.strict && !input_problems.is_empty() {
@@ -537,10 +537,7 @@ impl CompactManager {
 
         state.last_raw = raw_hashes;
         state.last_out_hashes = output.iter().map(Message::content_hash).collect();
-        state.last_out_provider_hashes = output
-            .iter()
-            .map(|m| m.provider_copy().content_hash())
-            .collect();
+        state.last_out_provider_hashes = output.iter().map(Message::provider_hash).collect();
         state.last_out = output.clone();
         drop(state);
 

@@ -74,9 +74,6 @@ impl SessionState {
     pub fn set_summary(&mut self, message: &Message, version: u32, body: String) {
         self.version = version;
         self.summary_body = Some(body);
-        self.summary_hashes = vec![
-            message.content_hash(),
-            message.provider_copy().content_hash(),
-        ];
+        self.summary_hashes = vec![message.content_hash(), message.provider_hash()];
     }
 }

@@ -1,5 +1,5 @@
 use std::borrow::Cow;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -96,7 +96,9 @@ pub struct Kind {
 /// back to the same JSON value, unknown fields and key order included.
 #[derive(Debug, Clone)]
 pub struct Message {
-    raw: Map<String, Value>,
+    /// Shared until written: agents, the pipeline and the session state all
+    /// hold copies of long histories, and a clone must not copy megabytes.
+    raw: Arc<Map<String, Value>>,
     kind: Kind,
     /// Content hash, memoised: a preflight re-estimates several times and a
     /// 128k-token history should be hashed once.
@@ -112,7 +114,7 @@ impl PartialEq for Message {
 impl Message {
     pub(crate) fn from_parts(raw: Map<String, Value>, kind: Kind) -> Self {
         Self {
-            raw,
+            raw: Arc::new(raw),
             kind,
             hash: OnceLock::new(),
         }
@@ -162,8 +164,7 @@ impl Message {
 
     /// Sets one `meta` field. `meta` is ours: providers never see it.
     pub fn set_meta(&mut self, key: &str, value: Value) {
-        let meta = self
-            .raw
+        let meta = Arc::make_mut(&mut self.raw)
             .entry(META_KEY)
             .or_insert_with(|| Value::Object(Map::new()));
         if !meta.is_object() {
@@ -224,19 +225,19 @@ impl Message {
 
     /// Marks the message as rewritten by compaction.
     pub fn set_compacted(&mut self) {
-        self.raw.insert(COMPACTED_KEY.into(), Value::Bool(true));
+        Arc::make_mut(&mut self.raw).insert(COMPACTED_KEY.into(), Value::Bool(true));
         self.touch();
     }
 
     /// The library view: the JSON object, `meta` and `compacted` included.
     pub fn to_value(&self) -> Value {
-        Value::Object(self.raw.clone())
+        Value::Object(Map::clone(&self.raw))
     }
 
     /// The provider view: `meta` and `compacted` removed (the OpenAI API rejects
     /// unknown message fields). Everything else is untouched.
     pub fn to_provider_value(&self) -> Value {
-        let mut m = self.raw.clone();
+        let mut m = Map::clone(&self.raw);
         m.remove(META_KEY);
         m.remove(COMPACTED_KEY);
         Value::Object(m)
@@ -245,10 +246,29 @@ impl Message {
     /// A copy without `meta` and `compacted`: the message as a provider (and
     /// an agent that keeps the provider-facing output) sees it.
     pub fn provider_copy(&self) -> Message {
-        let mut raw = self.raw.clone();
+        if !self.has_our_fields() {
+            return self.clone();
+        }
+        let mut raw = Map::clone(&self.raw);
         raw.remove(META_KEY);
         raw.remove(COMPACTED_KEY);
         Message::from_parts(raw, self.kind.clone())
+    }
+
+    /// True when the item carries `meta` or `compacted`, i.e. its provider
+    /// view differs from it.
+    pub fn has_our_fields(&self) -> bool {
+        self.raw.contains_key(META_KEY) || self.raw.contains_key(COMPACTED_KEY)
+    }
+
+    /// Content hash of the provider view (equal to [`Message::content_hash`]
+    /// when there is nothing of ours to strip).
+    pub fn provider_hash(&self) -> u128 {
+        if self.has_our_fields() {
+            self.provider_copy().content_hash()
+        } else {
+            self.content_hash()
+        }
     }
 
     /// Content hash of the whole item, memoised until the next mutation.
@@ -334,7 +354,7 @@ impl Message {
             Shape::ResponsesCallOutput => "output",
             _ => return false,
         };
-        self.raw.insert(field.into(), Value::String(text));
+        Arc::make_mut(&mut self.raw).insert(field.into(), Value::String(text));
         self.touch();
         true
     }
@@ -348,7 +368,9 @@ impl Message {
         let mut n = 0;
         match self.kind.shape {
             Shape::ChatMessage => {
-                if let Some(Value::Array(calls)) = self.raw.get_mut("tool_calls") {
+                if let Some(Value::Array(calls)) =
+                    Arc::make_mut(&mut self.raw).get_mut("tool_calls")
+                {
                     for (call, r) in calls.iter_mut().zip(self.kind.calls.iter()) {
                         if let (Some(Value::Object(f)), Some(t)) =
                             (call.get_mut("function"), text(r))
@@ -372,7 +394,7 @@ impl Message {
                     if let Some(t) = text(r)
                         && self.raw.get(field).and_then(Value::as_str) != Some(t.as_str())
                     {
-                        self.raw.insert(field.into(), Value::String(t));
+                        Arc::make_mut(&mut self.raw).insert(field.into(), Value::String(t));
                         n = 1;
                     }
                 }
@@ -388,7 +410,7 @@ impl Message {
 
 impl Serialize for Message {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.raw.serialize(s)
+        Map::serialize(&self.raw, s)
     }
 }
 
