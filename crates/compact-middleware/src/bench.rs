@@ -149,8 +149,10 @@ pub fn tokens_suite(quick: bool) -> Value {
 
     // 400 messages, about 128k tokens.
     let base = history(100, 3000);
-    let mut config = Config::default();
-    config.max_context_tokens = Some(1_000_000);
+    let config = Config {
+        max_context_tokens: Some(1_000_000),
+        ..Config::default()
+    };
     let cold_runs = if quick { 3 } else { 10 };
     let cold = measure(0, cold_runs, || {
         let manager = CompactManager::builder(config.clone())
@@ -201,8 +203,10 @@ pub fn preflight_suite(quick: bool) -> Value {
     let runs = if quick { 30 } else { 200 };
 
     // Warm, not triggering: a 1M window.
-    let mut config = Config::default();
-    config.max_context_tokens = Some(1_000_000);
+    let config = Config {
+        max_context_tokens: Some(1_000_000),
+        ..Config::default()
+    };
     let Ok(manager) = CompactManager::builder(config)
         .without_config_exporters()
         .build()
@@ -243,8 +247,10 @@ pub fn preflight_suite(quick: bool) -> Value {
     );
 
     // Triggering: the same history in a 128k window (usage ~100%).
-    let mut config = Config::default();
-    config.model = "gpt-4o".into();
+    let config = Config {
+        model: "gpt-4o".into(),
+        ..Config::default()
+    };
     let Ok(manager) = CompactManager::builder(config)
         .without_config_exporters()
         .build()
