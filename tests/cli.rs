@@ -1,0 +1,319 @@
+//! The CLI contract of DESIGN §11: shapes on stdout, messages on stderr,
+//! exit codes 0 / 2 bad input / 3 insufficient budget / 1 other.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+fn compact(args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_compact"))
+        .args(args)
+        .env_remove("COMPACT_MODEL")
+        .env_remove("COMPACT_TRIGGER_PCT")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn compact");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("write stdin");
+    child.wait_with_output().expect("wait")
+}
+
+fn stdout_json(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    })
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A tool-heavy chat history of `turns` turns.
+fn history(turns: usize, output_chars: usize) -> Value {
+    let mut items = vec![
+        json!({"role": "system", "content": "You are a coding agent."}),
+        json!({"role": "developer", "content": "Never log secrets.", "meta": {"protected": true}}),
+    ];
+    for t in 0..turns {
+        let id = format!("call_{t}");
+        items.push(json!({"role": "user", "content": format!("Turn {t}: look at ticket OPS-{t}")}));
+        items.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "read", "arguments": "{}"}}]}));
+        items.push(
+            json!({"role": "tool", "tool_call_id": id, "content": "x ".repeat(output_chars / 2)}),
+        );
+        items.push(json!({"role": "assistant", "content": format!("Ticket OPS-{t} handled.")}));
+    }
+    Value::Array(items)
+}
+
+#[test]
+fn estimate_prints_the_breakdown() {
+    let req = json!({"messages": [
+        {"role": "system", "content": "You are helpful."},
+        {"role": "developer", "content": "Be brief."},
+        {"role": "user", "content": "Hello there"}
+    ], "tools": [{"type": "function", "function": {"name": "f", "description": "does f", "parameters": {"type": "object", "properties": {}}}}]});
+    let o = compact(&["estimate", "--model", "gpt-4o"], &req.to_string());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = stdout_json(&o);
+    assert_eq!(v["model"], "gpt-4o");
+    assert_eq!(v["max_tokens"], 128000);
+    let b = &v["breakdown"];
+    let total = ["system", "developer", "tools_schema", "messages"]
+        .iter()
+        .map(|k| b[k].as_u64().expect("number"))
+        .sum::<u64>();
+    assert_eq!(v["t_est"].as_u64(), Some(total));
+    assert!(b["system"].as_u64() > Some(3) && b["tools_schema"].as_u64() > Some(0));
+    assert!((v["usage_pct"].as_f64().unwrap_or(0.0) - total as f64 / 128000.0).abs() < 1e-3);
+}
+
+#[test]
+fn bad_input_exits_2_naming_the_json_path_and_prints_nothing() {
+    let o = compact(
+        &["preflight"],
+        r#"[{"role":"user","content":"a"},{"role":"user","content":7}]"#,
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(o.stdout.is_empty());
+    assert!(
+        stderr(&o).contains("$[1].content: expected string or array of parts, got number"),
+        "{}",
+        stderr(&o)
+    );
+
+    let o = compact(&["estimate"], "{not json");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("invalid JSON at line 1"),
+        "{}",
+        stderr(&o)
+    );
+
+    let o = compact(&["estimate", "--model", "no-such-model"], "[]");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("max_context_tokens"), "{}", stderr(&o));
+}
+
+#[test]
+fn preflight_keeps_the_shape_and_compacts() {
+    let mut req = json!({"session_id": "s1", "messages": history(40, 4000), "config": {"k": 1}});
+    let o = compact(
+        &["preflight", "--max-context-tokens", "20000", "--report"],
+        &req.to_string(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = stdout_json(&o);
+    assert_eq!(
+        v.as_object().map(|o| o.keys().cloned().collect::<Vec<_>>()),
+        Some(vec![
+            "session_id".to_string(),
+            "messages".into(),
+            "config".into()
+        ])
+    );
+    let out = v["messages"].as_array().expect("messages");
+    let before = req["messages"].as_array_mut().expect("messages").len();
+    assert!(out.len() < before);
+    // The protected developer message comes back byte-identical, meta included.
+    assert!(out.iter().any(|m| m == &json!({"role": "developer", "content": "Never log secrets.", "meta": {"protected": true}})));
+    let report: Value = serde_json::from_str(stderr(&o).lines().last().unwrap_or(""))
+        .expect("report JSON on stderr");
+    assert_eq!(report["triggered"], true);
+    assert!(report["tokens_after"].as_u64() <= report["budget"].as_u64());
+
+    // --provider strips our fields.
+    let o = compact(
+        &["preflight", "--max-context-tokens", "20000", "--provider"],
+        &req.to_string(),
+    );
+    let v = stdout_json(&o);
+    assert!(
+        v["messages"]
+            .as_array()
+            .expect("messages")
+            .iter()
+            .all(|m| m.get("meta").is_none() && m.get("compacted").is_none())
+    );
+}
+
+#[test]
+fn preflight_below_trigger_returns_input_unchanged() {
+    let h = history(2, 100);
+    let o = compact(&["preflight"], &h.to_string());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout_json(&o), h);
+}
+
+#[test]
+fn insufficient_budget_exits_3_with_guidance() {
+    let req = json!([
+        {"role": "system", "content": "policy ".repeat(3000)},
+        {"role": "user", "content": "hi"}
+    ]);
+    let o = compact(
+        &["preflight", "--max-context-tokens", "2000"],
+        &req.to_string(),
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(o.stdout.is_empty());
+    assert!(
+        stderr(&o).contains("insufficient budget")
+            && stderr(&o).contains("Reduce protected memory"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn strict_rejects_orphans_and_lenient_reports_them() {
+    let req = json!([
+        {"role": "user", "content": "hi"},
+        {"role": "tool", "tool_call_id": "ghost", "content": "x"}
+    ]);
+    let o = compact(&["preflight", "--strict"], &req.to_string());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("$[1]") && stderr(&o).contains("ghost"),
+        "{}",
+        stderr(&o)
+    );
+    let o = compact(&["preflight", "--report"], &req.to_string());
+    assert!(o.status.success());
+    assert!(stderr(&o).contains("orphan_result"), "{}", stderr(&o));
+}
+
+#[test]
+fn force_summarizes_and_writes_events() {
+    let dir = std::env::temp_dir().join(format!("compact-cli-{}", std::process::id()));
+    let events = dir.join("events.jsonl");
+    let h = history(10, 200);
+    let o = compact(
+        &[
+            "preflight",
+            "--force",
+            "--session",
+            "forced",
+            "--events",
+            events.to_str().expect("utf8"),
+        ],
+        &h.to_string(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout_json(&o);
+    let summaries: Vec<&Value> = out
+        .as_array()
+        .expect("array")
+        .iter()
+        .filter(|m| {
+            m["content"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("COMPACT-SUMMARY v1"))
+        })
+        .collect();
+    assert_eq!(summaries.len(), 1);
+    let text = std::fs::read_to_string(&events).expect("events file");
+    let names: Vec<String> = text
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).expect("jsonl")["name"]
+                .as_str()
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect();
+    for n in [
+        "compact.token_estimate",
+        "compact.trigger_decision",
+        "compact.summary_created",
+        "compact.pruned_messages",
+        "compact.preflight",
+    ] {
+        assert!(names.iter().any(|x| x == n), "{n} missing from {names:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn config_check_and_print() {
+    let dir = std::env::temp_dir().join(format!("compact-cfg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let good = dir.join("good.yaml");
+    std::fs::write(&good, "model: gpt-4o\npolicy:\n  trigger_pct: 0.9\n").expect("write");
+    let o = compact(&["config", "check", good.to_str().expect("utf8")], "");
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    let bad = dir.join("bad.yaml");
+    std::fs::write(&bad, "policy:\n  trigger_pct: 1.5\n  bogus: 1\n").expect("write");
+    let o = compact(&["config", "check", bad.to_str().expect("utf8")], "");
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        e.contains("policy.trigger_pct") && e.contains("policy.bogus"),
+        "{e}"
+    );
+
+    let o = Command::new(env!("CARGO_BIN_EXE_compact"))
+        .args(["config", "print", "--config", good.to_str().expect("utf8")])
+        .env("COMPACT_TARGET_PCT", "0.5")
+        .output()
+        .expect("run");
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    let line = |key: &str| {
+        text.lines()
+            .find(|l| l.starts_with(&format!("{key} ")))
+            .unwrap_or("")
+            .to_string()
+    };
+    assert!(
+        line("policy.trigger_pct").contains("0.9") && line("policy.trigger_pct").contains("file"),
+        "{text}"
+    );
+    assert!(
+        line("policy.target_pct").contains("0.5")
+            && line("policy.target_pct").contains("env COMPACT_TARGET_PCT"),
+        "{text}"
+    );
+    assert!(
+        line("policy.keep_recent_turns").contains("default"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn demo_runs_scripted() {
+    let o = Command::new(env!("CARGO_BIN_EXE_compact"))
+        .args(["demo", "--turns", "12", "--no-serve"])
+        .output()
+        .expect("run");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("compactions") && text.contains("saved"),
+        "{text}"
+    );
+    assert_eq!(
+        text.lines()
+            .filter(|l| l
+                .trim_start()
+                .split_whitespace()
+                .next()
+                .is_some_and(|w| w.parse::<usize>().is_ok()))
+            .count(),
+        12,
+        "{text}"
+    );
+}
