@@ -12,12 +12,14 @@
 //! - [`estimate`]: whole-request estimates and the breakdown, model limits.
 //! - [`trigger`]: whether a call compacts, and why.
 //! - [`pipeline`]: the tiers (budgeting, clearing, summarizing, reducing) and modes.
+//! - [`invariants`]: the checks of DESIGN §12, for tests, the soak harness and users.
 //! - [`bench`]: the workloads and timing harness behind `compact bench`.
 //! - [`manager`]: [`CompactManager`], sessions, the `before_model_call` hook.
 pub mod bench;
 pub mod config;
 pub mod estimate;
 pub mod events;
+pub mod invariants;
 pub mod manager;
 pub mod model;
 pub mod pipeline;
