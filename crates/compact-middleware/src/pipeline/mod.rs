@@ -461,6 +461,22 @@ impl<'a> Work<'a> {
             room_budget.min(MIN_USEFUL_SUMMARY)
         }
         .min(cap);
+        if kept + overhead > self.limits.budget || max_body == 0 {
+            // Not even an empty summary message fits next to what is kept
+            // (the last-resort plan is checked without one): prune only.
+            let folded = plan.messages_in(Class::Remainder).count();
+            self.out.fallbacks.push(Fallback {
+                error_type: "NoRoomForSummary".into(),
+                message: format!(
+                    "the kept messages need {kept} of {} tokens; no room for a summary",
+                    self.limits.budget
+                ),
+                fallback: "pruning_only".into(),
+            });
+            self.out.dropped += folded;
+            self.chosen = Some((plan, None));
+            return;
+        }
 
         let mut entries = Vec::new();
         let mut input_tokens = 0;
