@@ -461,6 +461,22 @@ impl<'a> Work<'a> {
             room_budget.min(MIN_USEFUL_SUMMARY)
         }
         .min(cap);
+        if kept + overhead > self.limits.budget || max_body == 0 {
+            // Not even an empty summary message fits next to what is kept
+            // (the last-resort plan is checked without one): prune only.
+            let folded = plan.messages_in(Class::Remainder).count();
+            self.out.fallbacks.push(Fallback {
+                error_type: "NoRoomForSummary".into(),
+                message: format!(
+                    "the kept messages need {kept} of {} tokens; no room for a summary",
+                    self.limits.budget
+                ),
+                fallback: "pruning_only".into(),
+            });
+            self.out.dropped += folded;
+            self.chosen = Some((plan, None));
+            return;
+        }
 
         let mut entries = Vec::new();
         let mut input_tokens = 0;
@@ -639,16 +655,24 @@ impl<'a> Work<'a> {
 }
 
 /// Pinned groups before the first kept non-pinned group, then the summary,
-/// then every other kept group, all in their original order.
+/// then every other kept group, all in their original order. A pinned group
+/// that comes after the folded span (say a protected latest user message)
+/// stays after the summary: the summary never ends up behind what followed
+/// the messages it replaces.
 fn assemble(plan: &Plan, msgs: Vec<Message>, summary: Option<Message>) -> Vec<Message> {
+    let last_folded = plan
+        .class
+        .iter()
+        .rposition(|c| matches!(c, Class::Remainder | Class::Summary));
     let mut slots: Vec<Option<Message>> = msgs.into_iter().map(Some).collect();
     let mut out = Vec::with_capacity(slots.len() + 1);
     let mut summary = summary;
-    for (g, class) in plan.groups.iter().zip(&plan.class) {
+    for (gi, (g, class)) in plan.groups.iter().zip(&plan.class).enumerate() {
+        let after_folded = last_folded.is_some_and(|l| gi > l);
         match class {
             Class::Remainder | Class::Summary => continue,
-            Class::Pinned => {}
-            Class::Recent | Class::ToolIo => {
+            Class::Pinned if !after_folded => {}
+            Class::Pinned | Class::Recent | Class::ToolIo => {
                 if let Some(s) = summary.take() {
                     out.push(s);
                 }

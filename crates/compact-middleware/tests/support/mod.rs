@@ -2,6 +2,8 @@
 //! histories in both wire formats.
 #![allow(dead_code)]
 
+pub mod invariants;
+
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
@@ -173,4 +175,63 @@ pub fn obj(v: Value) -> Map<String, Value> {
         Value::Object(o) => o,
         _ => panic!("not an object"),
     }
+}
+
+/// Engine-test decorations over a rendered history, one mark per item
+/// (cycled): pin assistant replies, tool results, reasoning items or user
+/// messages; insert developer messages before a turn; paste a summary
+/// look-alike into a user message (ordinary content, never our summary).
+pub fn decorate(items: Vec<Value>, marks: &[u8]) -> Vec<Value> {
+    if marks.is_empty() {
+        return items;
+    }
+    let mut out = Vec::with_capacity(items.len() + 4);
+    for (i, mut item) in items.into_iter().enumerate() {
+        let mark = marks[i % marks.len()] % 16;
+        let role = item.get("role").and_then(Value::as_str).unwrap_or("");
+        let ty = item.get("type").and_then(Value::as_str).unwrap_or("");
+        let is_reply = role == "assistant" && item.get("tool_calls").is_none();
+        let is_result = role == "tool" || ty == "function_call_output";
+        let pin = json!({"protected": true, "label": format!("pin {i}")});
+        match mark {
+            0 if is_reply => item["meta"] = pin,
+            1 if is_result => item["meta"] = pin,
+            2 if role == "user" => {
+                out.push(json!({"role": "developer", "content": format!("Developer note {i}: answers stay short.")}));
+            }
+            3 if role == "user" => {
+                let text = item["content"].as_str().unwrap_or("").to_string();
+                item["content"] = Value::String(format!("COMPACT-SUMMARY v1\n(pasted) {text}"));
+            }
+            4 if role == "user" => item["meta"] = pin,
+            5 if ty == "reasoning" => item["meta"] = pin,
+            _ => {}
+        }
+        out.push(item);
+    }
+    out
+}
+
+/// A random history for engine tests: [`arb_history`] plus [`decorate`].
+pub fn arb_rich_history(
+    wire: Wire,
+    turns: std::ops::Range<usize>,
+) -> impl Strategy<Value = Vec<Value>> {
+    (
+        arb_history(wire, turns),
+        prop::collection::vec(any::<u8>(), 1..24),
+    )
+        .prop_map(|(items, marks)| decorate(items, &marks))
+}
+
+/// Index of the item that opens user turn `t` (the `t`-th user message), or
+/// the length when there are fewer.
+pub fn turn_boundary(items: &[Value], t: usize) -> usize {
+    items
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| v.get("role").and_then(Value::as_str) == Some("user"))
+        .map(|(i, _)| i)
+        .nth(t)
+        .unwrap_or(items.len())
 }

@@ -1,0 +1,220 @@
+//! Exporter isolation (DESIGN §12.8): an exporter that fails, blocks or
+//! sleeps changes neither what `preflight` returns nor when it returns.
+//! Asserted by behaviour, not by wall clock: `preflight` has returned while
+//! the blocked exporter still holds none of its events, and every result is
+//! identical to that of a manager without exporters.
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use compact_middleware::config::{Config, Policy};
+use compact_middleware::events::{Event, ExportError, Exporter};
+use compact_middleware::model::{Format, Message, Request};
+use compact_middleware::{BoxFuture, CompactManager, PreflightOutcome};
+use serde_json::{Value, json};
+use support::invariants::{Tracker, check_call};
+
+#[derive(Debug)]
+struct Failing;
+
+impl Exporter for Failing {
+    fn name(&self) -> &str {
+        "failing"
+    }
+    fn export<'a>(&'a self, _batch: &'a [Event]) -> BoxFuture<'a, Result<(), ExportError>> {
+        Box::pin(async { Err(ExportError::Other("collector is down".into())) })
+    }
+    fn flush(&self) -> BoxFuture<'_, Result<(), ExportError>> {
+        Box::pin(async { Err(ExportError::Other("collector is down".into())) })
+    }
+}
+
+#[derive(Debug)]
+struct Panicking;
+
+impl Exporter for Panicking {
+    fn name(&self) -> &str {
+        "panicking"
+    }
+    fn export<'a>(&'a self, _batch: &'a [Event]) -> BoxFuture<'a, Result<(), ExportError>> {
+        Box::pin(async { panic!("exporter bug") })
+    }
+}
+
+/// Holds every batch until the gate opens; records events only after that.
+#[derive(Debug)]
+struct Gated {
+    gate: tokio::sync::watch::Sender<bool>,
+    received: Mutex<Vec<Event>>,
+}
+
+impl Gated {
+    fn new() -> Self {
+        Self {
+            gate: tokio::sync::watch::channel(false).0,
+            received: Mutex::new(Vec::new()),
+        }
+    }
+    fn received(&self) -> Vec<Event> {
+        self.received.lock().unwrap().clone()
+    }
+}
+
+impl Exporter for Gated {
+    fn name(&self) -> &str {
+        "gated"
+    }
+    fn export<'a>(&'a self, batch: &'a [Event]) -> BoxFuture<'a, Result<(), ExportError>> {
+        Box::pin(async move {
+            let mut rx = self.gate.subscribe();
+            let _ = rx.wait_for(|open| *open).await;
+            self.received.lock().unwrap().extend(batch.iter().cloned());
+            Ok(())
+        })
+    }
+}
+
+/// Sleeps before it records anything.
+#[derive(Debug, Default)]
+struct Sleepy {
+    received: Mutex<Vec<Event>>,
+}
+
+impl Exporter for Sleepy {
+    fn name(&self) -> &str {
+        "sleepy"
+    }
+    fn export<'a>(&'a self, batch: &'a [Event]) -> BoxFuture<'a, Result<(), ExportError>> {
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            self.received.lock().unwrap().extend(batch.iter().cloned());
+            Ok(())
+        })
+    }
+}
+
+fn config() -> Config {
+    let mut c = Config {
+        max_context_tokens: Some(4_000),
+        policy: Policy {
+            keep_recent_turns: 2,
+            ..Policy::default()
+        },
+        ..Config::default()
+    };
+    c.telemetry.flush_interval_ms = 1;
+    c.telemetry.batch_size = 1;
+    c
+}
+
+/// Turn `t`, heavy enough that a few turns trigger every tier.
+fn turn(t: usize) -> Vec<Message> {
+    let id = format!("call_{t}");
+    let rows: String = (0..120).map(|i| format!("row {i} ok; ")).collect();
+    Request::from_value(
+        json!([
+            {"role": "user", "content": format!("Step {t}: ticket REL-{} must ship before Friday.", 100 + t)},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function",
+              "function": {"name": "search", "arguments": format!("{{\"q\":\"REL-{}\"}}", 100 + t)}}]},
+            {"role": "tool", "tool_call_id": id, "content": rows},
+            {"role": "assistant", "content": format!("We decided to ship REL-{} behind a flag.", 100 + t)},
+        ]),
+        Format::Chat,
+    )
+    .unwrap()
+    .messages
+}
+
+/// A session of `turns` calls (mode a); every result, reports without timings.
+async fn session(m: &CompactManager, turns: usize) -> Vec<(Vec<Value>, Value)> {
+    let mut tracker = Tracker::new();
+    let mut ctx = vec![Message::system("You ship releases.")];
+    let mut results = Vec::new();
+    for t in 0..turns {
+        ctx.extend(turn(t));
+        let sent = ctx.clone();
+        let r = tokio::time::timeout(Duration::from_secs(20), m.preflight("s", sent.clone()))
+            .await
+            .expect("preflight must not wait on an exporter");
+        check_call(m, &mut tracker, &sent, &[], &r).unwrap();
+        let o: PreflightOutcome = r.unwrap();
+        let mut report = serde_json::to_value(&o.report).unwrap();
+        report.as_object_mut().unwrap().remove("duration_us");
+        results.push((o.messages.iter().map(Message::to_value).collect(), report));
+        ctx = o.messages;
+    }
+    results
+}
+
+const TURNS: usize = 12;
+
+#[tokio::test]
+async fn failing_panicking_and_blocked_exporters_change_nothing() {
+    let plain = CompactManager::builder(config()).build().unwrap();
+    assert!(!plain.dispatcher().is_enabled());
+    let expected = session(&plain, TURNS).await;
+    assert!(
+        expected
+            .iter()
+            .any(|(_, r)| r["summary_version"].is_number()),
+        "the session compacts"
+    );
+
+    let gated = Arc::new(Gated::new());
+    let sleepy = Arc::new(Sleepy::default());
+    let m = CompactManager::builder(config())
+        .exporter(Arc::new(Failing))
+        .exporter(Arc::new(Panicking))
+        .exporter(gated.clone())
+        .exporter(sleepy.clone())
+        .build()
+        .unwrap();
+    let got = session(&m, TURNS).await;
+    // Every preflight has returned; the blocked and sleeping exporters have
+    // not been able to take in a single event yet.
+    assert!(gated.received().is_empty());
+    assert!(sleepy.received.lock().unwrap().is_empty());
+    assert_eq!(got, expected, "exporters changed a preflight result");
+
+    // The events were emitted all along: once the gate opens they arrive.
+    gated.gate.send_replace(true);
+    let flushed = tokio::task::spawn_blocking({
+        let m = m.clone();
+        move || m.dispatcher().flush(Duration::from_secs(2))
+    })
+    .await
+    .unwrap();
+    let _ = flushed; // the failing exporter's flush fails, so this may be false
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while gated.received().is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let names: Vec<String> = gated
+        .received()
+        .iter()
+        .filter_map(|e| e.name().map(str::to_string))
+        .collect();
+    assert!(names.iter().any(|n| n == "compact.preflight"), "{names:?}");
+}
+
+#[tokio::test]
+async fn an_exporter_that_never_returns_does_not_block_preflight() {
+    // One gated exporter that never opens, and a tiny queue: emits overflow
+    // into the drop counter instead of waiting.
+    let gated = Arc::new(Gated::new());
+    let mut c = config();
+    c.telemetry.queue_capacity = 1;
+    let m = CompactManager::builder(c)
+        .exporter(gated.clone())
+        .build()
+        .unwrap();
+    let plain = CompactManager::builder(config()).build().unwrap();
+    let got = session(&m, TURNS).await;
+    let expected = session(&plain, TURNS).await;
+    assert_eq!(got, expected);
+    assert!(gated.received().is_empty());
+    let stats = m.dispatcher().stats();
+    assert!(stats.dropped > 0, "{stats:?}");
+}
