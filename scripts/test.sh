@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
 # Runs every test of the project on a fresh machine: installs what the tests
-# need, then the whole workspace test suite. This is the README's test command,
-# and .ci/run runs exactly it after fmt and clippy.
+# need, then the whole workspace test suite, then the soak harness. This is
+# the README's test command; .ci/run runs exactly it after fmt and clippy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Proptest: enough cases to mean something, bounded so CI stays fast.
 export PROPTEST_CASES="${PROPTEST_CASES:-1000}"
+# Failing tests print a backtrace; anyhow errors in binaries stay short.
+export RUST_BACKTRACE="${RUST_BACKTRACE:-0}"
 
 cargo test --workspace --all-targets --locked
 # Doc tests (all-targets skips them).
 cargo test --workspace --doc --locked
+
+# The soak harness: 1000 randomized long sessions with fault injection, every
+# invariant checked after every preflight. Release build: it is a load test.
+cargo build --release --locked -p compact-soak
+./target/release/compact-soak --runs 1000 --seed 7 --quiet --report target/soak-report.json
