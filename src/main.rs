@@ -27,6 +27,8 @@ enum Command {
     Estimate(cmd::estimate::Args),
     /// Compact a request read from stdin; compacted JSON of the same shape on stdout.
     Preflight(cmd::preflight::Args),
+    /// Replay a recorded transcript turn by turn through the middleware; table of savings.
+    Replay(cmd::replay::Args),
     /// Check or print the configuration.
     #[command(subcommand)]
     Config(cmd::config::Command),
@@ -47,6 +49,7 @@ fn main() {
         Command::Demo(a) => cmd::demo::run(a),
         Command::Estimate(a) => cmd::estimate::run(a),
         Command::Preflight(a) => cmd::preflight::run(a),
+        Command::Replay(a) => cmd::replay::run(a),
         Command::Config(c) => cmd::config::run(c),
         Command::Bench(a) => cmd::bench::run(a),
     };

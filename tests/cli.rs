@@ -246,6 +246,61 @@ fn force_summarizes_and_writes_events() {
 }
 
 #[test]
+fn replay_drives_a_recorded_transcript_turn_by_turn() {
+    let dir = std::env::temp_dir().join(format!("compact-replay-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    // JSONL, one message per line, as the archive stores transcripts.
+    let path = dir.join("transcript.jsonl");
+    let lines: Vec<String> = history(30, 3000)
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(Value::to_string)
+        .collect();
+    std::fs::write(&path, lines.join("\n")).expect("write");
+    let o = Command::new(env!("CARGO_BIN_EXE_compact"))
+        .args([
+            "replay",
+            path.to_str().expect("utf8"),
+            "--max-context-tokens",
+            "12000",
+        ])
+        .output()
+        .expect("run");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let rows = text
+        .lines()
+        .filter(|l| {
+            l.split_whitespace()
+                .next()
+                .is_some_and(|w| w.parse::<usize>().is_ok())
+        })
+        .count();
+    assert_eq!(rows, 30, "{text}");
+    let compactions: usize = text
+        .lines()
+        .find(|l| l.starts_with("compactions"))
+        .and_then(|l| l.split_whitespace().last()?.parse().ok())
+        .expect("compactions row");
+    assert!(compactions > 0, "{text}");
+
+    let bad = dir.join("bad.jsonl");
+    std::fs::write(&bad, "{\"role\":\"user\",\"content\":\"a\"}\nnot json\n").expect("write");
+    let o = Command::new(env!("CARGO_BIN_EXE_compact"))
+        .args(["replay", bad.to_str().expect("utf8")])
+        .output()
+        .expect("run");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("line 2"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn config_check_and_print() {
     let dir = std::env::temp_dir().join(format!("compact-cfg-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
@@ -308,7 +363,6 @@ fn demo_runs_scripted() {
     assert_eq!(
         text.lines()
             .filter(|l| l
-                .trim_start()
                 .split_whitespace()
                 .next()
                 .is_some_and(|w| w.parse::<usize>().is_ok()))

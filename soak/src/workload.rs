@@ -35,11 +35,13 @@ pub struct RunPlan {
 
 /// Draws a policy and a session shape.
 pub fn plan(rng: &mut Rng, turns: (usize, usize)) -> RunPlan {
-    let mut c = Config::default();
-    c.model = rng
-        .pick(&["gpt-4o", "gpt-4.1-mini", "gpt-4", "o3"])
-        .to_string();
-    c.max_context_tokens = Some(*rng.pick(&[4_000usize, 8_000, 16_000, 32_000, 128_000]));
+    let mut c = Config {
+        model: rng
+            .pick(&["gpt-4o", "gpt-4.1-mini", "gpt-4", "o3"])
+            .to_string(),
+        max_context_tokens: Some(*rng.pick(&[4_000usize, 8_000, 16_000, 32_000, 128_000])),
+        ..Config::default()
+    };
     let p = &mut c.policy;
     p.mode = match rng.below(20) {
         0 => Mode::None,

@@ -4,3 +4,5 @@ pub mod config;
 pub mod demo;
 pub mod estimate;
 pub mod preflight;
+pub mod replay;
+mod turns;

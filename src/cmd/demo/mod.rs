@@ -3,11 +3,14 @@
 
 mod session;
 
+use super::turns;
+
 use std::path::PathBuf;
 
 use compact_middleware::config::{Config, ExporterKind};
 use compact_middleware::model::{Format, Request};
 use compact_middleware::{CompactManager, Message};
+
 use serde_json::Value;
 
 use crate::exit::{CliError, CliResult};
@@ -52,66 +55,20 @@ async fn drive(args: Args) -> CliResult {
     let mut rng = session::Rng::new(args.seed);
 
     // The agent keeps what the middleware returns and appends each new turn.
-    let mut context: Vec<Message> = decode(session::opening())?;
-    let mut raw_total = 0usize; // tokens an uncompacted agent would send
-    let mut raw_history: Vec<Message> = context.clone();
-    let (mut sent_total, mut compactions) = (0usize, 0usize);
+    let opening = decode(session::opening())?;
+    let batches = (1..=args.turns)
+        .map(|t| decode(session::turn(t, &mut rng)))
+        .collect::<CliResult<Vec<_>>>()?;
     println!(
         "compact demo: {} turns, gpt-4o budgeted at {} tokens\n",
         args.turns, args.max_context_tokens
     );
-    println!(
-        "{:>4}  {:>8} → {:>8}  {:>6}  tiers",
-        "turn", "before", "after", "usage"
-    );
-    for t in 1..=args.turns {
-        let new = decode(session::turn(t, &mut rng))?;
-        raw_history.extend(new.iter().cloned());
-        context.extend(new);
-        let outcome = manager
-            .preflight_with(
-                "demo-session",
-                compact_middleware::PreflightRequest {
-                    messages: context,
-                    tools: tools.clone(),
-                    ..Default::default()
-                },
-            )
-            .await?;
-        let r = &outcome.report;
-        raw_total += manager.estimate(&raw_history, &tools).t_est;
-        sent_total += r.tokens_after;
-        if r.triggered {
-            compactions += 1;
-        }
-        let tiers: Vec<String> = r.tiers.iter().map(|t| format!("{t:?}")).collect();
-        println!(
-            "{t:>4}  {:>8} → {:>8}  {:>5.1}%  {}",
-            r.tokens_before,
-            r.tokens_after,
-            r.usage_after * 100.0,
-            if tiers.is_empty() {
-                "-".to_string()
-            } else {
-                tiers.join(", ")
-            }
-        );
-        context = outcome.messages;
-    }
+    turns::header();
+    let totals = turns::drive(&manager, "demo-session", opening, batches, &tools).await?;
     manager
         .dispatcher()
         .flush(std::time::Duration::from_secs(5));
-    println!();
-    println!("{:<40} {:>12}", "turns", args.turns);
-    println!("{:<40} {:>12}", "compactions", compactions);
-    println!("{:<40} {:>12}", "tokens sent without compaction", raw_total);
-    println!("{:<40} {:>12}", "tokens sent with compaction", sent_total);
-    println!(
-        "{:<40} {:>11.1}%",
-        "saved",
-        100.0 * (1.0 - sent_total as f64 / raw_total.max(1) as f64)
-    );
-    println!("{:<40} {:>12}", "final context messages", context.len());
+    turns::summary(&totals);
     if let Some(p) = &args.events {
         println!("{:<40} {:>12}", "events written to", p.display());
     }

@@ -1,0 +1,79 @@
+//! `compact replay FILE`: replays a recorded transcript turn by turn through
+//! the middleware and prints the savings.
+
+use std::path::PathBuf;
+
+use compact_middleware::CompactManager;
+use compact_middleware::model::{Format, Request};
+use serde_json::Value;
+
+use super::turns;
+use crate::exit::{CliError, CliResult};
+use crate::input::ConfigFlags;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// A JSON array of messages, `{"messages":[...],"tools":[...]}`, or JSONL
+    /// (one message per line, e.g. an archived transcript).
+    file: PathBuf,
+    #[command(flatten)]
+    config: ConfigFlags,
+    /// Wire format of the messages.
+    #[arg(long, default_value = "auto", value_name = "auto|chat|responses")]
+    format: Format,
+    /// Session id used for the replay's events.
+    #[arg(long, default_value = "replay")]
+    session: String,
+}
+
+pub fn run(args: Args) -> CliResult {
+    let text = std::fs::read_to_string(&args.file)
+        .map_err(|e| CliError::BadInput(format!("{}: {e}", args.file.display())))?;
+    let value =
+        parse(&text).map_err(|e| CliError::BadInput(format!("{}: {e}", args.file.display())))?;
+    let req = Request::from_value(value, args.format)?;
+    let manager = CompactManager::new(args.config.load()?.config)?;
+    let (opening, batches) = turns::split_turns(req.messages.clone());
+    let rt = tokio::runtime::Runtime::new()?;
+    turns::header();
+    let totals = rt.block_on(turns::drive(
+        &manager,
+        &args.session,
+        opening,
+        batches,
+        &req.tools,
+    ))?;
+    manager
+        .dispatcher()
+        .shutdown(std::time::Duration::from_secs(5));
+    turns::summary(&totals);
+    Ok(())
+}
+
+/// A JSON document, or JSON lines (each line one item).
+fn parse(text: &str) -> Result<Value, String> {
+    match serde_json::from_str::<Value>(text) {
+        Ok(v) => Ok(v),
+        Err(whole) => {
+            let mut items = Vec::new();
+            for (n, line) in text
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| !l.trim().is_empty())
+            {
+                items.push(serde_json::from_str(line).map_err(|e| {
+                    if n == 0 {
+                        format!(
+                            "invalid JSON at line {} column {}: {whole}",
+                            whole.line(),
+                            whole.column()
+                        )
+                    } else {
+                        format!("line {}: invalid JSON: {e}", n + 1)
+                    }
+                })?);
+            }
+            Ok(Value::Array(items))
+        }
+    }
+}
