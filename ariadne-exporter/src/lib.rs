@@ -12,12 +12,15 @@
 //! - [`truncate`]: the size rules both apply before sending.
 //! - [`http`]: the shared HTTP client options, retry loop and the
 //!   rate-limited `[Ariadne]` failure log.
+//! - [`tail`]: the client side of the server's `/events` SSE stream (parser,
+//!   reconnecting follower, one-line rendering), for `compact tail`.
 //!
 //! Plain `http://` and `https://` (rustls, webpki roots) both work.
 
 pub mod ariadne;
 pub mod http;
 pub mod otlp;
+pub mod tail;
 pub mod truncate;
 
 pub use ariadne::AriadneExporter;

@@ -17,7 +17,7 @@ use axum::Router;
 use axum::extract::{Path, RawQuery};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as SseEvent, Sse};
-use axum::response::{IntoResponse, Response};
+use axum::response::IntoResponse;
 use axum::routing::get;
 use compact_middleware::events::{Event, SpanEvent, SpanStatus, TraceEvent};
 use serde_json::{Map, Value, json};
