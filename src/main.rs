@@ -34,6 +34,8 @@ enum Command {
     Config(cmd::config::Command),
     /// In-process benchmarks, JSON out.
     Bench(cmd::bench::Args),
+    /// Follow a server's live events (`/events`) in the terminal.
+    Tail(cmd::tail::Args),
 }
 
 fn main() {
@@ -52,6 +54,7 @@ fn main() {
         Command::Replay(a) => cmd::replay::run(a),
         Command::Config(c) => cmd::config::run(c),
         Command::Bench(a) => cmd::bench::run(a),
+        Command::Tail(a) => cmd::tail::run(a),
     };
     if let Err(e) = result {
         eprintln!("compact: {e}");

@@ -6,3 +6,4 @@ pub mod estimate;
 pub mod preflight;
 pub mod replay;
 mod turns;
+pub mod tail;

@@ -1,0 +1,45 @@
+//! Exporters that ship compact's events off the machine, behind the
+//! middleware's non-blocking [`Dispatcher`](compact_middleware::events::Dispatcher)
+//! (`emit` never waits on them).
+//!
+//! - [`ariadne`]: [`AriadneExporter`], `POST {"batch":[...]}` to an Ariadne
+//!   `/ingest` (`telemetry.ariadne_url`): bodies split under the 256 KiB
+//!   limit, oversized strings truncated with the server's rules, bounded
+//!   retries with backoff on 5xx and timeouts, optional bearer token.
+//! - [`otlp`]: [`OtlpExporter`], the same events as OTLP/HTTP JSON
+//!   (`ExportTraceServiceRequest`) to any OpenTelemetry collector
+//!   (`telemetry.otlp_endpoint`).
+//! - [`truncate`]: the size rules both apply before sending.
+//! - [`http`]: the shared HTTP client options, retry loop and the
+//!   rate-limited `[Ariadne]` failure log.
+//! - [`tail`]: the client side of the server's `/events` SSE stream (parser,
+//!   reconnecting follower, one-line rendering), for `compact tail`.
+//!
+//! Plain `http://` and `https://` (rustls, webpki roots) both work.
+
+pub mod ariadne;
+pub mod http;
+pub mod otlp;
+pub mod tail;
+pub mod truncate;
+
+pub use ariadne::AriadneExporter;
+pub use http::{HttpOptions, SendStats};
+pub use otlp::OtlpExporter;
+
+/// Why an exporter could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// The URL is not an `http://` or `https://` URL.
+    #[error("invalid URL {url:?}: {reason}")]
+    Url {
+        /// The URL as given.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The HTTP client could not be created (TLS backend initialisation).
+    #[error("cannot build the HTTP client: {0}")]
+    Client(String),
+}
