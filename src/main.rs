@@ -5,6 +5,7 @@
 mod cmd;
 mod exit;
 mod input;
+mod wiring;
 
 use clap::{Parser, Subcommand};
 

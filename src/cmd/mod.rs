@@ -5,5 +5,5 @@ pub mod demo;
 pub mod estimate;
 pub mod preflight;
 pub mod replay;
-mod turns;
 pub mod tail;
+mod turns;

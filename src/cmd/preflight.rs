@@ -2,10 +2,10 @@
 
 use std::path::PathBuf;
 
-use compact_middleware::config::{ExporterKind, Source};
+use compact_middleware::PreflightRequest;
+use compact_middleware::config::Source;
 use compact_middleware::model::Format;
 use compact_middleware::trigger::Forced;
-use compact_middleware::{CompactManager, PreflightRequest};
 use serde_json::Value;
 
 use crate::exit::{CliError, CliResult};
@@ -52,14 +52,8 @@ pub fn run(args: Args) -> CliResult {
             Source::Flag("--events".into()),
         )?;
     }
-    let config = loaded.config;
-    let exporter = config.telemetry.exporter;
     let req = read_request(args.format)?;
-    let mut builder = CompactManager::builder(config);
-    if !matches!(exporter, ExporterKind::Jsonl | ExporterKind::Console) {
-        builder = builder.without_config_exporters();
-    }
-    let manager = builder.build()?;
+    let manager = crate::wiring::manager(loaded.config)?;
     let rt = tokio::runtime::Runtime::new()?;
     let outcome = rt.block_on(manager.preflight_with(
         &args.session,

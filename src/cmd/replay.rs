@@ -3,7 +3,6 @@
 
 use std::path::PathBuf;
 
-use compact_middleware::CompactManager;
 use compact_middleware::model::{Format, Request};
 use serde_json::Value;
 
@@ -32,7 +31,7 @@ pub fn run(args: Args) -> CliResult {
     let value =
         parse(&text).map_err(|e| CliError::BadInput(format!("{}: {e}", args.file.display())))?;
     let req = Request::from_value(value, args.format)?;
-    let manager = CompactManager::new(args.config.load()?.config)?;
+    let manager = crate::wiring::manager(args.config.load()?.config)?;
     let (opening, batches) = turns::split_turns(req.messages.clone());
     let rt = tokio::runtime::Runtime::new()?;
     turns::header();
