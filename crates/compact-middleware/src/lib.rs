@@ -13,12 +13,17 @@
 //! - [`trigger`]: whether a call compacts, and why.
 //! - [`pipeline`]: the tiers (budgeting, clearing, summarizing, reducing) and modes.
 //! - [`manager`]: [`CompactManager`], sessions, the `before_model_call` hook.
+//! - [`archive`]: the `StorageAdapter` trait, the filesystem adapter, the
+//!   hash-chained manifest, `verify`, the spool.
+//! - [`redact`]: the `Redactor` applied to everything exported or archived.
+pub mod archive;
 pub mod config;
 pub mod estimate;
 pub mod events;
 pub mod manager;
 pub mod model;
 pub mod pipeline;
+pub mod redact;
 pub mod summarize;
 pub mod tokens;
 pub mod trigger;
