@@ -27,6 +27,9 @@ enum Command {
     Estimate(cmd::estimate::Args),
     /// Compact a request read from stdin; compacted JSON of the same shape on stdout.
     Preflight(cmd::preflight::Args),
+    /// Audit archived transcripts: list sessions, show a step, verify a session.
+    #[command(subcommand)]
+    Archive(cmd::archive::Command),
     /// Check or print the configuration.
     #[command(subcommand)]
     Config(cmd::config::Command),
@@ -47,6 +50,7 @@ fn main() {
         Command::Demo(a) => cmd::demo::run(a),
         Command::Estimate(a) => cmd::estimate::run(a),
         Command::Preflight(a) => cmd::preflight::run(a),
+        Command::Archive(c) => cmd::archive::run(c),
         Command::Config(c) => cmd::config::run(c),
         Command::Bench(a) => cmd::bench::run(a),
     };

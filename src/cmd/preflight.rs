@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use compact_middleware::config::{ExporterKind, Source};
+use compact_middleware::config::{ExporterKind, Source, StorageAdapterKind};
 use compact_middleware::model::Format;
 use compact_middleware::trigger::Forced;
 use compact_middleware::{CompactManager, PreflightRequest};
@@ -27,6 +27,9 @@ pub struct Args {
     /// Reject input that already has orphaned tool results or unanswered calls (exit 2).
     #[arg(long)]
     strict: bool,
+    /// Archive transcripts, summaries and events to the filesystem adapter at DIR.
+    #[arg(long, value_name = "DIR")]
+    archive: Option<PathBuf>,
     /// Append the compaction events to this JSONL file.
     #[arg(long, value_name = "FILE")]
     events: Option<PathBuf>,
@@ -52,15 +55,34 @@ pub fn run(args: Args) -> CliResult {
             Source::Flag("--events".into()),
         )?;
     }
+    if let Some(dir) = &args.archive {
+        for (key, value) in [
+            ("storage.adapter", "fs".to_string()),
+            ("storage.path", dir.display().to_string()),
+        ] {
+            loaded.set(key, Value::String(value), Source::Flag("--archive".into()))?;
+        }
+    }
     let config = loaded.config;
+    let rt = tokio::runtime::Runtime::new()?;
     let exporter = config.telemetry.exporter;
+    let config_storage = config.storage.adapter;
+    let s3_settings = config.storage.s3.clone();
     let req = read_request(args.format)?;
     let mut builder = CompactManager::builder(config);
     if !matches!(exporter, ExporterKind::Jsonl | ExporterKind::Console) {
         builder = builder.without_config_exporters();
     }
+    if config_storage == StorageAdapterKind::S3 {
+        let s3 = rt
+            .block_on(compact_s3::S3Adapter::connect(
+                &s3_settings,
+                compact_s3::RetryOptions::default(),
+            ))
+            .map_err(|e| CliError::Other(e.into()))?;
+        builder = builder.storage(std::sync::Arc::new(s3));
+    }
     let manager = builder.build()?;
-    let rt = tokio::runtime::Runtime::new()?;
     let outcome = rt.block_on(manager.preflight_with(
         &args.session,
         PreflightRequest {
