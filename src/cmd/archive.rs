@@ -4,9 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, anyhow};
-use compact_middleware::archive::{
-    self, FileKind, FsAdapter, SessionId, StorageAdapter, layout,
-};
+use compact_middleware::archive::{self, FileKind, FsAdapter, SessionId, StorageAdapter, layout};
 use compact_middleware::config::S3Settings;
 use serde_json::{Value, json};
 
@@ -168,7 +166,9 @@ async fn show(a: &dyn StorageAdapter, sid: &SessionId, step: Option<u32>) -> Cli
                 _ => None,
             })
             .collect();
-        return print_json(&json!({"session_id": sid.as_str(), "root": a.root(), "steps": steps, "files": files}));
+        return print_json(
+            &json!({"session_id": sid.as_str(), "root": a.root(), "steps": steps, "files": files}),
+        );
     };
     let transcript = a
         .read_file(sid, &layout::transcript_name(step))

@@ -169,10 +169,13 @@ impl S3Adapter {
                 .server_side_encryption(ServerSideEncryption::AwsKms)
                 .ssekms_key_id(k);
         }
-        req.send()
-            .await
-            .map(|_| ())
-            .map_err(|e| backend(format!("put {}: {}", self.url(key), DisplayErrorContext(&e))))
+        req.send().await.map(|_| ()).map_err(|e| {
+            backend(format!(
+                "put {}: {}",
+                self.url(key),
+                DisplayErrorContext(&e)
+            ))
+        })
     }
 
     async fn get(&self, key: &str) -> Result<Vec<u8>, ArchiveError> {
@@ -187,7 +190,11 @@ impl S3Adapter {
                 if e.as_service_error().is_some_and(|s| s.is_no_such_key()) {
                     ArchiveError::NotFound(self.url(key))
                 } else {
-                    backend(format!("get {}: {}", self.url(key), DisplayErrorContext(&e)))
+                    backend(format!(
+                        "get {}: {}",
+                        self.url(key),
+                        DisplayErrorContext(&e)
+                    ))
                 }
             })?;
         let body = out
@@ -199,7 +206,11 @@ impl S3Adapter {
     }
 
     /// Keys (relative to `prefix`) and common prefixes under `prefix`.
-    async fn list(&self, prefix: &str, delimiter: bool) -> Result<(Vec<String>, Vec<String>), ArchiveError> {
+    async fn list(
+        &self,
+        prefix: &str,
+        delimiter: bool,
+    ) -> Result<(Vec<String>, Vec<String>), ArchiveError> {
         let mut keys = Vec::new();
         let mut prefixes = Vec::new();
         let mut token: Option<String> = None;
@@ -216,7 +227,11 @@ impl S3Adapter {
                 req = req.continuation_token(t);
             }
             let out = req.send().await.map_err(|e| {
-                backend(format!("list s3://{}/{prefix}: {}", self.bucket, DisplayErrorContext(&e)))
+                backend(format!(
+                    "list s3://{}/{prefix}: {}",
+                    self.bucket,
+                    DisplayErrorContext(&e)
+                ))
             })?;
             keys.extend(
                 out.contents()
@@ -241,7 +256,12 @@ impl S3Adapter {
     }
 
     /// Appends an entry for `bytes` in `name` to the session's manifest.
-    async fn record(&self, session: &SessionId, name: &str, bytes: &[u8]) -> Result<String, ArchiveError> {
+    async fn record(
+        &self,
+        session: &SessionId,
+        name: &str,
+        bytes: &[u8],
+    ) -> Result<String, ArchiveError> {
         let key = self.key(session, MANIFEST_FILE);
         let mut existing = match self.get(&key).await {
             Ok(b) => b,
@@ -323,8 +343,13 @@ impl StorageAdapter for S3Adapter {
     ) -> BoxFuture<'a, Result<Stored, ArchiveError>> {
         Box::pin(async move {
             let bytes = layout::encode_lines(messages)?;
-            self.save_whole(session, layout::transcript_name(step), bytes, "application/x-ndjson")
-                .await
+            self.save_whole(
+                session,
+                layout::transcript_name(step),
+                bytes,
+                "application/x-ndjson",
+            )
+            .await
         })
     }
 
@@ -336,8 +361,13 @@ impl StorageAdapter for S3Adapter {
     ) -> BoxFuture<'a, Result<Stored, ArchiveError>> {
         Box::pin(async move {
             let bytes = layout::encode_summary(summary)?;
-            self.save_whole(session, layout::summary_name(step), bytes, "application/json")
-                .await
+            self.save_whole(
+                session,
+                layout::summary_name(step),
+                bytes,
+                "application/json",
+            )
+            .await
         })
     }
 
@@ -350,7 +380,12 @@ impl StorageAdapter for S3Adapter {
             let bytes = layout::encode_lines(events)?;
             let seq = self.next_event_seq(session).await?;
             let stored = self
-                .save_whole(session, layout::event_object_name(seq), bytes, "application/x-ndjson")
+                .save_whole(
+                    session,
+                    layout::event_object_name(seq),
+                    bytes,
+                    "application/x-ndjson",
+                )
                 .await?;
             // Only advance once the object and its manifest entry are in:
             // a failed attempt is retried under the same number.

@@ -125,7 +125,8 @@ pub(crate) fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), A
             .map_err(|e| ArchiveError::io("create", &tmp, e))?;
         f.write_all(bytes)
             .map_err(|e| ArchiveError::io("write", &tmp, e))?;
-        f.sync_all().map_err(|e| ArchiveError::io("fsync", &tmp, e))?;
+        f.sync_all()
+            .map_err(|e| ArchiveError::io("fsync", &tmp, e))?;
         let target = dir.join(name);
         fs::rename(&tmp, &target).map_err(|e| ArchiveError::io("rename", &target, e))?;
         sync_dir(dir)
@@ -158,7 +159,8 @@ fn append_lines(dir: &Path, name: &str, bytes: &[u8]) -> Result<u64, ArchiveErro
     // at the end in one piece.
     f.write_all(bytes)
         .map_err(|e| ArchiveError::io("append", &path, e))?;
-    f.sync_all().map_err(|e| ArchiveError::io("fsync", &path, e))?;
+    f.sync_all()
+        .map_err(|e| ArchiveError::io("fsync", &path, e))?;
     if !existed {
         sync_dir(dir)?;
     }
@@ -278,7 +280,12 @@ impl StorageAdapter for FsAdapter {
                 ensure_dir(&root, &dir)?;
                 let offset = append_lines(&dir, EVENTS_FILE, &bytes)?;
                 let head = append_manifest(&sid, &dir, EVENTS_FILE, offset, &bytes)?;
-                Ok(stored(&dir, EVENTS_FILE.to_string(), bytes.len() as u64, head))
+                Ok(stored(
+                    &dir,
+                    EVENTS_FILE.to_string(),
+                    bytes.len() as u64,
+                    head,
+                ))
             })
             .await
         })

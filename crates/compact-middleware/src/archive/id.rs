@@ -104,12 +104,26 @@ mod tests {
     fn rejects_dangerous_ids() {
         let long = "a".repeat(MAX_SESSION_ID_LEN + 1);
         for id in [
-            "", "..", ".", "../x", "a/b", "a\\b", "%2e%2e", "a\0b", "a\nb", "x\u{1b}[31m",
-            ".hidden", "-flag", "a b", "ü", &long,
+            "",
+            "..",
+            ".",
+            "../x",
+            "a/b",
+            "a\\b",
+            "%2e%2e",
+            "a\0b",
+            "a\nb",
+            "x\u{1b}[31m",
+            ".hidden",
+            "-flag",
+            "a b",
+            "ü",
+            &long,
         ] {
             let err = SessionId::parse(id).err().map(|e| e.to_string());
             assert!(
-                err.as_deref().is_some_and(|e| e.starts_with("invalid session id")),
+                err.as_deref()
+                    .is_some_and(|e| e.starts_with("invalid session id")),
                 "{id:?} -> {err:?}"
             );
         }

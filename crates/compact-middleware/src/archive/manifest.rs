@@ -121,7 +121,11 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<Entry>, ManifestError> {
     let complete = bytes.ends_with(b"\n");
     let lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
     // `split` yields an empty piece after the final newline.
-    let count = if complete { lines.len() - 1 } else { lines.len() };
+    let count = if complete {
+        lines.len() - 1
+    } else {
+        lines.len()
+    };
     for (i, line) in lines.iter().take(count).enumerate() {
         let n = i + 1;
         if !complete && n == count {
@@ -142,7 +146,9 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<Entry>, ManifestError> {
         }
         let expected_prev = entries.last().map_or(GENESIS, |p| p.hash.as_str());
         if e.prev != expected_prev {
-            return Err(chain("prev does not match the previous entry's hash".into()));
+            return Err(chain(
+                "prev does not match the previous entry's hash".into(),
+            ));
         }
         if e.hash != e.compute_hash() {
             return Err(chain("hash does not match the entry's fields".into()));

@@ -63,7 +63,10 @@ impl fmt::Display for Problem {
             Problem::Manifest(e) => write!(f, "{MANIFEST_FILE}: {e}"),
             Problem::Missing { file } => write!(f, "missing file {file}"),
             Problem::Edited { file } => {
-                write!(f, "edited file {file} (its SHA-256 does not match the manifest)")
+                write!(
+                    f,
+                    "edited file {file} (its SHA-256 does not match the manifest)"
+                )
             }
             Problem::Reordered { file, holds } => write!(
                 f,
@@ -76,7 +79,10 @@ impl fmt::Display for Problem {
             Problem::Unrecorded {
                 file,
                 trailing_bytes: Some(n),
-            } => write!(f, "unrecorded bytes in {file} ({n} bytes after the last recorded entry)"),
+            } => write!(
+                f,
+                "unrecorded bytes in {file} ({n} bytes after the last recorded entry)"
+            ),
         }
     }
 }
@@ -194,7 +200,10 @@ async fn check_entries(
                 return Ok(Some(Problem::Manifest(ManifestError::Chain {
                     line: i + 1,
                     file: e.file.clone(),
-                    reason: format!("chunk starts at {} but the previous one ended at {end}", e.offset),
+                    reason: format!(
+                        "chunk starts at {} but the previous one ended at {end}",
+                        e.offset
+                    ),
                 })));
             }
             let range = usize::try_from(e.offset)

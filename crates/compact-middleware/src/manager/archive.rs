@@ -23,7 +23,7 @@ use crate::config::{Config, StorageAdapterKind};
 use crate::events::{self, Event, SpanBuilder, SpanStatus};
 use crate::model::Message;
 use crate::pipeline::NewSummary;
-use crate::redact::{RedactCallback, Redactor};
+use crate::redact::{LiteralScrub, RedactCallback, Redactor};
 
 /// Which storage the builder was asked for.
 #[derive(Default)]
@@ -74,6 +74,19 @@ pub(super) struct ArchiveState {
     archiver: Option<Archiver>,
     /// `compact.redaction_disabled` was sent.
     disabled_reported: AtomicBool,
+    /// Per session: secret fragments seen in messages that left the
+    /// context, scrubbed literally from derived text (summaries, events,
+    /// later transcripts that carry the summary).
+    secrets: Mutex<HashMap<String, SessionSecrets>>,
+}
+
+/// Most fragments remembered per session (memory bound).
+const MAX_FRAGMENTS: usize = 10_000;
+
+#[derive(Default)]
+struct SessionSecrets {
+    fragments: std::collections::HashSet<String>,
+    scrub: LiteralScrub,
 }
 
 struct Archiver {
@@ -91,8 +104,8 @@ struct Archiver {
 
 impl ArchiveState {
     pub(super) fn build(config: &Config, setup: ArchiveSetup) -> Result<Self, CompactError> {
-        let mut redactor =
-            Redactor::from_config(&config.redaction).map_err(|e| CompactError::Config(e.to_string()))?;
+        let mut redactor = Redactor::from_config(&config.redaction)
+            .map_err(|e| CompactError::Config(e.to_string()))?;
         if let Some(cb) = setup.callback {
             redactor = redactor.with_callback(cb);
         }
@@ -119,8 +132,15 @@ impl ArchiveState {
                 steps: Mutex::new(HashMap::new()),
             }),
             disabled_reported: AtomicBool::new(false),
+            secrets: Mutex::new(HashMap::new()),
         })
     }
+}
+
+fn lock_secrets(
+    m: &Mutex<HashMap<String, SessionSecrets>>,
+) -> std::sync::MutexGuard<'_, HashMap<String, SessionSecrets>> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn lock_steps(m: &Mutex<HashMap<String, u32>>) -> std::sync::MutexGuard<'_, HashMap<String, u32>> {
@@ -163,7 +183,8 @@ impl CompactManager {
     /// reject it before anything runs rather than compact without an archive.
     pub(super) fn check_archive_session(&self, session_id: &str) -> Result<(), CompactError> {
         if self.inner.archive.archiver.is_some() {
-            SessionId::parse(session_id).map_err(|e| CompactError::InvalidSession(e.to_string()))?;
+            SessionId::parse(session_id)
+                .map_err(|e| CompactError::InvalidSession(e.to_string()))?;
         }
         Ok(())
     }
@@ -207,6 +228,7 @@ impl CompactManager {
         summary: Option<&NewSummary>,
         emitted: &mut Vec<Event>,
     ) -> bool {
+        let scrub = self.learn_secrets(session_id, transcript);
         let Some(a) = &self.inner.archive.archiver else {
             return false;
         };
@@ -220,7 +242,11 @@ impl CompactManager {
         let redactor = &self.inner.archive.redactor;
         let messages: Vec<Value> = transcript
             .iter()
-            .map(|m| redactor.redact_value(&m.to_value()))
+            .map(|m| {
+                let mut v = redactor.redact_value(&m.to_value());
+                scrub.scrub_value(&mut v);
+                v
+            })
             .collect();
         let mut items = vec![SpoolPayload::Transcript { step, messages }];
         if let Some(s) = summary {
@@ -237,14 +263,50 @@ impl CompactManager {
                 "summary_tokens": s.summary_tokens,
                 "message": msg.to_value(),
             });
-            items.push(SpoolPayload::Summary {
-                step,
-                summary: redactor.redact_value(&doc),
-            });
+            let mut summary = redactor.redact_value(&doc);
+            scrub.scrub_value(&mut summary);
+            items.push(SpoolPayload::Summary { step, summary });
         }
         let out = self.write_or_spool(a, &sid, items).await;
         self.report_archival(session_id, root_id, Some(step), &out, emitted);
         true
+    }
+
+    /// Records the secret fragments of `messages` for `session_id` and
+    /// returns the session's literal scrubber.
+    fn learn_secrets(&self, session_id: &str, messages: &[Message]) -> LiteralScrub {
+        let st = &self.inner.archive;
+        if !st.redactor.is_enabled() {
+            return LiteralScrub::default();
+        }
+        let mut found = Vec::new();
+        for m in messages {
+            st.redactor.collect_fragments(&m.to_value(), &mut found);
+        }
+        let mut map = lock_secrets(&st.secrets);
+        let entry = map.entry(session_id.to_string()).or_default();
+        let before = entry.fragments.len();
+        for f in found {
+            if entry.fragments.len() >= MAX_FRAGMENTS {
+                tracing::warn!(
+                    session = session_id,
+                    "too many distinct secrets to remember; derived text may keep some"
+                );
+                break;
+            }
+            entry.fragments.insert(f);
+        }
+        if entry.fragments.len() != before {
+            entry.scrub = LiteralScrub::new(&entry.fragments);
+        }
+        entry.scrub.clone()
+    }
+
+    fn session_scrub(&self, session_id: &str) -> LiteralScrub {
+        lock_secrets(&self.inner.archive.secrets)
+            .get(session_id)
+            .map(|s| s.scrub.clone())
+            .unwrap_or_default()
     }
 
     /// Delivers the spool if it may hold items, then writes `items` (or
@@ -357,7 +419,10 @@ impl CompactManager {
                 .data("storage_adapter", json!(kind))
                 .data("path", json!(keys.first()))
                 .data("keys", json!(keys))
-                .data("bytes", json!(out.stored.iter().map(|s| s.bytes).sum::<u64>()))
+                .data(
+                    "bytes",
+                    json!(out.stored.iter().map(|s| s.bytes).sum::<u64>()),
+                )
                 .data("manifest_head", json!(head))
                 .data("redacted", json!(self.inner.archive.redactor.is_enabled()))
                 .data("spooled", json!(out.spooled))
@@ -382,7 +447,11 @@ impl CompactManager {
         emitted: Vec<Event>,
     ) {
         let st = &self.inner.archive;
-        let mut emitted: Vec<Event> = emitted.iter().map(|e| st.redactor.redact_event(e)).collect();
+        let scrub = self.session_scrub(session_id);
+        let mut emitted: Vec<Event> = emitted
+            .iter()
+            .map(|e| scrub.scrub_event(&st.redactor.redact_event(e)))
+            .collect();
         if !st.redactor.is_enabled() && !st.disabled_reported.swap(true, Ordering::AcqRel) {
             emitted.insert(
                 0,

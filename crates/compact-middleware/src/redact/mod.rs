@@ -80,6 +80,77 @@ pub struct RedactError {
     pub message: String,
 }
 
+/// Replaces known secret strings (fragments found earlier) wherever they
+/// occur, as literals.
+#[derive(Debug, Clone, Default)]
+pub struct LiteralScrub {
+    re: Option<Regex>,
+    count: usize,
+}
+
+impl LiteralScrub {
+    /// A scrubber for `literals` (longest first, so a fragment inside a
+    /// longer one does not leave the rest behind).
+    pub fn new<'a>(literals: impl IntoIterator<Item = &'a String>) -> Self {
+        let mut l: Vec<&String> = literals.into_iter().collect();
+        l.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        l.dedup();
+        let count = l.len();
+        if l.is_empty() {
+            return Self::default();
+        }
+        let alt = l
+            .iter()
+            .map(|s| regex::escape(s))
+            .collect::<Vec<_>>()
+            .join("|");
+        LiteralScrub {
+            re: regex::RegexBuilder::new(&alt)
+                .size_limit(64 << 20)
+                .build()
+                .ok(),
+            count,
+        }
+    }
+
+    /// How many literals.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Whether there is nothing to scrub.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Scrubs every string leaf of `v` in place.
+    pub fn scrub_value(&self, v: &mut Value) {
+        let Some(re) = &self.re else { return };
+        match v {
+            Value::String(s) => {
+                if let Cow::Owned(o) = re.replace_all(s, REDACTED) {
+                    *s = o;
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|i| self.scrub_value(i)),
+            Value::Object(map) => map.values_mut().for_each(|i| self.scrub_value(i)),
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+    }
+
+    /// A scrubbed copy of an event.
+    pub fn scrub_event(&self, e: &Event) -> Event {
+        if self.re.is_none() {
+            return e.clone();
+        }
+        let Ok(mut v) = serde_json::to_value(e) else {
+            return e.clone();
+        };
+        self.scrub_value(&mut v);
+        serde_json::from_value(v).unwrap_or_else(|_| e.clone())
+    }
+}
+
 /// Replaces secrets with [`REDACTED`]. Cheap to clone.
 #[derive(Clone)]
 pub struct Redactor {
@@ -107,10 +178,16 @@ fn compile(p: &str) -> Result<Regex, String> {
 impl Redactor {
     /// The built-in patterns plus `extra`.
     pub fn new(extra: &[String]) -> Result<Self, RedactError> {
-        let mut sources: Vec<String> = BUILTIN_PATTERNS.iter().map(|(_, p)| p.to_string()).collect();
+        let mut sources: Vec<String> = BUILTIN_PATTERNS
+            .iter()
+            .map(|(_, p)| p.to_string())
+            .collect();
         let mut patterns = Vec::new();
         for (_, p) in BUILTIN_PATTERNS {
-            patterns.push(compile(p).map_err(|message| RedactError { index: usize::MAX, message })?);
+            patterns.push(compile(p).map_err(|message| RedactError {
+                index: usize::MAX,
+                message,
+            })?);
         }
         for (index, p) in extra.iter().enumerate() {
             patterns.push(compile(p).map_err(|message| RedactError { index, message })?);
@@ -191,6 +268,73 @@ impl Redactor {
         out
     }
 
+    /// The secret parts of every match in `s`: the pieces (split at
+    /// whitespace, quotes, `:` and `=`) of at least 8 characters that are not
+    /// labels such as `password` or PEM armour. The manager scrubs these
+    /// literally from text derived from the messages (a summary may quote a
+    /// key's body without the `BEGIN` line that made it match).
+    pub fn secret_fragments(&self, s: &str) -> Vec<String> {
+        const LABELS: &[&str] = &[
+            "api_key",
+            "api-key",
+            "apikey",
+            "password",
+            "passwd",
+            "authorization",
+            "bearer",
+            "aws_secret_access_key",
+            "aws_secret_key",
+            "private",
+        ];
+        let mut out = Vec::new();
+        if !self.enabled {
+            return out;
+        }
+        let hits = self.set.matches(s);
+        for i in hits.iter() {
+            let Some(re) = self.patterns.get(i) else {
+                continue;
+            };
+            for m in re.find_iter(s) {
+                for piece in m
+                    .as_str()
+                    .split(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | ':' | '='))
+                {
+                    if piece.chars().count() >= 8
+                        && !piece.contains("-----")
+                        && !LABELS.iter().any(|l| piece.eq_ignore_ascii_case(l))
+                    {
+                        out.push(piece.to_string());
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Collects [`Redactor::secret_fragments`] of every string leaf of `v`.
+    pub fn collect_fragments(&self, v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::String(s) => out.extend(self.secret_fragments(s)),
+            Value::Array(items) => items.iter().for_each(|i| self.collect_fragments(i, out)),
+            Value::Object(map) => {
+                for (k, item) in map {
+                    match item {
+                        Value::String(s)
+                            if self.sensitive_key.as_ref().is_some_and(|re| re.is_match(k)) =>
+                        {
+                            if s.chars().count() >= 8 {
+                                out.push(s.clone());
+                            }
+                        }
+                        _ => self.collect_fragments(item, out),
+                    }
+                }
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+    }
+
     /// Redacts every string leaf of `v` in place; object keys are kept.
     pub fn redact_value_in_place(&self, v: &mut Value) {
         if !self.enabled {
@@ -205,7 +349,9 @@ impl Redactor {
             Value::Array(items) => items.iter_mut().for_each(|i| self.redact_value_in_place(i)),
             Value::Object(map) => {
                 for (k, item) in map.iter_mut() {
-                    if item.is_string() && self.sensitive_key.as_ref().is_some_and(|re| re.is_match(k)) {
+                    if item.is_string()
+                        && self.sensitive_key.as_ref().is_some_and(|re| re.is_match(k))
+                    {
                         *item = Value::String(REDACTED.to_string());
                     } else {
                         self.redact_value_in_place(item);

@@ -82,7 +82,8 @@ pub fn start_moto() -> Option<Moto> {
             .or_else(|_| spawn("python3", &["-m", "moto.server"], port))
             .ok();
     }
-    let child = child.unwrap_or_else(|| panic!("could not start moto_server nor python3 -m moto.server"));
+    let child =
+        child.unwrap_or_else(|| panic!("could not start moto_server nor python3 -m moto.server"));
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
     let mut moto = Moto { child, addr };
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -130,7 +131,10 @@ pub async fn start_proxy(upstream: SocketAddr) -> (SocketAddr, Arc<ProxyState>) 
     (addr, state)
 }
 
-async fn read_request(r: &mut (impl AsyncReadExt + Unpin), buf: &mut Vec<u8>) -> Option<(String, Vec<u8>)> {
+async fn read_request(
+    r: &mut (impl AsyncReadExt + Unpin),
+    buf: &mut Vec<u8>,
+) -> Option<(String, Vec<u8>)> {
     loop {
         if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             let head = String::from_utf8_lossy(&buf[..end + 4]).into_owned();
