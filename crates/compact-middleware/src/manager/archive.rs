@@ -394,7 +394,7 @@ impl CompactManager {
             tracing::warn!(session = session_id, error = %e, "archive write failed; spooled for retry");
             emitted.push(
                 span(events::names::ERROR)
-                    .data("error_type", json!("ArchiveError"))
+                    .data("error_type", json!("ArchiveFailed"))
                     .data("message", json!(e.to_string()))
                     .data("storage_adapter", json!(kind))
                     .data("fallback", json!("spool"))
@@ -417,6 +417,7 @@ impl CompactManager {
                 .data("session_id", json!(session_id))
                 .data("step", json!(step))
                 .data("storage_adapter", json!(kind))
+                .data("storage", json!(kind))
                 .data("path", json!(keys.first()))
                 .data("keys", json!(keys))
                 .data(
