@@ -30,6 +30,9 @@ enum Command {
     Preflight(cmd::preflight::Args),
     /// Replay a recorded transcript turn by turn through the middleware; table of savings.
     Replay(cmd::replay::Args),
+    /// Audit archived transcripts: list sessions, show a step, verify a session.
+    #[command(subcommand)]
+    Archive(cmd::archive::Command),
     /// Check or print the configuration.
     #[command(subcommand)]
     Config(cmd::config::Command),
@@ -53,6 +56,7 @@ fn main() {
         Command::Estimate(a) => cmd::estimate::run(a),
         Command::Preflight(a) => cmd::preflight::run(a),
         Command::Replay(a) => cmd::replay::run(a),
+        Command::Archive(c) => cmd::archive::run(c),
         Command::Config(c) => cmd::config::run(c),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Tail(a) => cmd::tail::run(a),

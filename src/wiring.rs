@@ -6,13 +6,23 @@ use std::sync::Arc;
 
 use ariadne_exporter::{AriadneExporter, HttpOptions, OtlpExporter};
 use compact_middleware::CompactManager;
-use compact_middleware::config::{Config, ExporterKind};
+use compact_middleware::config::{Config, ExporterKind, StorageAdapterKind};
 
 use crate::exit::{CliError, CliResult};
 
-/// A manager for `config`, with the exporter `telemetry.exporter` names.
-pub fn manager(config: Config) -> CliResult<CompactManager> {
+/// A manager for `config`, with the exporter `telemetry.exporter` names and
+/// the S3 adapter when `storage.adapter` is `s3` (connected on `rt`).
+pub fn manager(config: Config, rt: &tokio::runtime::Runtime) -> CliResult<CompactManager> {
     let mut builder = CompactManager::builder(config.clone());
+    if config.storage.adapter == StorageAdapterKind::S3 {
+        let s3 = rt
+            .block_on(compact_s3::S3Adapter::connect(
+                &config.storage.s3,
+                compact_s3::RetryOptions::default(),
+            ))
+            .map_err(|e| CliError::Other(e.into()))?;
+        builder = builder.storage(Arc::new(s3));
+    }
     match config.telemetry.exporter {
         ExporterKind::Ariadne => {
             let e = AriadneExporter::new(&config.telemetry.ariadne_url, HttpOptions::default())

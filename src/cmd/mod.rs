@@ -1,4 +1,5 @@
 //! One module per subcommand.
+pub mod archive;
 pub mod bench;
 pub mod config;
 pub mod demo;

@@ -27,6 +27,9 @@ pub struct Args {
     /// Reject input that already has orphaned tool results or unanswered calls (exit 2).
     #[arg(long)]
     strict: bool,
+    /// Archive transcripts, summaries and events to the filesystem adapter at DIR.
+    #[arg(long, value_name = "DIR")]
+    archive: Option<PathBuf>,
     /// Append the compaction events to this JSONL file.
     #[arg(long, value_name = "FILE")]
     events: Option<PathBuf>,
@@ -52,9 +55,17 @@ pub fn run(args: Args) -> CliResult {
             Source::Flag("--events".into()),
         )?;
     }
-    let req = read_request(args.format)?;
-    let manager = crate::wiring::manager(loaded.config)?;
+    if let Some(dir) = &args.archive {
+        for (key, value) in [
+            ("storage.adapter", "fs".to_string()),
+            ("storage.path", dir.display().to_string()),
+        ] {
+            loaded.set(key, Value::String(value), Source::Flag("--archive".into()))?;
+        }
+    }
     let rt = tokio::runtime::Runtime::new()?;
+    let req = read_request(args.format)?;
+    let manager = crate::wiring::manager(loaded.config, &rt)?;
     let outcome = rt.block_on(manager.preflight_with(
         &args.session,
         PreflightRequest {

@@ -31,9 +31,9 @@ pub fn run(args: Args) -> CliResult {
     let value =
         parse(&text).map_err(|e| CliError::BadInput(format!("{}: {e}", args.file.display())))?;
     let req = Request::from_value(value, args.format)?;
-    let manager = crate::wiring::manager(args.config.load()?.config)?;
-    let (opening, batches) = turns::split_turns(req.messages.clone());
     let rt = tokio::runtime::Runtime::new()?;
+    let manager = crate::wiring::manager(args.config.load()?.config, &rt)?;
+    let (opening, batches) = turns::split_turns(req.messages.clone());
     turns::header();
     let totals = rt.block_on(turns::drive(
         &manager,

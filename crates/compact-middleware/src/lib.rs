@@ -15,6 +15,10 @@
 //! - [`invariants`]: the checks of DESIGN §12, for tests, the soak harness and users.
 //! - [`bench`]: the workloads and timing harness behind `compact bench`.
 //! - [`manager`]: [`CompactManager`], sessions, the `before_model_call` hook.
+//! - [`archive`]: the `StorageAdapter` trait, the filesystem adapter, the
+//!   hash-chained manifest, `verify`, the spool.
+//! - [`redact`]: the `Redactor` applied to everything exported or archived.
+pub mod archive;
 pub mod bench;
 pub mod config;
 pub mod estimate;
@@ -23,6 +27,7 @@ pub mod invariants;
 pub mod manager;
 pub mod model;
 pub mod pipeline;
+pub mod redact;
 pub mod summarize;
 pub mod tokens;
 pub mod trigger;

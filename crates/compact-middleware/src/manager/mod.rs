@@ -4,6 +4,7 @@
 //! dispatcher) and per-session state behind a per-session lock: concurrent
 //! preflights of one session serialize, different sessions run in parallel.
 
+mod archive;
 mod error;
 mod hook;
 mod report;
@@ -53,6 +54,7 @@ pub struct Builder {
     exporters: Vec<Arc<dyn Exporter>>,
     config_exporters: bool,
     cache: Option<Arc<CountCache>>,
+    archive: archive::ArchiveSetup,
 }
 
 impl Builder {
@@ -119,6 +121,7 @@ impl Builder {
                 },
             )
         };
+        let archive = archive::ArchiveState::build(&self.config, self.archive)?;
         Ok(CompactManager {
             inner: Arc::new(Inner {
                 config: self.config,
@@ -129,6 +132,7 @@ impl Builder {
                     .unwrap_or_else(|| Arc::new(ExtractiveSummarizer)),
                 dispatcher,
                 sessions: Mutex::new(HashMap::new()),
+                archive,
             }),
         })
     }
@@ -148,6 +152,7 @@ struct Inner {
     summarizer: Arc<dyn Summarizer>,
     dispatcher: Dispatcher,
     sessions: Mutex<HashMap<String, Arc<tokio::sync::Mutex<SessionState>>>>,
+    archive: archive::ArchiveState,
 }
 
 impl std::fmt::Debug for CompactManager {
@@ -169,6 +174,7 @@ impl CompactManager {
             exporters: Vec::new(),
             config_exporters: true,
             cache: None,
+            archive: archive::ArchiveSetup::default(),
         }
     }
 
@@ -289,6 +295,7 @@ impl CompactManager {
         if session_id.is_empty() {
             return Err(CompactError::InvalidSession("session id is empty".into()));
         }
+        self.check_archive_session(session_id)?;
         let started = Instant::now();
         let session = self.session(session_id);
         let mut state = session.lock().await;
@@ -412,6 +419,7 @@ impl CompactManager {
             duration_us: 0,
         };
 
+        let mut archived = false;
         let output = if !decision.triggered {
             effective
         } else {
@@ -450,7 +458,8 @@ impl CompactManager {
                             .data("error", json!("InsufficientBudget"))
                             .finish(SpanStatus::Error),
                     );
-                    inner.dispatcher.emit_all(emitted);
+                    self.finish_events(session_id, &root_id, false, emitted)
+                        .await;
                     return Err(err);
                 }
             };
@@ -502,6 +511,7 @@ impl CompactManager {
             }
             let changed = out.capped + out.cleared + out.summarized + out.dropped > 0;
             if changed {
+                state.step = self.archive_base_step(session_id, state.step).await;
                 state.step += 1;
                 emitted.push(
                     SpanBuilder::start(session_id, events::names::PRUNED_MESSAGES)
@@ -519,6 +529,18 @@ impl CompactManager {
                         .data("step", json!(state.step))
                         .finish(SpanStatus::Ok),
                 );
+                // DESIGN §5.4: everything that may leave the context is
+                // archived before the compacted history is returned.
+                archived = self
+                    .archive_compaction(
+                        session_id,
+                        &root_id,
+                        state.step,
+                        &effective,
+                        out.summary.as_ref(),
+                        &mut emitted,
+                    )
+                    .await;
             }
             report.tokens_after = out.tokens_after;
             report.usage_after = crate::estimate::usage(out.tokens_after, limits.max_tokens);
@@ -539,7 +561,6 @@ impl CompactManager {
         state.last_out_hashes = output.iter().map(Message::content_hash).collect();
         state.last_out_provider_hashes = output.iter().map(Message::provider_hash).collect();
         state.last_out = output.clone();
-        drop(state);
 
         report.duration_us = started.elapsed().as_micros() as u64;
         emitted.push(
@@ -552,7 +573,11 @@ impl CompactManager {
                 .data("duration_us", json!(report.duration_us))
                 .finish(SpanStatus::Ok),
         );
-        inner.dispatcher.emit_all(emitted);
+        // Still under the session lock, so this session's archive writes
+        // stay in order.
+        self.finish_events(session_id, &root_id, archived, emitted)
+            .await;
+        drop(state);
         Ok(PreflightOutcome {
             messages: output,
             report,

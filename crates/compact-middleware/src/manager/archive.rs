@@ -1,0 +1,511 @@
+//! The manager's side of the archive and of redaction: archive before
+//! anything is dropped (DESIGN §5 step 4), spool what the backend refuses,
+//! redact every event before any exporter and every write before any
+//! adapter.
+//!
+//! Kept apart from `mod.rs` so the pipeline flow there stays readable: it
+//! calls [`CompactManager::archive_compaction`] when a compaction changed
+//! the history and [`CompactManager::finish_events`] instead of emitting
+//! directly.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+
+use super::{Builder, CompactError, CompactManager};
+use crate::archive::{
+    ArchiveError, Delivery, FsAdapter, SessionId, Spool, SpoolItem, SpoolPayload, StorageAdapter,
+    Stored,
+};
+use crate::config::{Config, StorageAdapterKind};
+use crate::events::{self, Event, SpanBuilder, SpanStatus};
+use crate::model::Message;
+use crate::pipeline::NewSummary;
+use crate::redact::{LiteralScrub, RedactCallback, Redactor};
+
+/// Which storage the builder was asked for.
+#[derive(Default)]
+pub(super) enum StorageChoice {
+    /// Whatever `storage.adapter` says (`fs`, `none`; `s3` must be given).
+    #[default]
+    FromConfig,
+    /// An adapter the caller built (S3, custom).
+    Given(Arc<dyn StorageAdapter>),
+    /// No archive, whatever the config says.
+    Disabled,
+}
+
+/// The builder's archive and redaction options.
+#[derive(Default)]
+pub(super) struct ArchiveSetup {
+    storage: StorageChoice,
+    callback: Option<Arc<RedactCallback>>,
+}
+
+impl Builder {
+    /// Archives to `adapter` instead of what `storage.adapter` selects (the
+    /// way to use S3: `compact_s3::S3Adapter`). Spooling still uses
+    /// `storage.spool_path`.
+    pub fn storage(mut self, adapter: Arc<dyn StorageAdapter>) -> Self {
+        self.archive.storage = StorageChoice::Given(adapter);
+        self
+    }
+
+    /// No archive at all, whatever `storage.adapter` says (tests, tools
+    /// that only estimate). Messages that leave the context are then not kept.
+    pub fn without_storage(mut self) -> Self {
+        self.archive.storage = StorageChoice::Disabled;
+        self
+    }
+
+    /// A custom redaction step, run on every exported or archived string
+    /// after the patterns.
+    pub fn redaction_callback(mut self, f: Arc<RedactCallback>) -> Self {
+        self.archive.callback = Some(f);
+        self
+    }
+}
+
+/// Redaction and archive state of one manager.
+pub(super) struct ArchiveState {
+    redactor: Redactor,
+    archiver: Option<Archiver>,
+    /// `compact.redaction_disabled` was sent.
+    disabled_reported: AtomicBool,
+    /// Per session: secret fragments seen in messages that left the
+    /// context, scrubbed literally from derived text (summaries, events,
+    /// later transcripts that carry the summary).
+    secrets: Mutex<HashMap<String, SessionSecrets>>,
+}
+
+/// Most fragments remembered per session (memory bound).
+const MAX_FRAGMENTS: usize = 10_000;
+
+#[derive(Default)]
+struct SessionSecrets {
+    fragments: std::collections::HashSet<String>,
+    scrub: LiteralScrub,
+}
+
+struct Archiver {
+    adapter: Arc<dyn StorageAdapter>,
+    spool: Spool,
+    /// One archive write sequence at a time: spool delivery and a
+    /// session's writes must not interleave, and compactions are rare
+    /// enough that a single lock costs nothing measurable.
+    writes: tokio::sync::Mutex<()>,
+    /// The spool may hold items (checked once at start, then set when we spool).
+    spool_dirty: AtomicBool,
+    /// Highest step known per session (archive and spool), loaded on first use.
+    steps: Mutex<HashMap<String, u32>>,
+}
+
+impl ArchiveState {
+    pub(super) fn build(config: &Config, setup: ArchiveSetup) -> Result<Self, CompactError> {
+        let mut redactor = Redactor::from_config(&config.redaction)
+            .map_err(|e| CompactError::Config(e.to_string()))?;
+        if let Some(cb) = setup.callback {
+            redactor = redactor.with_callback(cb);
+        }
+        let adapter: Option<Arc<dyn StorageAdapter>> = match setup.storage {
+            StorageChoice::Given(a) => Some(a),
+            StorageChoice::Disabled => None,
+            StorageChoice::FromConfig => match config.storage.adapter {
+                StorageAdapterKind::Fs => Some(Arc::new(FsAdapter::new(&config.storage.path))),
+                StorageAdapterKind::None => None,
+                StorageAdapterKind::S3 => {
+                    return Err(CompactError::Config(
+                        "storage.adapter is s3: build the adapter with compact_s3::S3Adapter and pass it to Builder::storage (the compact binary does this)".into(),
+                    ));
+                }
+            },
+        };
+        Ok(ArchiveState {
+            redactor,
+            archiver: adapter.map(|adapter| Archiver {
+                adapter,
+                spool: Spool::new(&config.storage.spool_path),
+                writes: tokio::sync::Mutex::new(()),
+                spool_dirty: AtomicBool::new(true),
+                steps: Mutex::new(HashMap::new()),
+            }),
+            disabled_reported: AtomicBool::new(false),
+            secrets: Mutex::new(HashMap::new()),
+        })
+    }
+}
+
+fn lock_secrets(
+    m: &Mutex<HashMap<String, SessionSecrets>>,
+) -> std::sync::MutexGuard<'_, HashMap<String, SessionSecrets>> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn lock_steps(m: &Mutex<HashMap<String, u32>>) -> std::sync::MutexGuard<'_, HashMap<String, u32>> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// What one write sequence did.
+#[derive(Default)]
+struct Outcome {
+    stored: Vec<Stored>,
+    spooled: Vec<String>,
+    errors: Vec<ArchiveError>,
+    delivered: Vec<(String, Stored)>,
+}
+
+impl CompactManager {
+    /// The storage adapter, if archiving is on.
+    pub fn storage_adapter(&self) -> Option<&Arc<dyn StorageAdapter>> {
+        self.inner.archive.archiver.as_ref().map(|a| &a.adapter)
+    }
+
+    /// The redactor applied to everything exported or archived.
+    pub fn redactor(&self) -> &Redactor {
+        &self.inner.archive.redactor
+    }
+
+    /// Delivers spooled archive writes now (they are also retried at every
+    /// preflight). `Ok` with an empty [`Delivery`] when archiving is off.
+    pub async fn deliver_spool(&self) -> Result<Delivery, ArchiveError> {
+        let Some(a) = &self.inner.archive.archiver else {
+            return Ok(Delivery::default());
+        };
+        let _w = a.writes.lock().await;
+        let d = a.spool.deliver(a.adapter.as_ref()).await?;
+        a.spool_dirty.store(d.remaining > 0, Ordering::Release);
+        Ok(d)
+    }
+
+    /// With archiving on, the session id must be usable as a path segment:
+    /// reject it before anything runs rather than compact without an archive.
+    pub(super) fn check_archive_session(&self, session_id: &str) -> Result<(), CompactError> {
+        if self.inner.archive.archiver.is_some() {
+            SessionId::parse(session_id)
+                .map_err(|e| CompactError::InvalidSession(e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    /// The step the next compaction of `session_id` continues from: the
+    /// larger of the in-memory count and the highest step already in the
+    /// archive or the spool, so numbering survives a restart.
+    pub(super) async fn archive_base_step(&self, session_id: &str, current: u32) -> u32 {
+        let Some(a) = &self.inner.archive.archiver else {
+            return current;
+        };
+        if let Some(known) = lock_steps(&a.steps).get(session_id) {
+            return current.max(*known);
+        }
+        let Ok(sid) = SessionId::parse(session_id) else {
+            return current;
+        };
+        let stored = crate::archive::last_step(a.adapter.as_ref(), &sid)
+            .await
+            .unwrap_or_else(|e| {
+                tracing::warn!(session = session_id, error = %e, "cannot list the archive to continue step numbering");
+                0
+            });
+        let spooled = a.spool.last_step(&sid).await.unwrap_or(0);
+        let base = current.max(stored).max(spooled);
+        lock_steps(&a.steps).insert(session_id.to_string(), base);
+        base
+    }
+
+    /// Archives the history the pipeline received (everything that may
+    /// leave the context) and the new summary as compaction `step`, redacted;
+    /// pushes `compact.archival` (and `compact.error` when the backend
+    /// failed and the write was spooled). Never fails the preflight.
+    /// Returns whether archiving is on (so the events get archived too).
+    pub(super) async fn archive_compaction(
+        &self,
+        session_id: &str,
+        root_id: &str,
+        step: u32,
+        transcript: &[Message],
+        summary: Option<&NewSummary>,
+        emitted: &mut Vec<Event>,
+    ) -> bool {
+        let scrub = self.learn_secrets(session_id, transcript);
+        let Some(a) = &self.inner.archive.archiver else {
+            return false;
+        };
+        let Ok(sid) = SessionId::parse(session_id) else {
+            return false;
+        };
+        lock_steps(&a.steps)
+            .entry(session_id.to_string())
+            .and_modify(|s| *s = (*s).max(step))
+            .or_insert(step);
+        let redactor = &self.inner.archive.redactor;
+        let messages: Vec<Value> = transcript
+            .iter()
+            .map(|m| {
+                let mut v = redactor.redact_value(&m.to_value());
+                scrub.scrub_value(&mut v);
+                v
+            })
+            .collect();
+        let mut items = vec![SpoolPayload::Transcript { step, messages }];
+        if let Some(s) = summary {
+            let role = crate::model::Role::from(self.inner.config.policy.summary_role);
+            let msg = crate::pipeline::summary::summary_message(role, s.version, &s.body);
+            let doc = json!({
+                "session_id": session_id,
+                "step": step,
+                "summary_version": s.version,
+                "strategy": s.strategy,
+                "summarizer": s.summarizer,
+                "input_messages": s.input_messages,
+                "input_tokens": s.input_tokens,
+                "summary_tokens": s.summary_tokens,
+                "message": msg.to_value(),
+            });
+            let mut summary = redactor.redact_value(&doc);
+            scrub.scrub_value(&mut summary);
+            items.push(SpoolPayload::Summary { step, summary });
+        }
+        let out = self.write_or_spool(a, &sid, items).await;
+        self.report_archival(session_id, root_id, Some(step), &out, emitted);
+        true
+    }
+
+    /// Records the secret fragments of `messages` for `session_id` and
+    /// returns the session's literal scrubber.
+    fn learn_secrets(&self, session_id: &str, messages: &[Message]) -> LiteralScrub {
+        let st = &self.inner.archive;
+        if !st.redactor.is_enabled() {
+            return LiteralScrub::default();
+        }
+        let mut found = Vec::new();
+        for m in messages {
+            st.redactor.collect_fragments(&m.to_value(), &mut found);
+        }
+        let mut map = lock_secrets(&st.secrets);
+        let entry = map.entry(session_id.to_string()).or_default();
+        let before = entry.fragments.len();
+        for f in found {
+            if entry.fragments.len() >= MAX_FRAGMENTS {
+                tracing::warn!(
+                    session = session_id,
+                    "too many distinct secrets to remember; derived text may keep some"
+                );
+                break;
+            }
+            entry.fragments.insert(f);
+        }
+        if entry.fragments.len() != before {
+            entry.scrub = LiteralScrub::new(&entry.fragments);
+        }
+        entry.scrub.clone()
+    }
+
+    fn session_scrub(&self, session_id: &str) -> LiteralScrub {
+        lock_secrets(&self.inner.archive.secrets)
+            .get(session_id)
+            .map(|s| s.scrub.clone())
+            .unwrap_or_default()
+    }
+
+    /// Delivers the spool if it may hold items, then writes `items` (or
+    /// spools them when the backend fails or the spool could not drain,
+    /// which keeps a session's writes in order).
+    async fn write_or_spool(
+        &self,
+        a: &Archiver,
+        sid: &SessionId,
+        items: Vec<SpoolPayload>,
+    ) -> Outcome {
+        let _w = a.writes.lock().await;
+        let mut out = Outcome::default();
+        let mut backend_ok = true;
+        if a.spool_dirty.load(Ordering::Acquire) {
+            match a.spool.deliver(a.adapter.as_ref()).await {
+                Ok(d) => {
+                    out.delivered = d.delivered;
+                    if let Some(e) = d.error {
+                        backend_ok = false;
+                        out.errors.push(e);
+                    } else {
+                        a.spool_dirty.store(false, Ordering::Release);
+                    }
+                }
+                Err(e) => {
+                    backend_ok = false;
+                    out.errors.push(e);
+                }
+            }
+        }
+        for payload in items {
+            let item = SpoolItem {
+                session: sid.to_string(),
+                payload,
+            };
+            if backend_ok {
+                match item.deliver(a.adapter.as_ref()).await {
+                    Ok(s) => {
+                        out.stored.push(s);
+                        continue;
+                    }
+                    Err(e) => {
+                        backend_ok = false;
+                        out.errors.push(e);
+                    }
+                }
+            }
+            match a.spool.push(item).await {
+                Ok(path) => {
+                    a.spool_dirty.store(true, Ordering::Release);
+                    out.spooled.push(path.display().to_string());
+                }
+                Err(e) => {
+                    // Neither the backend nor the local spool took it: say so
+                    // loudly; the error event below carries it too.
+                    tracing::error!(session = %sid, error = %e, "archive write lost: backend and spool both failed");
+                    out.errors.push(e);
+                }
+            }
+        }
+        out
+    }
+
+    /// `compact.archival` for what was stored or delivered, `compact.error`
+    /// for each failure.
+    fn report_archival(
+        &self,
+        session_id: &str,
+        root_id: &str,
+        step: Option<u32>,
+        out: &Outcome,
+        emitted: &mut Vec<Event>,
+    ) {
+        let Some(a) = &self.inner.archive.archiver else {
+            return;
+        };
+        let kind = a.adapter.kind().to_string();
+        let span = |name: &str| {
+            SpanBuilder::start(session_id, name)
+                .parent(root_id)
+                .kind(events::names::KIND_COMPACTION)
+        };
+        for e in &out.errors {
+            tracing::warn!(session = session_id, error = %e, "archive write failed; spooled for retry");
+            emitted.push(
+                span(events::names::ERROR)
+                    .data("error_type", json!("ArchiveFailed"))
+                    .data("message", json!(e.to_string()))
+                    .data("storage_adapter", json!(kind))
+                    .data("fallback", json!("spool"))
+                    .data("spool_path", json!(a.spool.path().display().to_string()))
+                    .finish(SpanStatus::Error),
+            );
+        }
+        if out.stored.is_empty() && out.spooled.is_empty() && out.delivered.is_empty() {
+            return;
+        }
+        let keys: Vec<&str> = out.stored.iter().map(|s| s.location.as_str()).collect();
+        let delivered: Vec<Value> = out
+            .delivered
+            .iter()
+            .map(|(s, st)| json!({"session_id": s, "key": st.location}))
+            .collect();
+        let head = out.stored.last().map(|s| s.manifest_head.clone());
+        emitted.push(
+            span(events::names::ARCHIVAL)
+                .data("session_id", json!(session_id))
+                .data("step", json!(step))
+                .data("storage_adapter", json!(kind))
+                .data("storage", json!(kind))
+                .data("path", json!(keys.first()))
+                .data("keys", json!(keys))
+                .data(
+                    "bytes",
+                    json!(out.stored.iter().map(|s| s.bytes).sum::<u64>()),
+                )
+                .data("manifest_head", json!(head))
+                .data("redacted", json!(self.inner.archive.redactor.is_enabled()))
+                .data("spooled", json!(out.spooled))
+                .data("delivered_from_spool", json!(delivered))
+                .finish(if out.spooled.is_empty() {
+                    SpanStatus::Ok
+                } else {
+                    SpanStatus::Error
+                }),
+        );
+    }
+
+    /// The end of every preflight: archives this preflight's events when
+    /// it archived a compaction, retries the spool when it holds items, then
+    /// hands the events to the exporters, redacted, preceded once per
+    /// manager by `compact.redaction_disabled` when redaction is off.
+    pub(super) async fn finish_events(
+        &self,
+        session_id: &str,
+        root_id: &str,
+        archived: bool,
+        emitted: Vec<Event>,
+    ) {
+        let st = &self.inner.archive;
+        let scrub = self.session_scrub(session_id);
+        let mut emitted: Vec<Event> = emitted
+            .iter()
+            .map(|e| scrub.scrub_event(&st.redactor.redact_event(e)))
+            .collect();
+        if !st.redactor.is_enabled() && !st.disabled_reported.swap(true, Ordering::AcqRel) {
+            emitted.insert(
+                0,
+                SpanBuilder::start(session_id, events::names::REDACTION_DISABLED)
+                    .kind(events::names::KIND_COMPACTION)
+                    .data("severity", json!("high"))
+                    .data(
+                        "message",
+                        json!("redaction.enabled is false: events and archives are exported without secret scrubbing"),
+                    )
+                    .finish(SpanStatus::Error),
+            );
+        }
+        if let Some(a) = &st.archiver {
+            let sid = SessionId::parse(session_id).ok();
+            let mut extra = Vec::new();
+            if archived && let Some(sid) = &sid {
+                let values: Vec<Value> = emitted
+                    .iter()
+                    .filter_map(|e| serde_json::to_value(e).ok())
+                    .collect();
+                let out = self
+                    .write_or_spool(a, sid, vec![SpoolPayload::Events { events: values }])
+                    .await;
+                // Only failures and spool deliveries are news here: the
+                // archival event of this compaction is already in the batch.
+                if !out.errors.is_empty() || !out.delivered.is_empty() {
+                    let report = Outcome {
+                        stored: Vec::new(),
+                        ..out
+                    };
+                    self.report_archival(session_id, root_id, None, &report, &mut extra);
+                }
+            } else if a.spool_dirty.load(Ordering::Acquire) {
+                let _w = a.writes.lock().await;
+                let d = a.spool.deliver(a.adapter.as_ref()).await;
+                let mut out = Outcome::default();
+                match d {
+                    Ok(d) => {
+                        a.spool_dirty.store(d.remaining > 0, Ordering::Release);
+                        out.delivered = d.delivered;
+                        // A still-failing backend was reported when the item
+                        // was spooled; log instead of an error event per call.
+                        if let Some(e) = d.error {
+                            tracing::debug!(error = %e, remaining = d.remaining, "spool delivery still failing");
+                        }
+                    }
+                    Err(e) => out.errors.push(e),
+                }
+                self.report_archival(session_id, root_id, None, &out, &mut extra);
+            }
+            emitted.extend(extra.iter().map(|e| st.redactor.redact_event(e)));
+        }
+        self.inner.dispatcher.emit_all(emitted);
+    }
+}

@@ -1,0 +1,194 @@
+//! `compact archive list|show|verify`: the audit tools (DESIGN §9, §11).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context, anyhow};
+use compact_middleware::archive::{self, FileKind, FsAdapter, SessionId, StorageAdapter, layout};
+use compact_middleware::config::S3Settings;
+use serde_json::{Value, json};
+
+use crate::exit::{CliError, CliResult};
+use crate::input::ConfigFlags;
+
+/// Which archive to read: a directory, S3, or what the configuration says.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Target {
+    #[command(flatten)]
+    config: ConfigFlags,
+    /// Filesystem archive root (default: `storage.path`).
+    #[arg(long, value_name = "DIR", conflicts_with = "s3_bucket")]
+    archive: Option<PathBuf>,
+    /// Read from this S3 bucket (credentials from the standard AWS chain).
+    #[arg(long, value_name = "BUCKET")]
+    s3_bucket: Option<String>,
+    /// S3 key prefix (default: `storage.s3.prefix`).
+    #[arg(long, value_name = "PREFIX", requires = "s3_bucket")]
+    s3_prefix: Option<String>,
+    /// S3-compatible endpoint URL.
+    #[arg(long, value_name = "URL", requires = "s3_bucket")]
+    s3_endpoint_url: Option<String>,
+    /// AWS region.
+    #[arg(long, value_name = "REGION", requires = "s3_bucket")]
+    s3_region: Option<String>,
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum Command {
+    /// List archived sessions.
+    List {
+        #[command(flatten)]
+        target: Target,
+    },
+    /// A session's files, or one step's summary and transcript, as JSON.
+    Show {
+        /// Session id.
+        session: String,
+        /// Compaction step (1, 2, …).
+        step: Option<u32>,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Check a session against its manifest: exit 0 when whole, 1 naming
+    /// the first missing, edited or reordered file.
+    Verify {
+        /// Session id.
+        session: String,
+        #[command(flatten)]
+        target: Target,
+    },
+}
+
+impl Target {
+    async fn adapter(&self) -> CliResult<Arc<dyn StorageAdapter>> {
+        let loaded = self.config.load()?;
+        let storage = &loaded.config.storage;
+        if let Some(bucket) = &self.s3_bucket {
+            let settings = S3Settings {
+                bucket: Some(bucket.clone()),
+                prefix: self
+                    .s3_prefix
+                    .clone()
+                    .unwrap_or_else(|| storage.s3.prefix.clone()),
+                region: self.s3_region.clone().or_else(|| storage.s3.region.clone()),
+                endpoint_url: self
+                    .s3_endpoint_url
+                    .clone()
+                    .or_else(|| storage.s3.endpoint_url.clone()),
+                kms_key_id: storage.s3.kms_key_id.clone(),
+            };
+            let a = compact_s3::S3Adapter::connect(&settings, compact_s3::RetryOptions::default())
+                .await
+                .map_err(|e| CliError::Other(e.into()))?;
+            return Ok(Arc::new(a));
+        }
+        let dir = self
+            .archive
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(&storage.path));
+        Ok(Arc::new(FsAdapter::new(dir)))
+    }
+}
+
+fn session_id(s: &str) -> CliResult<SessionId> {
+    SessionId::parse(s).map_err(|e| CliError::BadInput(e.to_string()))
+}
+
+fn print_json(v: &Value) -> CliResult {
+    let s = serde_json::to_string_pretty(v).map_err(|e| CliError::Other(e.into()))?;
+    println!("{s}");
+    Ok(())
+}
+
+fn other(e: archive::ArchiveError) -> CliError {
+    CliError::Other(e.into())
+}
+
+pub fn run(cmd: Command) -> CliResult {
+    let rt = tokio::runtime::Runtime::new()?;
+    rt.block_on(async move {
+        match cmd {
+            Command::List { target } => {
+                let a = target.adapter().await?;
+                for s in a.list_sessions().await.map_err(other)? {
+                    println!("{s}");
+                }
+                Ok(())
+            }
+            Command::Show {
+                session,
+                step,
+                target,
+            } => {
+                let sid = session_id(&session)?;
+                let a = target.adapter().await?;
+                show(a.as_ref(), &sid, step).await
+            }
+            Command::Verify { session, target } => {
+                let sid = session_id(&session)?;
+                let a = target.adapter().await?;
+                let v = archive::verify(a.as_ref(), &sid).await.map_err(other)?;
+                match &v.problem {
+                    None => {
+                        println!(
+                            "ok: session {} in {}: {} files, {} manifest entries, head {}",
+                            v.session,
+                            a.root(),
+                            v.files.len(),
+                            v.entries,
+                            v.head.as_deref().unwrap_or("-")
+                        );
+                        Ok(())
+                    }
+                    Some(p) => Err(CliError::Other(anyhow!(
+                        "archive verify failed: session {}: {p}",
+                        v.session
+                    ))),
+                }
+            }
+        }
+    })
+}
+
+async fn show(a: &dyn StorageAdapter, sid: &SessionId, step: Option<u32>) -> CliResult {
+    let files = a.list_files(sid).await.map_err(other)?;
+    if files.is_empty() {
+        return Err(CliError::Other(anyhow!(
+            "no archive for session {sid} in {}",
+            a.root()
+        )));
+    }
+    let Some(step) = step else {
+        let steps: Vec<u32> = files
+            .iter()
+            .filter_map(|f| match FileKind::parse(f) {
+                Some(FileKind::Transcript(s)) => Some(s),
+                _ => None,
+            })
+            .collect();
+        return print_json(
+            &json!({"session_id": sid.as_str(), "root": a.root(), "steps": steps, "files": files}),
+        );
+    };
+    let transcript = a
+        .read_file(sid, &layout::transcript_name(step))
+        .await
+        .map_err(other)?;
+    let messages: Vec<Value> = transcript
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(serde_json::from_slice)
+        .collect::<Result<_, _>>()
+        .context("transcript is not JSON Lines")?;
+    let summary = match a.read_file(sid, &layout::summary_name(step)).await {
+        Ok(b) => Some(serde_json::from_slice::<Value>(&b).context("summary is not JSON")?),
+        Err(e) if e.is_not_found() => None,
+        Err(e) => return Err(other(e)),
+    };
+    print_json(&json!({
+        "session_id": sid.as_str(),
+        "step": step,
+        "summary": summary,
+        "transcript": messages,
+    }))
+}
