@@ -32,6 +32,8 @@ enum Command {
     Config(cmd::config::Command),
     /// In-process benchmarks, JSON out.
     Bench(cmd::bench::Args),
+    /// The Ariadne-compatible trace server (ingest, SSE, API, metrics, UI).
+    Serve(cmd::serve::Args),
 }
 
 fn main() {
@@ -49,6 +51,7 @@ fn main() {
         Command::Preflight(a) => cmd::preflight::run(a),
         Command::Config(c) => cmd::config::run(c),
         Command::Bench(a) => cmd::bench::run(a),
+        Command::Serve(a) => cmd::serve::run(a),
     };
     if let Err(e) = result {
         eprintln!("compact: {e}");

@@ -4,3 +4,4 @@ pub mod config;
 pub mod demo;
 pub mod estimate;
 pub mod preflight;
+pub mod serve;
