@@ -218,8 +218,10 @@ async fn sse_latency(opts: &BenchOptions) -> Result<Value, String> {
                 };
                 let now = base.elapsed().as_micros() as u64;
                 pending.push_str(&String::from_utf8_lossy(&chunk));
-                while let Some(end) = pending.find("\n\n") {
-                    let msg: String = pending.drain(..end + 2).collect();
+                let Some(end) = pending.rfind("\n\n") else {
+                    continue;
+                };
+                for msg in pending[..end].split("\n\n") {
                     if !signalled && msg.contains("\"connected\"") {
                         signalled = true;
                         let _ = ready.send(()).await;
@@ -234,6 +236,7 @@ async fn sse_latency(opts: &BenchOptions) -> Result<Value, String> {
                         }
                     }
                 }
+                pending.drain(..end + 2);
             }
             Ok::<_, String>(lat_us)
         }));

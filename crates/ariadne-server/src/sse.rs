@@ -20,7 +20,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use compact_middleware::events::{now_rfc3339, parse_rfc3339_millis};
 use serde_json::json;
-use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::sync::{OwnedSemaphorePermit, broadcast, watch};
 use tokio::time::{Instant, Interval, MissedTickBehavior};
 
@@ -162,11 +162,19 @@ struct Subscriber {
     _permit: OwnedSemaphorePermit,
 }
 
-fn message(ev: &StoredEvent) -> Bytes {
-    Bytes::from(format!("id: {}\ndata: {}\n\n", ev.seq, ev.json))
-}
+/// Events already waiting are sent together, up to this many bytes, so a
+/// busy stream costs one write (and one HTTP chunk) per burst, not per event.
+const COALESCE_BYTES: usize = 64 * 1024;
 
 impl Subscriber {
+    /// Appends `ev` to `out` unless filtered out or already sent (replay overlap).
+    fn take(&mut self, ev: &StoredEvent, out: &mut String) {
+        if ev.seq > self.last_sent && self.filter.matches(ev) {
+            self.last_sent = ev.seq;
+            out.push_str(ev.sse_frame());
+        }
+    }
+
     /// The next bytes to send, or `None` to end the stream.
     async fn next_chunk(&mut self) -> Option<Bytes> {
         if !self.connected {
@@ -174,9 +182,15 @@ impl Subscriber {
             let hello = json!({"type":"connected","timestamp": now_rfc3339()});
             return Some(Bytes::from(format!("data: {hello}\n\n")));
         }
-        if let Some(ev) = self.replay.pop_front() {
-            self.last_sent = ev.seq;
-            return Some(message(&ev));
+        if !self.replay.is_empty() {
+            let mut out = String::new();
+            while out.len() < COALESCE_BYTES
+                && let Some(ev) = self.replay.pop_front()
+            {
+                self.last_sent = ev.seq;
+                out.push_str(ev.sse_frame());
+            }
+            return Some(Bytes::from(out));
         }
         loop {
             if *self.shutdown.borrow() {
@@ -186,11 +200,24 @@ impl Subscriber {
                 _ = self.shutdown.changed() => return None,
                 r = self.live.recv() => match r {
                     Ok(ev) => {
-                        if ev.seq <= self.last_sent || !self.filter.matches(&ev) {
+                        let mut out = String::new();
+                        self.take(&ev, &mut out);
+                        // Whatever else is already queued goes in the same write.
+                        while out.len() < COALESCE_BYTES {
+                            match self.live.try_recv() {
+                                Ok(more) => self.take(&more, &mut out),
+                                Err(TryRecvError::Lagged(n)) => {
+                                    self.metrics.sse_skipped(n);
+                                    out.push_str(BACKPRESSURE_WARNING);
+                                    break;
+                                }
+                                Err(_) => break,
+                            }
+                        }
+                        if out.is_empty() {
                             continue;
                         }
-                        self.last_sent = ev.seq;
-                        return Some(message(&ev));
+                        return Some(Bytes::from(out));
                     }
                     Err(RecvError::Lagged(n)) => {
                         self.metrics.sse_skipped(n);

@@ -84,9 +84,9 @@ pub async fn get(State(state): State<AppState>, Path(trace_id): Path<String>) ->
             }
             // `{...}` → `{"seq":N,...}`: stored JSON is always a non-empty object.
             spans.push_str(&format!("{{\"seq\":{},", ev.seq));
-            spans.push_str(&ev.json[1..]);
+            spans.push_str(&ev.json()[1..]);
         } else {
-            trace = ev.json.to_string();
+            trace = ev.json().to_owned();
         }
     }
     spans.push(']');

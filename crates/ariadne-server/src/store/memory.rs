@@ -19,8 +19,46 @@ pub struct StoredEvent {
     pub kind: Option<Box<str>>,
     /// `started_at` in epoch ms.
     pub started_ms: Option<i64>,
-    /// The event's JSON, exactly as streamed.
-    pub json: Box<str>,
+    /// The SSE frame `id: {seq}\ndata: {json}\n\n`, built once and sent to
+    /// every subscriber as is; the JSON is a slice of it.
+    frame: Box<str>,
+    json_at: usize,
+}
+
+impl StoredEvent {
+    /// An event numbered `seq` whose JSON (one line, as serde_json writes it) is `json`.
+    pub fn new(
+        seq: u64,
+        received_ms: i64,
+        is_span: bool,
+        trace_id: Box<str>,
+        kind: Option<Box<str>>,
+        started_ms: Option<i64>,
+        json: &str,
+    ) -> Self {
+        let frame = format!("id: {seq}\ndata: {json}\n\n").into_boxed_str();
+        let json_at = frame.len() - 2 - json.len();
+        StoredEvent {
+            seq,
+            received_ms,
+            is_span,
+            trace_id,
+            kind,
+            started_ms,
+            frame,
+            json_at,
+        }
+    }
+
+    /// The event's JSON, exactly as ingested after validation.
+    pub fn json(&self) -> &str {
+        &self.frame[self.json_at..self.frame.len() - 2]
+    }
+
+    /// The event as one SSE message.
+    pub fn sse_frame(&self) -> &str {
+        &self.frame
+    }
 }
 
 #[derive(Debug, Default)]
@@ -68,7 +106,7 @@ impl Memory {
             entry.trace = Some(ev.clone());
         }
         self.by_activity.insert(ev.seq, ev.trace_id.clone());
-        self.json_bytes += ev.json.len();
+        self.json_bytes += ev.frame.len();
         self.events.push_back(ev);
     }
 
@@ -82,7 +120,7 @@ impl Memory {
             let Some(ev) = self.events.pop_front() else {
                 break;
             };
-            self.json_bytes -= ev.json.len();
+            self.json_bytes -= ev.frame.len();
             if let Some(entry) = self.traces.get_mut(&ev.trace_id) {
                 entry.seqs.pop_front();
                 if entry.trace.as_ref().is_some_and(|t| t.seq == ev.seq) {
@@ -116,7 +154,7 @@ impl Memory {
         self.events.back().map(|e| e.seq)
     }
 
-    /// Bytes of retained JSON.
+    /// Bytes of retained events (their SSE frames).
     pub fn json_bytes(&self) -> usize {
         self.json_bytes
     }
@@ -145,7 +183,7 @@ impl Memory {
                 let entry = self.traces.get(id)?;
                 Some(TraceSummary {
                     trace_id: id.to_string(),
-                    trace_json: entry.trace.as_ref().map(|t| t.json.to_string()),
+                    trace_json: entry.trace.as_ref().map(|t| t.json().to_owned()),
                     event_count: entry.seqs.len(),
                     last_seq: entry.last_seq,
                 })
@@ -171,15 +209,15 @@ mod tests {
     use super::*;
 
     fn ev(seq: u64, trace: &str, span: bool) -> Arc<StoredEvent> {
-        Arc::new(StoredEvent {
+        Arc::new(StoredEvent::new(
             seq,
-            received_ms: seq as i64,
-            is_span: span,
-            trace_id: trace.into(),
-            kind: None,
-            started_ms: None,
-            json: format!("{{\"seq\":{seq}}}").into(),
-        })
+            seq as i64,
+            span,
+            trace.into(),
+            None,
+            None,
+            &format!("{{\"seq\":{seq}}}"),
+        ))
     }
 
     #[test]

@@ -43,7 +43,7 @@ pub struct StoreStats {
     pub count: usize,
     /// Retention bound on the count.
     pub capacity: usize,
-    /// Bytes of retained JSON in memory.
+    /// Bytes of retained events in memory.
     pub json_bytes: usize,
     /// Bytes of log on disk.
     pub disk_bytes: u64,
@@ -214,19 +214,15 @@ fn stored_from_record(r: log::Record) -> Option<StoredEvent> {
             return None;
         }
     };
-    let ev = StoredEvent {
-        seq: r.seq,
-        received_ms: r.received_ms,
-        is_span: meta.ty == "span",
-        trace_id: meta.trace_id.as_ref().into(),
-        kind: meta.kind.map(|k| k.as_ref().into()),
-        started_ms: meta.started_at.as_deref().and_then(parse_rfc3339_millis),
-        json: Box::from(""),
-    };
-    Some(StoredEvent {
-        json: r.json.into_boxed_str(),
-        ..ev
-    })
+    Some(StoredEvent::new(
+        r.seq,
+        r.received_ms,
+        meta.ty == "span",
+        meta.trace_id.as_ref().into(),
+        meta.kind.map(|k| k.as_ref().into()),
+        meta.started_at.as_deref().and_then(parse_rfc3339_millis),
+        &r.json,
+    ))
 }
 
 struct Writer {
@@ -294,15 +290,15 @@ impl Writer {
             let start = seq;
             let count = req.events.len();
             for ev in req.events {
-                published.push(Arc::new(StoredEvent {
+                published.push(Arc::new(StoredEvent::new(
                     seq,
                     received_ms,
-                    is_span: ev.is_span,
-                    trace_id: ev.trace_id.into_boxed_str(),
-                    kind: ev.kind.map(String::into_boxed_str),
-                    started_ms: ev.started_ms,
-                    json: ev.json.into_boxed_str(),
-                }));
+                    ev.is_span,
+                    ev.trace_id.into_boxed_str(),
+                    ev.kind.map(String::into_boxed_str),
+                    ev.started_ms,
+                    &ev.json,
+                )));
                 seq += 1;
             }
             replies.push((req.reply, start, count));
