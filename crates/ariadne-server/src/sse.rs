@@ -30,6 +30,9 @@ use crate::store::StoredEvent;
 
 /// The comment a subscriber gets when it skipped events.
 pub const BACKPRESSURE_WARNING: &str = ":warning stream backpressure; events skipped\n\n";
+/// The comment a reconnecting subscriber gets when some of what it missed
+/// is older than the retention window and cannot be replayed.
+pub const REPLAY_GAP_WARNING: &str = ":warning replay incomplete; older events expired\n\n";
 /// The heartbeat comment.
 pub const HEARTBEAT: &str = ":heartbeat\n\n";
 
@@ -108,21 +111,29 @@ pub async fn events(
     // Subscribe before taking the replay snapshot, so nothing published in
     // between is missed; duplicates are dropped by sequence number.
     let live = state.store().subscribe();
-    let replay: VecDeque<Arc<StoredEvent>> = match after {
-        Some(after) => state
-            .store()
-            .memory()
-            .after(after)
-            .into_iter()
-            .filter(|e| filter.matches(e))
-            .collect(),
-        None => VecDeque::new(),
+    let (replay, replay_gap) = match after {
+        Some(after) => {
+            let memory = state.store().memory();
+            // Sequence numbers are contiguous, so a first retained one past
+            // `after + 1` means events in between were evicted.
+            let gap = memory
+                .first_seq()
+                .is_some_and(|first| first > after.saturating_add(1));
+            let events: VecDeque<Arc<StoredEvent>> = memory
+                .after(after)
+                .into_iter()
+                .filter(|e| filter.matches(e))
+                .collect();
+            (events, gap)
+        }
+        None => (VecDeque::new(), false),
     };
     let period = state.config().limits.heartbeat();
     let mut heartbeat = tokio::time::interval_at(Instant::now() + period, period);
     heartbeat.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let sub = Subscriber {
         connected: false,
+        replay_gap,
         replay,
         last_sent: after.unwrap_or(0),
         live,
@@ -151,6 +162,7 @@ pub async fn events(
 
 struct Subscriber {
     connected: bool,
+    replay_gap: bool,
     replay: VecDeque<Arc<StoredEvent>>,
     last_sent: u64,
     live: broadcast::Receiver<Arc<StoredEvent>>,
@@ -181,6 +193,10 @@ impl Subscriber {
             self.connected = true;
             let hello = json!({"type":"connected","timestamp": now_rfc3339()});
             return Some(Bytes::from(format!("data: {hello}\n\n")));
+        }
+        if self.replay_gap {
+            self.replay_gap = false;
+            return Some(Bytes::from_static(REPLAY_GAP_WARNING.as_bytes()));
         }
         if !self.replay.is_empty() {
             let mut out = String::new();

@@ -190,3 +190,20 @@ async fn shutdown_ends_open_streams() {
         .unwrap();
     assert_eq!(sse.next(WAIT).await, None);
 }
+
+#[tokio::test]
+async fn replay_past_the_retention_window_says_so() {
+    let s = TestServer::start_with(|c| c.retention.max_events = 10).await;
+    assert_eq!(s.post("/ingest", &batch("t", 0..30)).await.0, 200);
+    let mut sse = s.subscribe("", Some(5)).await;
+    assert_eq!(sse.next_data(WAIT).await.unwrap().1["type"], "connected");
+    assert_eq!(
+        sse.next(WAIT).await,
+        Some(Msg::Comment(
+            "warning replay incomplete; older events expired".into()
+        ))
+    );
+    // Then the ten retained ones, oldest first.
+    let (id, ev) = sse.next_data(WAIT).await.unwrap();
+    assert_eq!((id, &ev["data"]["i"]), (Some(21), &json!(20)));
+}
