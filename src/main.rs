@@ -40,6 +40,8 @@ enum Command {
     Bench(cmd::bench::Args),
     /// Follow a server's live events (`/events`) in the terminal.
     Tail(cmd::tail::Args),
+    /// The Ariadne-compatible trace server (ingest, SSE, API, metrics, UI).
+    Serve(cmd::serve::Args),
 }
 
 fn main() {
@@ -60,6 +62,7 @@ fn main() {
         Command::Config(c) => cmd::config::run(c),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Tail(a) => cmd::tail::run(a),
+        Command::Serve(a) => cmd::serve::run(a),
     };
     if let Err(e) = result {
         eprintln!("compact: {e}");

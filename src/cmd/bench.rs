@@ -8,8 +8,8 @@ use crate::input::print_json;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Which suite: tokens, preflight, all.
-    #[arg(default_value = "all", value_parser = ["tokens", "preflight", "all"])]
+    /// Which suite: tokens, preflight, server, all.
+    #[arg(default_value = "all", value_parser = ["tokens", "preflight", "server", "all"])]
     suite: String,
     /// JSON output (the only format; accepted for scripts).
     #[arg(long)]
@@ -37,6 +37,13 @@ pub fn run(args: Args) -> CliResult {
     }
     if matches!(args.suite.as_str(), "preflight" | "all") {
         doc.insert("preflight".into(), bench::preflight_suite(args.quick));
+    }
+    if matches!(args.suite.as_str(), "server" | "all") {
+        let rt = tokio::runtime::Runtime::new()?;
+        let report = rt.block_on(ariadne_server::bench::run(
+            ariadne_server::bench::BenchOptions::default(),
+        ));
+        doc.insert("server".into(), report);
     }
     if doc.len() == 1 {
         return Err(CliError::BadInput(format!(

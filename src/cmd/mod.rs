@@ -6,5 +6,6 @@ pub mod demo;
 pub mod estimate;
 pub mod preflight;
 pub mod replay;
+pub mod serve;
 pub mod tail;
 mod turns;

@@ -1,0 +1,284 @@
+//! Counters behind `GET /metrics`, rendered as Prometheus text.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+use serde_json::Value;
+
+use crate::schema::ValidEvent;
+use crate::store::StoreStats;
+
+/// Upper bounds of the `memory_tokens_before_after` buckets.
+const TOKEN_BUCKETS: [f64; 10] = [
+    1_000.0,
+    2_000.0,
+    4_000.0,
+    8_000.0,
+    16_000.0,
+    32_000.0,
+    64_000.0,
+    128_000.0,
+    256_000.0,
+    1_000_000.0,
+];
+
+#[derive(Debug, Default, Clone, Copy)]
+struct IngestCounts {
+    requests: u64,
+    events: u64,
+    bytes: u64,
+}
+
+/// A metric family over the ingest counters: name, help, which counter.
+type Family = (&'static str, &'static str, fn(&IngestCounts) -> u64);
+
+#[derive(Debug, Default, Clone)]
+struct Histogram {
+    buckets: [u64; TOKEN_BUCKETS.len()],
+    count: u64,
+    sum: f64,
+}
+
+impl Histogram {
+    fn observe(&mut self, v: f64) {
+        for (b, le) in self.buckets.iter_mut().zip(TOKEN_BUCKETS) {
+            if v <= le {
+                *b += 1;
+            }
+        }
+        self.count += 1;
+        self.sum += v;
+    }
+}
+
+/// The server's counters.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    ingest: Mutex<BTreeMap<(&'static str, u16), IngestCounts>>,
+    sse_clients: AtomicI64,
+    sse_connections: AtomicU64,
+    sse_skipped: AtomicU64,
+    compaction_items: AtomicU64,
+    tokens: Mutex<[Histogram; 2]>,
+}
+
+impl Metrics {
+    /// Counts one ingest request on `endpoint` answered with `status`.
+    pub fn ingest(&self, endpoint: &'static str, status: u16, events: usize, bytes: usize) {
+        let mut m = self
+            .ingest
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let c = m.entry((endpoint, status)).or_default();
+        c.requests += 1;
+        c.events += events as u64;
+        c.bytes += bytes as u64;
+    }
+
+    /// Seed 001's compaction metrics, from acknowledged
+    /// `compact.pruned_messages` spans: items = cleared + summarized +
+    /// dropped; tokens before and after.
+    pub fn observe_events(&self, events: &[ValidEvent]) {
+        for ev in events {
+            if !ev.is_span
+                || ev.object.get("name").and_then(Value::as_str)
+                    != Some(compact_middleware::events::names::PRUNED_MESSAGES)
+            {
+                continue;
+            }
+            let Some(Value::Object(data)) = ev.object.get("data") else {
+                continue;
+            };
+            let num = |k: &str| data.get(k).and_then(Value::as_f64);
+            let items: f64 = ["cleared", "summarized", "dropped"]
+                .iter()
+                .filter_map(|k| num(k))
+                .filter(|v| *v >= 0.0 && v.is_finite())
+                .sum();
+            self.compaction_items
+                .fetch_add(items as u64, Ordering::Relaxed);
+            let mut h = self
+                .tokens
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(b) = num("tokens_before").filter(|v| v.is_finite()) {
+                h[0].observe(b);
+            }
+            if let Some(a) = num("tokens_after").filter(|v| v.is_finite()) {
+                h[1].observe(a);
+            }
+        }
+    }
+
+    /// A subscriber connected; the returned guard counts it until dropped.
+    pub fn sse_connected(self: &std::sync::Arc<Self>) -> SseClientGuard {
+        self.sse_clients.fetch_add(1, Ordering::Relaxed);
+        self.sse_connections.fetch_add(1, Ordering::Relaxed);
+        SseClientGuard(self.clone())
+    }
+
+    /// A subscriber fell behind and skipped `n` events.
+    pub fn sse_skipped(&self, n: u64) {
+        self.sse_skipped.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Events skipped by backpressure so far.
+    pub fn skipped_total(&self) -> u64 {
+        self.sse_skipped.load(Ordering::Relaxed)
+    }
+
+    /// Prometheus text exposition.
+    pub fn render(&self, store: &StoreStats) -> String {
+        let mut out = String::new();
+        let ingest = self
+            .ingest
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let families: [Family; 3] = [
+            (
+                "ariadne_ingest_requests_total",
+                "Ingest requests by endpoint and status.",
+                |c| c.requests,
+            ),
+            (
+                "ariadne_ingest_events_total",
+                "Events acknowledged or refused, by endpoint and status.",
+                |c| c.events,
+            ),
+            (
+                "ariadne_ingest_bytes_total",
+                "Request body bytes read, by endpoint and status.",
+                |c| c.bytes,
+            ),
+        ];
+        for (name, help, get) in families {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+            for ((endpoint, status), c) in &ingest {
+                let _ = writeln!(
+                    out,
+                    "{name}{{endpoint=\"{endpoint}\",status=\"{status}\"}} {}",
+                    get(c)
+                );
+            }
+        }
+        let gauge = |out: &mut String, name: &str, help: &str, kind: &str, v: String| {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}"
+            );
+        };
+        gauge(
+            &mut out,
+            "ariadne_sse_clients",
+            "Connected /events subscribers.",
+            "gauge",
+            self.sse_clients.load(Ordering::Relaxed).to_string(),
+        );
+        gauge(
+            &mut out,
+            "ariadne_sse_connections_total",
+            "/events subscriptions accepted.",
+            "counter",
+            self.sse_connections.load(Ordering::Relaxed).to_string(),
+        );
+        gauge(
+            &mut out,
+            "ariadne_sse_events_skipped_total",
+            "Events a slow subscriber skipped because it fell behind (backpressure).",
+            "counter",
+            self.skipped_total().to_string(),
+        );
+        gauge(
+            &mut out,
+            "ariadne_store_events",
+            "Retained events.",
+            "gauge",
+            store.count.to_string(),
+        );
+        gauge(
+            &mut out,
+            "ariadne_store_capacity",
+            "Retention bound on retained events.",
+            "gauge",
+            store.capacity.to_string(),
+        );
+        gauge(
+            &mut out,
+            "ariadne_store_memory_bytes",
+            "Bytes of retained event JSON in memory.",
+            "gauge",
+            store.json_bytes.to_string(),
+        );
+        gauge(
+            &mut out,
+            "ariadne_store_disk_bytes",
+            "Bytes of the durable log on disk.",
+            "gauge",
+            store.disk_bytes.to_string(),
+        );
+        gauge(
+            &mut out,
+            "ariadne_store_commits_total",
+            "Group commits (one fsync each).",
+            "counter",
+            store.commits.to_string(),
+        );
+        gauge(
+            &mut out,
+            "ariadne_store_last_seq",
+            "Newest sequence number (the SSE id).",
+            "gauge",
+            store.last_seq.unwrap_or(0).to_string(),
+        );
+        gauge(
+            &mut out,
+            "ariadne_store_recovered_torn_bytes",
+            "Bytes of a torn last write cut at startup.",
+            "gauge",
+            store.recovered_torn_bytes.to_string(),
+        );
+        gauge(
+            &mut out,
+            "memory_compaction_items_total",
+            "Context items compacted away (cleared + summarized + dropped), from compact.pruned_messages spans.",
+            "counter",
+            self.compaction_items.load(Ordering::Relaxed).to_string(),
+        );
+        let hist = self
+            .tokens
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let name = "memory_tokens_before_after";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Context tokens before and after compaction, from compact.pruned_messages spans.\n# TYPE {name} histogram"
+        );
+        for (stage, h) in ["before", "after"].iter().zip(hist.iter()) {
+            for (le, n) in TOKEN_BUCKETS.iter().zip(h.buckets) {
+                let _ = writeln!(out, "{name}_bucket{{stage=\"{stage}\",le=\"{le}\"}} {n}");
+            }
+            let _ = writeln!(
+                out,
+                "{name}_bucket{{stage=\"{stage}\",le=\"+Inf\"}} {}",
+                h.count
+            );
+            let _ = writeln!(out, "{name}_sum{{stage=\"{stage}\"}} {}", h.sum);
+            let _ = writeln!(out, "{name}_count{{stage=\"{stage}\"}} {}", h.count);
+        }
+        out
+    }
+}
+
+/// Decrements the connected-subscriber gauge when the stream ends.
+#[derive(Debug)]
+pub struct SseClientGuard(std::sync::Arc<Metrics>);
+
+impl Drop for SseClientGuard {
+    fn drop(&mut self) {
+        self.0.sse_clients.fetch_sub(1, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,432 @@
+//! The `/ingest` schema: validation, truncation and the seed 004 shape.
+//!
+//! Mirrors the Ariadne server's schema (trace: `trace_id` and optional
+//! `name`, `group_id`, `started_at`, `ended_at`, string-valued `metadata`;
+//! span: `trace_id`, `span_id` and optional `parent_id`, `kind`, `name`,
+//! `started_at`, `ended_at`, object `data`, `status` `ok`|`error`;
+//! `ended_at >= started_at`). Like Ariadne it keeps only known fields, and
+//! truncates long names and `data` strings *before* validating. It departs
+//! in two lenient ways, so anything Ariadne accepts we accept: a `null`
+//! optional field reads as absent, and timestamps may carry a numeric
+//! offset (any RFC 3339). The seed 004 shape (`timestamp`, `duration_ms`,
+//! `properties`, `payload`) is mapped onto the Ariadne fields.
+
+use compact_middleware::events::{format_rfc3339_millis, parse_rfc3339_millis};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// Names are cut past this many characters.
+pub const MAX_NAME_CHARS: usize = 1024;
+/// Strings inside `data` are cut past this many characters.
+pub const MAX_DATA_STRING_CHARS: usize = 100 * 1024;
+/// Appended to whatever was cut.
+pub const TRUNCATION_MARK: &str = "... [truncated]";
+
+/// One validation problem, in Ariadne's `details` shape.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Issue {
+    /// JSON path: keys and array indices.
+    pub path: Vec<Value>,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// A validated event, ready to store: its canonical JSON and the fields
+/// the server filters and indexes on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValidEvent {
+    /// `true` for a span, `false` for a trace.
+    pub is_span: bool,
+    /// The trace it belongs to.
+    pub trace_id: String,
+    /// The span's kind.
+    pub kind: Option<String>,
+    /// `started_at` in epoch milliseconds.
+    pub started_ms: Option<i64>,
+    /// The event as stored and streamed (known fields only).
+    pub json: String,
+    /// The canonical object itself (the metrics read `data`).
+    pub object: Map<String, Value>,
+}
+
+/// Validates an `/ingest` body: one event or `{"batch":[...]}`.
+pub fn parse_payload(body: Value) -> Result<Vec<ValidEvent>, Vec<Issue>> {
+    let Value::Object(mut obj) = body else {
+        return Err(vec![issue(vec![], expected("object", &body))]);
+    };
+    match obj.remove("batch") {
+        Some(Value::Array(items)) => {
+            let mut out = Vec::with_capacity(items.len());
+            let mut issues = Vec::new();
+            for (i, item) in items.into_iter().enumerate() {
+                let prefix = vec![Value::from("batch"), Value::from(i)];
+                match parse_event(item, &prefix) {
+                    Ok(e) => out.push(e),
+                    Err(mut errs) => issues.append(&mut errs),
+                }
+            }
+            if issues.is_empty() {
+                Ok(out)
+            } else {
+                Err(issues)
+            }
+        }
+        Some(other) => Err(vec![issue(
+            vec![Value::from("batch")],
+            expected("array", &other),
+        )]),
+        None => parse_event(Value::Object(obj), &[]).map(|e| vec![e]),
+    }
+}
+
+/// Validates one event at `prefix` (for error paths).
+pub fn parse_event(value: Value, prefix: &[Value]) -> Result<ValidEvent, Vec<Issue>> {
+    let at = |key: &str| -> Vec<Value> {
+        let mut p = prefix.to_vec();
+        p.push(Value::from(key));
+        p
+    };
+    let Value::Object(mut obj) = value else {
+        return Err(vec![issue(prefix.to_vec(), expected("object", &value))]);
+    };
+    // `null` reads as absent: a lenient superset of Ariadne's schema.
+    obj.retain(|_, v| !v.is_null());
+    let mut issues = Vec::new();
+    map_seed_shape(&mut obj, &at, &mut issues);
+
+    let is_span = match obj.get("type").and_then(Value::as_str) {
+        Some("span") => true,
+        Some("trace") => false,
+        _ => {
+            issues.push(issue(
+                at("type"),
+                "Invalid literal value, expected \"trace\" or \"span\"".into(),
+            ));
+            return Err(issues);
+        }
+    };
+    let mut out = Map::new();
+    out.insert(
+        "type".into(),
+        Value::from(if is_span { "span" } else { "trace" }),
+    );
+
+    let take_string = |out: &mut Map<String, Value>,
+                       obj: &mut Map<String, Value>,
+                       key: &str,
+                       required: bool,
+                       issues: &mut Vec<Issue>| {
+        match obj.remove(key) {
+            Some(Value::String(s)) => {
+                if required && s.is_empty() {
+                    issues.push(issue(
+                        at(key),
+                        "String must contain at least 1 character(s)".into(),
+                    ));
+                }
+                out.insert(key.to_owned(), Value::String(s));
+            }
+            Some(other) => issues.push(issue(at(key), expected("string", &other))),
+            None if required => issues.push(issue(at(key), "Required".into())),
+            None => {}
+        }
+    };
+
+    take_string(&mut out, &mut obj, "trace_id", true, &mut issues);
+    if is_span {
+        take_string(&mut out, &mut obj, "span_id", true, &mut issues);
+        take_string(&mut out, &mut obj, "parent_id", false, &mut issues);
+        take_string(&mut out, &mut obj, "kind", false, &mut issues);
+    }
+    if let Some(Value::String(name)) = obj.get_mut("name") {
+        truncate(name, MAX_NAME_CHARS);
+    }
+    take_string(&mut out, &mut obj, "name", false, &mut issues);
+    if !is_span {
+        take_string(&mut out, &mut obj, "group_id", false, &mut issues);
+    }
+    take_string(&mut out, &mut obj, "started_at", false, &mut issues);
+    take_string(&mut out, &mut obj, "ended_at", false, &mut issues);
+    let started_ms = check_time(&out, "started_at", &at, &mut issues);
+    let ended_ms = check_time(&out, "ended_at", &at, &mut issues);
+    if let (Some(s), Some(e)) = (started_ms, ended_ms)
+        && e < s
+    {
+        issues.push(issue(
+            at("ended_at"),
+            "ended_at must be >= started_at".into(),
+        ));
+    }
+
+    if is_span {
+        match obj.remove("data") {
+            Some(Value::Object(mut data)) => {
+                truncate_strings(&mut data);
+                out.insert("data".into(), Value::Object(data));
+            }
+            Some(other) => issues.push(issue(at("data"), expected("object", &other))),
+            None => {}
+        }
+        match obj.remove("status") {
+            Some(Value::String(s)) if s == "ok" || s == "error" => {
+                out.insert("status".into(), Value::String(s));
+            }
+            Some(_) => issues.push(issue(
+                at("status"),
+                "Invalid enum value. Expected 'ok' | 'error'".into(),
+            )),
+            None => {}
+        }
+    } else {
+        match obj.remove("metadata") {
+            Some(Value::Object(meta)) => {
+                for (k, v) in &meta {
+                    if !v.is_string() {
+                        let mut p = at("metadata");
+                        p.push(Value::from(k.as_str()));
+                        issues.push(issue(p, expected("string", v)));
+                    }
+                }
+                out.insert("metadata".into(), Value::Object(meta));
+            }
+            Some(other) => issues.push(issue(at("metadata"), expected("object", &other))),
+            None => {}
+        }
+    }
+
+    if !issues.is_empty() {
+        return Err(issues);
+    }
+    let trace_id = match out.get("trace_id") {
+        Some(Value::String(s)) => s.clone(),
+        _ => String::new(),
+    };
+    let kind = out.get("kind").and_then(Value::as_str).map(str::to_owned);
+    let json = Value::Object(out);
+    let text = json.to_string();
+    let Value::Object(object) = json else {
+        return Err(vec![issue(
+            prefix.to_vec(),
+            "internal: not an object".into(),
+        )]);
+    };
+    Ok(ValidEvent {
+        is_span,
+        trace_id,
+        kind,
+        started_ms,
+        json: text,
+        object,
+    })
+}
+
+/// Seed 004's span shape: `properties` → `data`, `payload` → `data.payload`,
+/// `timestamp` → `started_at`, `timestamp + duration_ms` → `ended_at`.
+/// Fields already given in the Ariadne shape win.
+fn map_seed_shape(
+    obj: &mut Map<String, Value>,
+    at: &dyn Fn(&str) -> Vec<Value>,
+    issues: &mut Vec<Issue>,
+) {
+    let properties = obj.remove("properties");
+    let payload = obj.remove("payload");
+    let timestamp = obj.remove("timestamp");
+    let duration = obj.remove("duration_ms");
+    if properties.is_some() || payload.is_some() {
+        let mut data = match obj.remove("data") {
+            Some(Value::Object(d)) => d,
+            Some(other) => {
+                // Leave the wrong type in place for the type check to report.
+                obj.insert("data".into(), other);
+                return;
+            }
+            None => Map::new(),
+        };
+        match properties {
+            Some(Value::Object(props)) => {
+                for (k, v) in props {
+                    data.entry(k).or_insert(v);
+                }
+            }
+            Some(other) => issues.push(issue(at("properties"), expected("object", &other))),
+            None => {}
+        }
+        if let Some(p) = payload {
+            data.entry("payload").or_insert(p);
+        }
+        obj.insert("data".into(), Value::Object(data));
+    }
+    let ts_ms = match &timestamp {
+        Some(Value::String(ts)) => match parse_rfc3339_millis(ts) {
+            Some(ms) => {
+                obj.entry("started_at")
+                    .or_insert_with(|| Value::from(ts.as_str()));
+                Some(ms)
+            }
+            None => {
+                issues.push(issue(at("timestamp"), "Invalid datetime".into()));
+                None
+            }
+        },
+        Some(other) => {
+            issues.push(issue(at("timestamp"), expected("string", other)));
+            None
+        }
+        None => None,
+    };
+    match duration {
+        Some(Value::Number(n)) => match n.as_f64() {
+            Some(d) if d >= 0.0 && d.is_finite() => {
+                if let Some(start) = ts_ms {
+                    let end = start.saturating_add(d as i64);
+                    obj.entry("ended_at")
+                        .or_insert_with(|| Value::from(format_rfc3339_millis(end)));
+                }
+            }
+            _ => issues.push(issue(
+                at("duration_ms"),
+                "Number must be greater than or equal to 0".into(),
+            )),
+        },
+        Some(other) => issues.push(issue(at("duration_ms"), expected("number", &other))),
+        None => {}
+    }
+}
+
+fn check_time(
+    out: &Map<String, Value>,
+    key: &str,
+    at: &dyn Fn(&str) -> Vec<Value>,
+    issues: &mut Vec<Issue>,
+) -> Option<i64> {
+    let s = out.get(key)?.as_str()?;
+    let ms = parse_rfc3339_millis(s);
+    if ms.is_none() {
+        issues.push(issue(at(key), "Invalid datetime".into()));
+    }
+    ms
+}
+
+/// Cuts `s` to `max` characters plus the truncation mark.
+pub fn truncate(s: &mut String, max: usize) {
+    if let Some((cut, _)) = s.char_indices().nth(max) {
+        s.truncate(cut);
+        s.push_str(TRUNCATION_MARK);
+    }
+}
+
+// Ariadne recurses only into objects; we also recurse into arrays, so a
+// long string cannot dodge the limit by sitting in a list.
+fn truncate_strings(map: &mut Map<String, Value>) {
+    for v in map.values_mut() {
+        truncate_value(v);
+    }
+}
+
+fn truncate_value(v: &mut Value) {
+    match v {
+        Value::String(s) => truncate(s, MAX_DATA_STRING_CHARS),
+        Value::Object(m) => truncate_strings(m),
+        Value::Array(items) => items.iter_mut().for_each(truncate_value),
+        _ => {}
+    }
+}
+
+fn issue(path: Vec<Value>, message: String) -> Issue {
+    Issue { path, message }
+}
+
+fn expected(want: &str, got: &Value) -> String {
+    let got = match got {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    };
+    format!("Expected {want}, received {got}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn one(v: Value) -> Result<ValidEvent, Vec<Issue>> {
+        parse_payload(v).map(|mut e| e.remove(0))
+    }
+
+    #[test]
+    fn keeps_known_fields_only() {
+        let e = one(json!({"type":"span","trace_id":"t","span_id":"s","extra":1,"status":"ok"}))
+            .unwrap();
+        assert_eq!(
+            e.json,
+            r#"{"type":"span","trace_id":"t","span_id":"s","status":"ok"}"#
+        );
+    }
+
+    #[test]
+    fn reports_paths() {
+        let err = parse_payload(json!({"batch":[
+            {"type":"span","trace_id":"t","span_id":"s"},
+            {"type":"span","trace_id":"t","started_at":"2026-01-01T00:00:01Z","ended_at":"2026-01-01T00:00:00Z"}
+        ]}))
+        .unwrap_err();
+        assert_eq!(
+            err[0].path,
+            vec![json!("batch"), json!(1), json!("span_id")]
+        );
+        assert_eq!(err[0].message, "Required");
+        assert_eq!(err[1].message, "ended_at must be >= started_at");
+    }
+
+    #[test]
+    fn metadata_values_must_be_strings() {
+        let err =
+            one(json!({"type":"trace","trace_id":"t","metadata":{"a":"x","n":3}})).unwrap_err();
+        assert_eq!(err[0].path, vec![json!("metadata"), json!("n")]);
+    }
+
+    #[test]
+    fn truncates_before_validating() {
+        let long = "é".repeat(MAX_DATA_STRING_CHARS + 5);
+        let e = one(json!({"type":"span","trace_id":"t","span_id":"s",
+            "name": "n".repeat(2000), "data":{"a":{"b":[long]}}}))
+        .unwrap();
+        let name = e.object["name"].as_str().unwrap();
+        assert_eq!(name.chars().count(), MAX_NAME_CHARS + TRUNCATION_MARK.len());
+        let s = e.object["data"]["a"]["b"][0].as_str().unwrap();
+        assert!(s.ends_with(TRUNCATION_MARK));
+        assert_eq!(
+            s.chars().count(),
+            MAX_DATA_STRING_CHARS + TRUNCATION_MARK.len()
+        );
+    }
+
+    #[test]
+    fn maps_the_seed_shape() {
+        let e = one(json!({"type":"span","trace_id":"t","span_id":"s",
+            "name":"compact.trigger_decision","timestamp":"2025-10-19T12:34:56Z",
+            "duration_ms":42,"properties":{"triggered":true},"payload":"{\"x\":1}"}))
+        .unwrap();
+        assert_eq!(e.object["started_at"], "2025-10-19T12:34:56Z");
+        assert_eq!(e.object["ended_at"], "2025-10-19T12:34:56.042Z");
+        assert_eq!(e.object["data"]["triggered"], true);
+        assert_eq!(e.object["data"]["payload"], "{\"x\":1}");
+    }
+
+    #[test]
+    fn rejects_non_objects_and_bad_types() {
+        assert!(parse_payload(json!([1])).is_err());
+        assert!(parse_payload(json!({"batch":{}})).is_err());
+        assert!(one(json!({"type":"span","trace_id":"t","span_id":"s","status":"meh"})).is_err());
+        assert!(
+            one(json!({"type":"span","trace_id":"t","span_id":"s","started_at":"yesterday"}))
+                .is_err()
+        );
+        assert!(one(json!({"type":"x","trace_id":"t"})).is_err());
+        assert!(one(json!({"type":"trace","trace_id":""})).is_err());
+    }
+}

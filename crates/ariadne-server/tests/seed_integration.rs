@@ -1,0 +1,174 @@
+//! Seed 004 §9.6: with the server up, compaction's spans appear on the
+//! `/events` stream. Open `/events`, wait for `connected`, run preflights
+//! through `CompactManager` with an exporter that POSTs to `/ingest`, and
+//! check every `compact.*` span arrives, in order, with its data.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{TestServer, WAIT};
+use compact_middleware::BoxFuture;
+use compact_middleware::config::Config;
+use compact_middleware::events::{CollectingExporter, Event, ExportError, Exporter, TraceEvent};
+use compact_middleware::model::{Format, Request};
+use compact_middleware::{CompactManager, Message};
+use serde_json::{Value, json};
+
+/// The smallest honest Ariadne exporter: one `{"batch":[...]}` POST per batch.
+#[derive(Debug)]
+struct HttpIngest {
+    url: String,
+    client: reqwest::Client,
+}
+
+impl Exporter for HttpIngest {
+    fn name(&self) -> &str {
+        "test-http"
+    }
+
+    fn export<'a>(&'a self, batch: &'a [Event]) -> BoxFuture<'a, Result<(), ExportError>> {
+        Box::pin(async move {
+            let body = serde_json::to_string(&json!({ "batch": batch }))?;
+            let resp = self
+                .client
+                .post(&self.url)
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+                .await
+                .map_err(|e| ExportError::Other(e.to_string()))?;
+            if resp.status().is_success() {
+                Ok(())
+            } else {
+                Err(ExportError::Rejected(resp.status().to_string()))
+            }
+        })
+    }
+}
+
+fn conversation(turns: usize) -> Vec<Message> {
+    let mut items = vec![json!({"role":"system","content":"You are a careful coding agent."})];
+    for t in 0..turns {
+        items.push(json!({"role":"user","content":format!("Turn {t}: please inspect module {t} and report what it does in detail.")}));
+        items.push(json!({"role":"assistant","content":null,"tool_calls":[{"id":format!("call_{t}"),"type":"function",
+            "function":{"name":"read_file","arguments":format!("{{\"path\":\"src/m{t}.rs\"}}")}}]}));
+        items.push(json!({"role":"tool","tool_call_id":format!("call_{t}"),
+            "content":format!("fn m{t}() {{ /* {} */ }}", "body line of the module; ".repeat(60))}));
+        items.push(json!({"role":"assistant","content":format!("Module {t} parses the configuration and validates it.")}));
+    }
+    Request::from_value(Value::Array(items), Format::Chat)
+        .expect("valid chat messages")
+        .messages
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compaction_spans_arrive_on_the_event_stream_in_order() {
+    let s = TestServer::start().await;
+    let mut sse = s.subscribe("?traceId=session-9-6", None).await;
+    assert_eq!(
+        sse.next_data(WAIT).await.expect("connected").1["type"],
+        "connected"
+    );
+
+    let collected = Arc::new(CollectingExporter::new());
+    let http = Arc::new(HttpIngest {
+        url: format!("{}/ingest", s.url),
+        client: reqwest::Client::new(),
+    });
+    let config = Config {
+        model: "gpt-4o".into(),
+        max_context_tokens: Some(8000),
+        ..Config::default()
+    };
+    let manager = CompactManager::builder(config)
+        .without_config_exporters()
+        .exporter(http)
+        .exporter(collected.clone())
+        .build()
+        .expect("manager");
+    manager.dispatcher().emit(Event::Trace(TraceEvent::session(
+        "session-9-6",
+        "agent-under-test",
+    )));
+    let outcome = manager
+        .preflight("session-9-6", conversation(30))
+        .await
+        .expect("preflight");
+    assert!(outcome.report.triggered, "the conversation is over budget");
+    manager
+        .manual_compact("session-9-6", conversation(12), "test")
+        .await
+        .expect("manual compaction");
+    let flushed = {
+        let d = manager.dispatcher().clone();
+        tokio::task::spawn_blocking(move || d.flush(Duration::from_secs(10)))
+            .await
+            .unwrap()
+    };
+    assert!(flushed, "the dispatcher delivered everything");
+
+    let expected: Vec<Value> = collected
+        .events()
+        .iter()
+        .map(|e| serde_json::to_value(e).unwrap())
+        .collect();
+    let mut got = Vec::new();
+    for _ in 0..expected.len() {
+        got.push(sse.next_data(WAIT).await.expect("event on the stream").1);
+    }
+    // Same events, same order, same data, as the middleware emitted them.
+    assert_eq!(got, expected);
+
+    let names: Vec<&str> = got.iter().filter_map(|e| e["name"].as_str()).collect();
+    for name in [
+        "compact.token_estimate",
+        "compact.trigger_decision",
+        "compact.pruned_messages",
+        "compact.preflight",
+    ] {
+        assert!(names.contains(&name), "{name} missing from {names:?}");
+    }
+    let first_estimate = names
+        .iter()
+        .position(|n| *n == "compact.token_estimate")
+        .unwrap();
+    let first_decision = names
+        .iter()
+        .position(|n| *n == "compact.trigger_decision")
+        .unwrap();
+    assert!(
+        first_estimate < first_decision,
+        "estimate before decision: {names:?}"
+    );
+    let decision = got
+        .iter()
+        .find(|e| e["name"] == "compact.trigger_decision")
+        .unwrap();
+    assert_eq!(decision["data"]["triggered"], true);
+    let pruned = got
+        .iter()
+        .find(|e| e["name"] == "compact.pruned_messages")
+        .unwrap();
+    let (before, after) = (
+        pruned["data"]["tokens_before"].as_u64().unwrap(),
+        pruned["data"]["tokens_after"].as_u64().unwrap(),
+    );
+    assert!(after < before);
+    assert!(
+        got.iter()
+            .filter(|e| e["type"] == "span")
+            .all(|e| e["kind"] == "compaction")
+    );
+
+    // And the seed 001 metrics saw them.
+    let (_, m) = s.get("/metrics").await;
+    assert!(
+        m.as_str()
+            .unwrap()
+            .lines()
+            .any(|l| l == "memory_tokens_before_after_count{stage=\"before\"} 2"),
+        "{m}"
+    );
+}
