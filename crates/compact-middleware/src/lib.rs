@@ -7,20 +7,26 @@
 //!   per-message count cache.
 //! - [`config`]: the YAML configuration, `COMPACT_*` environment overrides,
 //!   validation that names the field path.
-//! - [`summarize`]: the `Summarizer` trait and the deterministic extractive summarizer.
+//! - [`summarize`]: the `Summarizer` trait, the deterministic extractive summarizer and
+//!   the `openai` summarizer (any OpenAI-compatible chat-completions endpoint).
 //! - [`events`]: Ariadne spans, the `Exporter` trait, the non-blocking dispatcher.
 //! - [`estimate`]: whole-request estimates and the breakdown, model limits.
 //! - [`trigger`]: whether a call compacts, and why.
 //! - [`pipeline`]: the tiers (budgeting, clearing, summarizing, reducing) and modes.
 //! - [`bench`]: the workloads and timing harness behind `compact bench`.
 //! - [`manager`]: [`CompactManager`], sessions, the `before_model_call` hook.
+//! - [`memory`]: the memory store (SQLite), the seed 002 sliding window,
+//!   cross-session memory and memory files injected into the instructions.
+//! - [`strategy`]: per request > per conversation > per agent > defaults.
 pub mod bench;
 pub mod config;
 pub mod estimate;
 pub mod events;
 pub mod manager;
+pub mod memory;
 pub mod model;
 pub mod pipeline;
+pub mod strategy;
 pub mod summarize;
 pub mod tokens;
 pub mod trigger;

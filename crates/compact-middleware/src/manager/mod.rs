@@ -6,6 +6,7 @@
 
 mod error;
 mod hook;
+mod memory;
 mod report;
 mod session;
 
@@ -20,7 +21,7 @@ use crate::estimate::{Estimate, Estimator, ModelLimits};
 use crate::events::{self, DispatchOptions, Dispatcher, Event, Exporter, SpanBuilder, SpanStatus};
 use crate::model::{Message, validate};
 use crate::pipeline::{self, Input, Limits};
-use crate::summarize::{ExtractiveSummarizer, Summarizer};
+use crate::summarize::Summarizer;
 use crate::tokens::{self, CountCache};
 use crate::trigger::{self, Forced};
 
@@ -53,9 +54,16 @@ pub struct Builder {
     exporters: Vec<Arc<dyn Exporter>>,
     config_exporters: bool,
     cache: Option<Arc<CountCache>>,
+    memory_store: Option<Arc<dyn crate::memory::MemoryStore>>,
 }
 
 impl Builder {
+    /// Uses `store` for the memory layers instead of opening `memory.store_path`.
+    pub fn memory_store(mut self, store: Arc<dyn crate::memory::MemoryStore>) -> Self {
+        self.memory_store = Some(store);
+        self
+    }
+
     /// Uses `summarizer` instead of the extractive default.
     pub fn summarizer(mut self, s: Arc<dyn Summarizer>) -> Self {
         self.summarizer = Some(s);
@@ -119,14 +127,25 @@ impl Builder {
                 },
             )
         };
+        let summarizer = match self.summarizer {
+            Some(s) => s,
+            None => memory::configured_summarizer(&self.config)?,
+        };
+        let estimator = Estimator::new(counter, cache);
+        let memory = memory::MemoryRuntime::build(
+            &self.config,
+            self.memory_store,
+            &summarizer,
+            &estimator,
+            &limits,
+        )?;
         Ok(CompactManager {
             inner: Arc::new(Inner {
                 config: self.config,
                 limits,
-                estimator: Estimator::new(counter, cache),
-                summarizer: self
-                    .summarizer
-                    .unwrap_or_else(|| Arc::new(ExtractiveSummarizer)),
+                estimator,
+                summarizer,
+                memory,
                 dispatcher,
                 sessions: Mutex::new(HashMap::new()),
             }),
@@ -146,6 +165,7 @@ struct Inner {
     limits: ModelLimits,
     estimator: Estimator,
     summarizer: Arc<dyn Summarizer>,
+    memory: memory::MemoryRuntime,
     dispatcher: Dispatcher,
     sessions: Mutex<HashMap<String, Arc<tokio::sync::Mutex<SessionState>>>>,
 }
@@ -169,10 +189,12 @@ impl CompactManager {
             exporters: Vec::new(),
             config_exporters: true,
             cache: None,
+            memory_store: None,
         }
     }
 
-    /// A manager with the extractive summarizer and the configured exporter.
+    /// A manager with the configured summarizer (`summarizer.kind`), memory
+    /// layers (`memory`) and exporter.
     pub fn new(config: Config) -> Result<Self, CompactError> {
         Self::builder(config).build()
     }
@@ -305,6 +327,10 @@ impl CompactManager {
             state.trace_sent = true;
         }
 
+        // Sliding window and instructions injection (never the caller's history).
+        let (messages, injected) = self.prepare_input(session_id, &mut state, req.messages);
+        let req = PreflightRequest { messages, ..req };
+
         // Which part of this input we already compacted last time.
         let raw_hashes: Vec<u128> = req.messages.iter().map(Message::content_hash).collect();
         let continuation = state.continuation(&raw_hashes);
@@ -342,6 +368,7 @@ impl CompactManager {
                 .data("breakdown", json!(est.breakdown))
                 .data("messages", json!(effective.len()))
                 .data("reused_messages", json!(reused))
+                .data("injected", json!(injected))
                 .finish(SpanStatus::Ok),
         );
 
@@ -409,13 +436,14 @@ impl CompactManager {
             reused_messages: reused,
             input_problems,
             fallbacks: Vec::new(),
+            injected,
             duration_us: 0,
         };
 
         let output = if !decision.triggered {
             effective
         } else {
-            let breaker_open = state.consecutive_failures as usize >= policy.max_compact_failures;
+            let breaker_open = state.breaker_open(policy.max_compact_failures, Instant::now());
             let input = Input {
                 messages: effective.clone(),
                 tools: &req.tools,
@@ -455,13 +483,15 @@ impl CompactManager {
                 }
             };
             self.check_output(&effective, &out.messages, &report)?;
-            if !out.fallbacks.is_empty() || out.primary_failed {
-                if out.primary_failed {
-                    state.consecutive_failures += 1;
-                }
-            } else if out.summary.is_some() {
-                state.consecutive_failures = 0;
-            }
+            state.record_summary_outcome(
+                out.primary_failed,
+                out.summary
+                    .as_ref()
+                    .is_some_and(|s| s.summarizer == inner.summarizer.name()),
+                policy.max_compact_failures,
+                std::time::Duration::from_secs(inner.config.summarizer.breaker_cooldown_secs),
+                Instant::now(),
+            );
             for f in &out.fallbacks {
                 emitted.push(
                     SpanBuilder::start(session_id, events::names::ERROR)
@@ -477,6 +507,7 @@ impl CompactManager {
                 let role = crate::model::Role::from(policy.summary_role);
                 let msg = crate::pipeline::summary::summary_message(role, s.version, &s.body);
                 state.set_summary(&msg, s.version, s.body.clone());
+                self.persist_cross_session(session_id, &state, &s.body);
                 emitted.push(
                     SpanBuilder::started_ago(
                         session_id,
