@@ -94,11 +94,15 @@ fn replaced(req: &SummaryRequest) -> usize {
 
 #[tokio::test]
 async fn success_returns_the_text_model_and_usage() {
-    let server = FakeServer::start(vec![ok("Goals: fix NET-77 in crates/net/src/client.rs.")]).await;
+    let server =
+        FakeServer::start(vec![ok("Goals: fix NET-77 in crates/net/src/client.rs.")]).await;
     let s = build(&settings(&server.base_url()));
     let req = request(Strategy::TaskState, 400);
     let summary = s.summarize(&req).await.expect("summary");
-    assert_eq!(summary.text, "Goals: fix NET-77 in crates/net/src/client.rs.");
+    assert_eq!(
+        summary.text,
+        "Goals: fix NET-77 in crates/net/src/client.rs."
+    );
     assert_eq!(summary.model.as_deref(), Some("served-model"));
     assert_eq!(summary.prompt_tokens, Some(321));
     assert_eq!(summary.completion_tokens, Some(45));
@@ -106,7 +110,10 @@ async fn success_returns_the_text_model_and_usage() {
 
     let sent = server.requests();
     assert_eq!(sent.len(), 1);
-    assert_eq!(sent[0].authorization.as_deref(), Some(&*format!("Bearer {KEY}")));
+    assert_eq!(
+        sent[0].authorization.as_deref(),
+        Some(&*format!("Bearer {KEY}"))
+    );
     let body = sent[0].json();
     assert_eq!(body["model"], "summ-model");
     assert_eq!(body["temperature"], 0.0);
@@ -114,7 +121,10 @@ async fn success_returns_the_text_model_and_usage() {
     assert_eq!(body["max_tokens"], 400);
     assert_eq!(body["messages"][0]["role"], "system");
     let prompt = sent[0].user_prompt();
-    assert!(prompt.contains("Goals: stabilise CI for crates/net."), "previous summary folded in");
+    assert!(
+        prompt.contains("Goals: stabilise CI for crates/net."),
+        "previous summary folded in"
+    );
     assert!(prompt.contains("[tool run_tests] running 12 tests"));
     assert!(prompt.contains("Do not invent details"));
     assert!(prompt.contains("Copy identifiers exactly"));
@@ -126,7 +136,9 @@ async fn no_key_sends_no_authorization_and_the_key_never_shows_in_debug() {
     let mut st = settings(&server.base_url());
     st.api_key_env = None;
     let s = build(&st);
-    s.summarize(&request(Strategy::Brief, 200)).await.expect("summary");
+    s.summarize(&request(Strategy::Brief, 200))
+        .await
+        .expect("summary");
     assert_eq!(server.requests()[0].authorization, None);
 
     let with_key = build(&settings(&server.base_url()));
@@ -148,7 +160,10 @@ fn a_missing_key_variable_is_a_build_error_naming_it() {
 async fn a_429_then_success_is_retried() {
     let server = FakeServer::start(vec![status(429), ok("Goals: retried.")]).await;
     let s = build(&settings(&server.base_url()));
-    let summary = s.summarize(&request(Strategy::TaskState, 300)).await.expect("summary");
+    let summary = s
+        .summarize(&request(Strategy::TaskState, 300))
+        .await
+        .expect("summary");
     assert_eq!(summary.text, "Goals: retried.");
     assert_eq!(server.hits(), 2);
     let bodies: Vec<_> = server.requests().into_iter().map(|r| r.body).collect();
@@ -160,8 +175,14 @@ async fn persistent_500s_exhaust_the_retries() {
     let server = FakeServer::start(vec![]).await;
     server.set_default(status(500));
     let s = build(&settings(&server.base_url()));
-    let err = s.summarize(&request(Strategy::TaskState, 300)).await.expect_err("500s");
-    assert!(matches!(err, SummarizeError::Http { status: 500, .. }), "{err:?}");
+    let err = s
+        .summarize(&request(Strategy::TaskState, 300))
+        .await
+        .expect_err("500s");
+    assert!(
+        matches!(err, SummarizeError::Http { status: 500, .. }),
+        "{err:?}"
+    );
     assert_eq!(server.hits(), 3, "one try and two retries");
 }
 
@@ -169,25 +190,43 @@ async fn persistent_500s_exhaust_the_retries() {
 async fn a_400_is_not_retried() {
     let server = FakeServer::start(vec![status(400)]).await;
     let s = build(&settings(&server.base_url()));
-    let err = s.summarize(&request(Strategy::TaskState, 300)).await.expect_err("400");
-    assert!(matches!(err, SummarizeError::Http { status: 400, .. }), "{err:?}");
+    let err = s
+        .summarize(&request(Strategy::TaskState, 300))
+        .await
+        .expect_err("400");
+    assert!(
+        matches!(err, SummarizeError::Http { status: 400, .. }),
+        "{err:?}"
+    );
     assert_eq!(server.hits(), 1);
 }
 
 #[tokio::test]
 async fn the_fallback_model_is_tried_after_the_primary_keeps_failing() {
-    let server = FakeServer::start(vec![status(503), status(503), status(503), ok("Goals: cheap.")]).await;
+    let server = FakeServer::start(vec![
+        status(503),
+        status(503),
+        status(503),
+        ok("Goals: cheap."),
+    ])
+    .await;
     let mut st = settings(&server.base_url());
     st.fallback_model = Some("cheap-model".into());
     let s = build(&st);
-    let summary = s.summarize(&request(Strategy::TaskState, 300)).await.expect("fallback model");
+    let summary = s
+        .summarize(&request(Strategy::TaskState, 300))
+        .await
+        .expect("fallback model");
     assert_eq!(summary.text, "Goals: cheap.");
     let models: Vec<String> = server
         .requests()
         .iter()
         .map(|r| r.json()["model"].as_str().unwrap_or_default().to_owned())
         .collect();
-    assert_eq!(models, ["summ-model", "summ-model", "summ-model", "cheap-model"]);
+    assert_eq!(
+        models,
+        ["summ-model", "summ-model", "summ-model", "cheap-model"]
+    );
 }
 
 #[tokio::test]
@@ -198,7 +237,10 @@ async fn a_timeout_is_a_timeout_error() {
     st.timeout_ms = 150;
     st.retries = 1;
     let s = build(&st);
-    let err = s.summarize(&request(Strategy::TaskState, 300)).await.expect_err("timeout");
+    let err = s
+        .summarize(&request(Strategy::TaskState, 300))
+        .await
+        .expect_err("timeout");
     assert_eq!(err, SummarizeError::Timeout);
     assert_eq!(server.hits(), 2, "timeouts are retried");
 }
@@ -225,10 +267,19 @@ async fn an_unreachable_endpoint_is_a_transport_error() {
 async fn refusal_truncation_tool_call_and_empty_are_errors() {
     let cases = [
         (
-            answer(json!({"role": "assistant", "content": null, "refusal": "I can't help with that."}), "stop"),
+            answer(
+                json!({"role": "assistant", "content": null, "refusal": "I can't help with that."}),
+                "stop",
+            ),
             "Refusal",
         ),
-        (answer(json!({"role": "assistant", "content": "Goals: fix NET-"}), "length"), "Truncated"),
+        (
+            answer(
+                json!({"role": "assistant", "content": "Goals: fix NET-"}),
+                "length",
+            ),
+            "Truncated",
+        ),
         (
             answer(
                 json!({"role": "assistant", "content": null, "tool_calls": [
@@ -238,8 +289,17 @@ async fn refusal_truncation_tool_call_and_empty_are_errors() {
             ),
             "ToolCall",
         ),
-        (answer(json!({"role": "assistant", "content": "   "}), "stop"), "Empty"),
-        (answer(json!({"role": "assistant", "content": "x"}), "content_filter"), "Refusal"),
+        (
+            answer(json!({"role": "assistant", "content": "   "}), "stop"),
+            "Empty",
+        ),
+        (
+            answer(
+                json!({"role": "assistant", "content": "x"}),
+                "content_filter",
+            ),
+            "Refusal",
+        ),
         (Reply::Json(200, json!({"choices": []})), "Empty"),
         (Reply::Json(200, json!("not an object")), "Other"),
     ];
@@ -259,7 +319,10 @@ async fn refusal_truncation_tool_call_and_empty_are_errors() {
 #[tokio::test]
 async fn refusal_is_retried_with_the_brief_template() {
     let server = FakeServer::start(vec![
-        answer(json!({"role": "assistant", "content": null, "refusal": "no"}), "stop"),
+        answer(
+            json!({"role": "assistant", "content": null, "refusal": "no"}),
+            "stop",
+        ),
         ok("- Task: fix NET-77."),
     ])
     .await;
@@ -275,7 +338,11 @@ async fn refusal_is_retried_with_the_brief_template() {
     assert_eq!(out.fallbacks[0].error_type, "Refusal");
     assert_eq!(out.fallbacks[0].fallback, "brief");
     let sent = server.requests();
-    assert!(sent[0].user_prompt().contains("chronological decision ledger"));
+    assert!(
+        sent[0]
+            .user_prompt()
+            .contains("chronological decision ledger")
+    );
     assert!(sent[1].user_prompt().contains("short bullet list"));
 }
 
@@ -287,15 +354,28 @@ async fn an_over_long_summary_is_retried_with_half_the_max_tokens_at_most_twice(
     let s = build(&settings(&server.base_url()));
     let req = request(Strategy::TaskState, 400);
     let out = summarize_with_fallbacks(&s, &req, replaced(&req), false).await;
-    assert_eq!(out.summary.as_ref().map(|(s, _)| s.text.as_str()), Some("Goals: fix NET-77."));
+    assert_eq!(
+        out.summary.as_ref().map(|(s, _)| s.text.as_str()),
+        Some("Goals: fix NET-77.")
+    );
     let max: Vec<u64> = server
         .requests()
         .iter()
         .map(|r| r.json()["max_tokens"].as_u64().unwrap_or_default())
         .collect();
     assert_eq!(max, [400, 200, 100]);
-    let kinds: Vec<_> = out.fallbacks.iter().map(|f| (f.error_type.as_str(), f.fallback.as_str())).collect();
-    assert_eq!(kinds, [("OverBudget", "retry_half_max_tokens"), ("OverBudget", "retry_half_max_tokens")]);
+    let kinds: Vec<_> = out
+        .fallbacks
+        .iter()
+        .map(|f| (f.error_type.as_str(), f.fallback.as_str()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("OverBudget", "retry_half_max_tokens"),
+            ("OverBudget", "retry_half_max_tokens")
+        ]
+    );
 
     // Always too long: two halvings, then the extractive summary.
     let server = FakeServer::start(vec![]).await;
@@ -308,13 +388,19 @@ async fn an_over_long_summary_is_retried_with_half_the_max_tokens_at_most_twice(
     assert!(summary.tokens <= 400);
     assert!(out.primary_failed);
     let last = out.fallbacks.last().expect("fallbacks");
-    assert_eq!((last.error_type.as_str(), last.fallback.as_str()), ("OverBudget", "extractive"));
+    assert_eq!(
+        (last.error_type.as_str(), last.fallback.as_str()),
+        ("OverBudget", "extractive")
+    );
 }
 
 #[tokio::test]
 async fn truncated_and_tool_call_answers_fall_back_to_extractive() {
     for reply in [
-        answer(json!({"role": "assistant", "content": "Goals: fix"}), "length"),
+        answer(
+            json!({"role": "assistant", "content": "Goals: fix"}),
+            "length",
+        ),
         answer(
             json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}),
             "tool_calls",
@@ -324,7 +410,10 @@ async fn truncated_and_tool_call_answers_fall_back_to_extractive() {
         let s = build(&settings(&server.base_url()));
         let req = request(Strategy::TaskState, 400);
         let out = summarize_with_fallbacks(&s, &req, replaced(&req), false).await;
-        assert_eq!(out.summary.as_ref().map(|(_, by)| by.as_str()), Some("extractive"));
+        assert_eq!(
+            out.summary.as_ref().map(|(_, by)| by.as_str()),
+            Some("extractive")
+        );
         assert!(out.primary_failed);
         assert_eq!(out.fallbacks.len(), 1);
         assert_eq!(out.fallbacks[0].fallback, "extractive");
@@ -340,11 +429,17 @@ async fn a_summary_not_smaller_than_what_it_replaces_is_not_committed() {
         max_tokens: 400,
         count_tokens: o200k(),
     };
-    let server = FakeServer::start(vec![ok("Goals: fix NET-77 in crates/net, keeping the API stable.")]).await;
+    let server = FakeServer::start(vec![ok(
+        "Goals: fix NET-77 in crates/net, keeping the API stable.",
+    )])
+    .await;
     let s = build(&settings(&server.base_url()));
     let out = summarize_with_fallbacks(&s, &req, replaced(&req), false).await;
     assert_eq!(out.fallbacks[0].error_type, "NotSmaller");
-    assert_eq!(out.summary.as_ref().map(|(_, by)| by.as_str()), Some("extractive"));
+    assert_eq!(
+        out.summary.as_ref().map(|(_, by)| by.as_str()),
+        Some("extractive")
+    );
 }
 
 #[tokio::test]
@@ -370,8 +465,14 @@ async fn the_open_breaker_skips_the_model() {
     let out = summarize_with_fallbacks(&s, &req, replaced(&req), true).await;
     assert_eq!(server.hits(), 0);
     assert_eq!(out.fallbacks[0].error_type, "CircuitOpen");
-    assert_eq!(out.summary.as_ref().map(|(_, by)| by.as_str()), Some("extractive"));
-    assert!(!out.primary_failed, "a skipped model is not another failure");
+    assert_eq!(
+        out.summary.as_ref().map(|(_, by)| by.as_str()),
+        Some("extractive")
+    );
+    assert!(
+        !out.primary_failed,
+        "a skipped model is not another failure"
+    );
 }
 
 // ------------------------------------------------------------- input budget
@@ -387,7 +488,13 @@ async fn tool_outputs_are_clipped_and_a_large_span_is_split_and_folded() {
     let huge = "ERROR at crates/net/src/client.rs:214 backoff\n".repeat(500);
     let mut entries = Vec::new();
     for i in 0..12 {
-        entries.push(SummaryEntry::new("user", format!("Step {i}: {}", "inspect the retry path and report. ".repeat(20))));
+        entries.push(SummaryEntry::new(
+            "user",
+            format!(
+                "Step {i}: {}",
+                "inspect the retry path and report. ".repeat(20)
+            ),
+        ));
         entries.push(SummaryEntry::tool("run_tests", huge.clone()));
     }
     for i in 0..8 {
@@ -405,10 +512,16 @@ async fn tool_outputs_are_clipped_and_a_large_span_is_split_and_folded() {
     let summary = s.summarize(&req).await.expect("summary");
     let sent = server.requests();
     assert_eq!(sent.len(), parts.len());
-    assert_eq!(summary.text, format!("Goals: part {} summary.", parts.len() - 1));
+    assert_eq!(
+        summary.text,
+        format!("Goals: part {} summary.", parts.len() - 1)
+    );
     // Each part folds the previous part's summary.
-    for i in 1..sent.len() {
-        assert!(sent[i].user_prompt().contains(&format!("Goals: part {} summary.", i - 1)));
+    for (i, r) in sent.iter().enumerate().skip(1) {
+        assert!(
+            r.user_prompt()
+                .contains(&format!("Goals: part {} summary.", i - 1))
+        );
     }
     for r in &sent {
         let prompt = r.user_prompt();
@@ -458,10 +571,24 @@ async fn golden_request_bodies_for_each_template() {
 #[test]
 fn request_body_field_order_is_fixed() {
     let s = build(&settings("http://127.0.0.1:9/v1"));
-    let body = s.request_body("m", Strategy::Brief, 64, None, &[SummaryEntry::new("user", "hi")]);
+    let body = s.request_body(
+        "m",
+        Strategy::Brief,
+        64,
+        None,
+        &[SummaryEntry::new("user", "hi")],
+    );
     let text = String::from_utf8(body).expect("utf8");
-    assert!(text.starts_with("{\"model\":\"m\",\"messages\":[{\"role\":\"system\""), "{text}");
-    assert!(text.ends_with("\"temperature\":0.0,\"seed\":7,\"max_tokens\":64,\"n\":1,\"stream\":false}"), "{text}");
+    assert!(
+        text.starts_with("{\"model\":\"m\",\"messages\":[{\"role\":\"system\""),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(
+            "\"temperature\":0.0,\"seed\":7,\"max_tokens\":64,\"n\":1,\"stream\":false}"
+        ),
+        "{text}"
+    );
     assert!(text.contains("--- PREVIOUS SUMMARY ---\\n(none)"));
 }
 
@@ -477,7 +604,13 @@ fn templates_can_be_overridden_from_a_file() {
     let mut st = settings("http://127.0.0.1:9/v1");
     st.templates_file = Some(path.display().to_string());
     let s = build(&st);
-    let body = s.request_body("m", Strategy::Brief, 64, None, &[SummaryEntry::new("user", "hello {previous_summary}")]);
+    let body = s.request_body(
+        "m",
+        Strategy::Brief,
+        64,
+        None,
+        &[SummaryEntry::new("user", "hello {previous_summary}")],
+    );
     let v: serde_json::Value = serde_json::from_slice(&body).expect("json");
     assert_eq!(
         v["messages"][1]["content"],
@@ -528,15 +661,26 @@ async fn a_configured_openai_summarizer_is_used_by_the_manager() {
     let mut history = vec![Message::system("You are a coding agent.")];
     history.extend(turns(0, 4));
     history.push(Message::user("Continue."));
-    let out = manager.manual_compact("s", history, "test").await.expect("compact");
+    let out = manager
+        .manual_compact("s", history, "test")
+        .await
+        .expect("compact");
     assert_eq!(server.hits(), 1);
     let summary = out
         .messages
         .iter()
         .find(|m| m.plain_text().starts_with("COMPACT-SUMMARY v1"))
         .expect("summary message");
-    assert!(summary.plain_text().contains("Goals: investigate NET-0..NET-3 retries."));
-    assert!(out.report.fallbacks.is_empty(), "{:?}", out.report.fallbacks);
+    assert!(
+        summary
+            .plain_text()
+            .contains("Goals: investigate NET-0..NET-3 retries.")
+    );
+    assert!(
+        out.report.fallbacks.is_empty(),
+        "{:?}",
+        out.report.fallbacks
+    );
 }
 
 #[tokio::test]
@@ -565,27 +709,48 @@ async fn the_circuit_breaker_opens_after_consecutive_failures_and_closes_after_t
     // Two failures: each hits the server and falls back to extractive.
     for expected_hits in [1, 2] {
         round(&mut history);
-        let out = manager.manual_compact("s", history.clone(), "t").await.expect("compact");
+        let out = manager
+            .manual_compact("s", history.clone(), "t")
+            .await
+            .expect("compact");
         assert_eq!(server.hits(), expected_hits);
-        assert_eq!(fallbacks(&out), [("Http".to_owned(), "extractive".to_owned())]);
-        assert_eq!(out.report.summary_version.is_some(), true, "extractive summary committed");
+        assert_eq!(
+            fallbacks(&out),
+            [("Http".to_owned(), "extractive".to_owned())]
+        );
+        assert!(
+            out.report.summary_version.is_some(),
+            "extractive summary committed"
+        );
     }
     // Open: the model is skipped.
     round(&mut history);
-    let out = manager.manual_compact("s", history.clone(), "t").await.expect("compact");
+    let out = manager
+        .manual_compact("s", history.clone(), "t")
+        .await
+        .expect("compact");
     assert_eq!(server.hits(), 2, "breaker open: no request");
-    assert_eq!(fallbacks(&out), [("CircuitOpen".to_owned(), "extractive".to_owned())]);
+    assert_eq!(
+        fallbacks(&out),
+        [("CircuitOpen".to_owned(), "extractive".to_owned())]
+    );
 
     // After the cooldown one attempt goes through (half-open) and succeeds.
     server.set_default(ok("Goals: recovered."));
     tokio::time::sleep(Duration::from_millis(1_100)).await;
     round(&mut history);
-    let out = manager.manual_compact("s", history.clone(), "t").await.expect("compact");
+    let out = manager
+        .manual_compact("s", history.clone(), "t")
+        .await
+        .expect("compact");
     assert_eq!(server.hits(), 3);
     assert!(fallbacks(&out).is_empty(), "{:?}", fallbacks(&out));
     // Closed: the next compaction uses the model again.
     round(&mut history);
-    manager.manual_compact("s", history.clone(), "t").await.expect("compact");
+    manager
+        .manual_compact("s", history.clone(), "t")
+        .await
+        .expect("compact");
     assert_eq!(server.hits(), 4);
 }
 
@@ -602,8 +767,14 @@ async fn summary_created_event_carries_model_usage_and_ratio() {
     let mut history = vec![Message::system("You are a coding agent.")];
     history.extend(turns(0, 4));
     history.push(Message::user("Continue."));
-    manager.manual_compact("s", history, "t").await.expect("compact");
-    manager.dispatcher().flush_async(Duration::from_secs(5)).await;
+    manager
+        .manual_compact("s", history, "t")
+        .await
+        .expect("compact");
+    manager
+        .dispatcher()
+        .flush_async(Duration::from_secs(5))
+        .await;
     let text = std::fs::read_to_string(&events).expect("events written");
     let created: serde_json::Value = text
         .lines()

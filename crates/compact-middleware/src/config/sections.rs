@@ -159,7 +159,7 @@ fn env_var_name(value: &Option<String>, _: &()) -> garde::Result {
 }
 
 fn even_window(value: &usize, _: &()) -> garde::Result {
-    if *value >= 2 && value % 2 == 0 {
+    if *value >= 2 && value.is_multiple_of(2) {
         Ok(())
     } else {
         Err(Error::new(format!(

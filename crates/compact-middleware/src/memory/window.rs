@@ -57,7 +57,7 @@ impl std::fmt::Debug for WindowSettings {
 pub fn summary_range(last_saved_seq: usize, window: usize) -> (usize, usize) {
     let end = last_saved_seq;
     let mut start = (end + 1).saturating_sub(window.max(1));
-    if start % 2 != 0 {
+    if !start.is_multiple_of(2) {
         start += 1;
     }
     (start, end)
@@ -236,7 +236,7 @@ impl SlidingWindow {
                 .await
                 .and_then(|s| fallback::validate(&s, req.max_tokens, 0, true).map(|()| s));
             let ms = started.elapsed().as_millis() as i64;
-            let status = match result {
+            match result {
                 Ok(s) => match store.complete(memory_id, &s.text, ms) {
                     Ok(true) => {
                         tracing::info!(conversation_id = %conversation, start, end, ms, "summarized messages");
@@ -257,8 +257,7 @@ impl SlidingWindow {
                     }
                     MemoryStatus::Failed
                 }
-            };
-            status
+            }
         });
         Ok(Some(Scheduled {
             memory_id,

@@ -92,7 +92,10 @@ pub fn answer(message: Value, finish_reason: &str) -> Reply {
 }
 
 pub fn status(code: u16) -> Reply {
-    Reply::Json(code, json!({"error": {"message": format!("scripted {code}")}}))
+    Reply::Json(
+        code,
+        json!({"error": {"message": format!("scripted {code}")}}),
+    )
 }
 
 async fn handle(
