@@ -7,7 +7,8 @@
 //!   per-message count cache.
 //! - [`config`]: the YAML configuration, `COMPACT_*` environment overrides,
 //!   validation that names the field path.
-//! - [`summarize`]: the `Summarizer` trait and the deterministic extractive summarizer.
+//! - [`summarize`]: the `Summarizer` trait, the deterministic extractive summarizer and
+//!   the `openai` summarizer (any OpenAI-compatible chat-completions endpoint).
 //! - [`events`]: Ariadne spans, the `Exporter` trait, the non-blocking dispatcher.
 //! - [`estimate`]: whole-request estimates and the breakdown, model limits.
 //! - [`trigger`]: whether a call compacts, and why.
@@ -18,6 +19,9 @@
 //! - [`archive`]: the `StorageAdapter` trait, the filesystem adapter, the
 //!   hash-chained manifest, `verify`, the spool.
 //! - [`redact`]: the `Redactor` applied to everything exported or archived.
+//! - [`memory`]: the memory store (SQLite), the seed 002 sliding window,
+//!   cross-session memory and memory files injected into the instructions.
+//! - [`strategy`]: per request > per conversation > per agent > defaults.
 pub mod archive;
 pub mod bench;
 pub mod config;
@@ -25,9 +29,11 @@ pub mod estimate;
 pub mod events;
 pub mod invariants;
 pub mod manager;
+pub mod memory;
 pub mod model;
 pub mod pipeline;
 pub mod redact;
+pub mod strategy;
 pub mod summarize;
 pub mod tokens;
 pub mod trigger;

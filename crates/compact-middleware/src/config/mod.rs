@@ -21,6 +21,7 @@ mod error;
 mod load;
 mod rules;
 mod schema;
+mod sections;
 
 pub use env::{EnvVar, env_vars};
 pub use error::{ConfigError, FieldError};
@@ -29,3 +30,4 @@ pub use schema::{
     Config, ExporterKind, Mode, ModelOverride, Policy, Redaction, Role, S3Settings, Storage,
     StorageAdapterKind, Telemetry,
 };
+pub use sections::{MemorySettings, SummarizerKind, SummarizerSettings};

@@ -34,6 +34,12 @@ pub struct Config {
     /// When and how to compact.
     #[garde(dive)]
     pub policy: Policy,
+    /// Which summarizer writes summaries, and its endpoint (issue 7).
+    #[garde(dive)]
+    pub summarizer: super::sections::SummarizerSettings,
+    /// Cross-session memory, memory files, the sliding-window store.
+    #[garde(dive)]
+    pub memory: super::sections::MemorySettings,
     /// Where compaction events go.
     #[garde(dive)]
     pub telemetry: Telemetry,
@@ -53,6 +59,8 @@ impl Default for Config {
             tokenizer: Backend::Bpe,
             models: BTreeMap::new(),
             policy: Policy::default(),
+            summarizer: Default::default(),
+            memory: Default::default(),
             telemetry: Telemetry::default(),
             storage: Storage::default(),
             redaction: Redaction::default(),
@@ -87,6 +95,9 @@ pub enum Mode {
     /// The tiered pipeline: budgeting, clearing, summarizing, reducing.
     #[default]
     Auto,
+    /// Seed 002: the latest completed sliding-window memory plus the gap
+    /// messages, summarized in the background (then the `auto` tiers).
+    SlidingWindow,
 }
 
 /// A message role, as used by `roles_never_prune` and `summary_role`.

@@ -7,6 +7,7 @@
 mod archive;
 mod error;
 mod hook;
+mod memory;
 mod report;
 mod session;
 
@@ -21,7 +22,7 @@ use crate::estimate::{Estimate, Estimator, ModelLimits};
 use crate::events::{self, DispatchOptions, Dispatcher, Event, Exporter, SpanBuilder, SpanStatus};
 use crate::model::{Message, validate};
 use crate::pipeline::{self, Input, Limits};
-use crate::summarize::{ExtractiveSummarizer, Summarizer};
+use crate::summarize::Summarizer;
 use crate::tokens::{self, CountCache};
 use crate::trigger::{self, Forced};
 
@@ -55,9 +56,16 @@ pub struct Builder {
     config_exporters: bool,
     cache: Option<Arc<CountCache>>,
     archive: archive::ArchiveSetup,
+    memory_store: Option<Arc<dyn crate::memory::MemoryStore>>,
 }
 
 impl Builder {
+    /// Uses `store` for the memory layers instead of opening `memory.store_path`.
+    pub fn memory_store(mut self, store: Arc<dyn crate::memory::MemoryStore>) -> Self {
+        self.memory_store = Some(store);
+        self
+    }
+
     /// Uses `summarizer` instead of the extractive default.
     pub fn summarizer(mut self, s: Arc<dyn Summarizer>) -> Self {
         self.summarizer = Some(s);
@@ -122,14 +130,25 @@ impl Builder {
             )
         };
         let archive = archive::ArchiveState::build(&self.config, self.archive)?;
+        let summarizer = match self.summarizer {
+            Some(s) => s,
+            None => memory::configured_summarizer(&self.config)?,
+        };
+        let estimator = Estimator::new(counter, cache);
+        let memory = memory::MemoryRuntime::build(
+            &self.config,
+            self.memory_store,
+            &summarizer,
+            &estimator,
+            &limits,
+        )?;
         Ok(CompactManager {
             inner: Arc::new(Inner {
                 config: self.config,
                 limits,
-                estimator: Estimator::new(counter, cache),
-                summarizer: self
-                    .summarizer
-                    .unwrap_or_else(|| Arc::new(ExtractiveSummarizer)),
+                estimator,
+                summarizer,
+                memory,
                 dispatcher,
                 sessions: Mutex::new(HashMap::new()),
                 archive,
@@ -150,6 +169,7 @@ struct Inner {
     limits: ModelLimits,
     estimator: Estimator,
     summarizer: Arc<dyn Summarizer>,
+    memory: memory::MemoryRuntime,
     dispatcher: Dispatcher,
     sessions: Mutex<HashMap<String, Arc<tokio::sync::Mutex<SessionState>>>>,
     archive: archive::ArchiveState,
@@ -175,10 +195,12 @@ impl CompactManager {
             config_exporters: true,
             cache: None,
             archive: archive::ArchiveSetup::default(),
+            memory_store: None,
         }
     }
 
-    /// A manager with the extractive summarizer and the configured exporter.
+    /// A manager with the configured summarizer (`summarizer.kind`), memory
+    /// layers (`memory`) and exporter.
     pub fn new(config: Config) -> Result<Self, CompactError> {
         Self::builder(config).build()
     }
@@ -312,6 +334,10 @@ impl CompactManager {
             state.trace_sent = true;
         }
 
+        // Sliding window and instructions injection (never the caller's history).
+        let (messages, injected) = self.prepare_input(session_id, &mut state, req.messages);
+        let req = PreflightRequest { messages, ..req };
+
         // Which part of this input we already compacted last time.
         let raw_hashes: Vec<u128> = req.messages.iter().map(Message::content_hash).collect();
         let continuation = state.continuation(&raw_hashes);
@@ -349,6 +375,7 @@ impl CompactManager {
                 .data("breakdown", json!(est.breakdown))
                 .data("messages", json!(effective.len()))
                 .data("reused_messages", json!(reused))
+                .data("injected", json!(injected))
                 .finish(SpanStatus::Ok),
         );
 
@@ -416,6 +443,7 @@ impl CompactManager {
             reused_messages: reused,
             input_problems,
             fallbacks: Vec::new(),
+            injected,
             duration_us: 0,
         };
 
@@ -423,7 +451,7 @@ impl CompactManager {
         let output = if !decision.triggered {
             effective
         } else {
-            let breaker_open = state.consecutive_failures as usize >= policy.max_compact_failures;
+            let breaker_open = state.breaker_open(policy.max_compact_failures, Instant::now());
             let input = Input {
                 messages: effective.clone(),
                 tools: &req.tools,
@@ -464,13 +492,15 @@ impl CompactManager {
                 }
             };
             self.check_output(&effective, &out.messages, &report)?;
-            if !out.fallbacks.is_empty() || out.primary_failed {
-                if out.primary_failed {
-                    state.consecutive_failures += 1;
-                }
-            } else if out.summary.is_some() {
-                state.consecutive_failures = 0;
-            }
+            state.record_summary_outcome(
+                out.primary_failed,
+                out.summary
+                    .as_ref()
+                    .is_some_and(|s| s.summarizer == inner.summarizer.name()),
+                policy.max_compact_failures,
+                std::time::Duration::from_secs(inner.config.summarizer.breaker_cooldown_secs),
+                Instant::now(),
+            );
             for f in &out.fallbacks {
                 emitted.push(
                     SpanBuilder::start(session_id, events::names::ERROR)
@@ -486,6 +516,7 @@ impl CompactManager {
                 let role = crate::model::Role::from(policy.summary_role);
                 let msg = crate::pipeline::summary::summary_message(role, s.version, &s.body);
                 state.set_summary(&msg, s.version, s.body.clone());
+                self.persist_cross_session(session_id, &state, &s.body);
                 emitted.push(
                     SpanBuilder::started_ago(
                         session_id,

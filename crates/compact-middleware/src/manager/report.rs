@@ -87,5 +87,9 @@ pub struct Report {
     /// Pairing problems already present in the input (never made worse).
     pub input_problems: Vec<Problem>,
     pub fallbacks: Vec<Fallback>,
+    /// Blocks injected into the instructions (`memory_files`,
+    /// `cross_session`, `conversation_memory`); never the stored history.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub injected: Vec<String>,
     pub duration_us: u64,
 }

@@ -26,6 +26,14 @@ pub struct SessionState {
     pub last_out_provider_hashes: Vec<u128>,
     /// The trace event for this session was sent.
     pub trace_sent: bool,
+    /// Circuit breaker: the configured summarizer is skipped until then.
+    pub breaker_until: Option<std::time::Instant>,
+    /// The user/agent key of the cross-session memory (seed 000); the
+    /// configured agent name when unset.
+    pub memory_key: Option<String>,
+    /// The cross-session memory injected into this session, read once when
+    /// the session starts (`Some(None)`: read, there was none).
+    pub cross_session: Option<Option<String>>,
 }
 
 /// How the raw input of a call relates to the previous call.
@@ -68,6 +76,36 @@ impl SessionState {
         messages
             .iter()
             .position(|m| self.summary_hashes.contains(&m.content_hash()))
+    }
+
+    /// Whether the circuit breaker skips the configured summarizer now:
+    /// `max_failures` consecutive failures and the cooldown not over. After
+    /// the cooldown one attempt is let through (half-open).
+    pub fn breaker_open(&self, max_failures: usize, now: std::time::Instant) -> bool {
+        self.consecutive_failures as usize >= max_failures
+            && self.breaker_until.is_some_and(|until| now < until)
+    }
+
+    /// Counts a summary attempt of the configured summarizer: a failure
+    /// (re)opens the breaker once `max_failures` is reached, a committed
+    /// summary of its own closes it.
+    pub fn record_summary_outcome(
+        &mut self,
+        primary_failed: bool,
+        primary_succeeded: bool,
+        max_failures: usize,
+        cooldown: std::time::Duration,
+        now: std::time::Instant,
+    ) {
+        if primary_failed {
+            self.consecutive_failures += 1;
+            if self.consecutive_failures as usize >= max_failures {
+                self.breaker_until = Some(now + cooldown);
+            }
+        } else if primary_succeeded {
+            self.consecutive_failures = 0;
+            self.breaker_until = None;
+        }
     }
 
     /// Records a new summary message.

@@ -4,6 +4,7 @@
 //! This module is pure policy over a message list: no sessions, no events,
 //! no I/O except the summarizer call. The manager wraps it.
 
+pub mod fallback;
 pub mod plan;
 pub mod summary;
 pub mod tiers;
@@ -17,7 +18,7 @@ use serde_json::Value;
 use crate::config::{Mode, Policy};
 use crate::estimate::Estimator;
 use crate::model::{Message, Role};
-use crate::summarize::{ExtractiveSummarizer, Summarizer, SummaryRequest};
+use crate::summarize::{Summarizer, SummaryRequest};
 use crate::tokens::REPLY_PRIMING;
 use plan::{Class, Layout, Plan};
 use tiers::ToolFilter;
@@ -145,7 +146,9 @@ pub async fn run(
     w.check_pinned()?;
     match policy.mode {
         Mode::None => {}
-        Mode::Auto => w.auto(summarizer).await?,
+        // The sliding window is applied to the input by the manager; what
+        // it returns is budgeted like `auto`.
+        Mode::Auto | Mode::SlidingWindow => w.auto(summarizer).await?,
         Mode::Compact => {
             let plan = w
                 .layout
@@ -506,58 +509,21 @@ impl<'a> Work<'a> {
             count_tokens: Arc::new(move |s: &str| counter.count(s)),
         };
         let started = std::time::Instant::now();
-        let mut result = None;
-        if !self.primary_disabled || summarizer.name() == "extractive" {
-            match summarizer.summarize(&req).await {
-                Ok(s)
-                    if s.tokens <= max_body
-                        && !(s.text.trim().is_empty()
-                            && !req.entries.is_empty()
-                            && max_body > 0) =>
-                {
-                    result = Some((s, summarizer.name().to_string()))
-                }
-                Ok(s) => {
-                    self.out.primary_failed = summarizer.name() != "extractive";
-                    self.out.fallbacks.push(Fallback {
-                        error_type: "InvalidSummary".into(),
-                        message: format!(
-                            "{} returned a summary of {} tokens for a budget of {max_body}",
-                            summarizer.name(),
-                            s.tokens
-                        ),
-                        fallback: "extractive".into(),
-                    });
-                }
-                Err(e) => {
-                    self.out.primary_failed = summarizer.name() != "extractive";
-                    self.out.fallbacks.push(Fallback {
-                        error_type: "SummarizerError".into(),
-                        message: e.to_string(),
-                        fallback: "extractive".into(),
-                    });
-                }
-            }
-        }
-        if result.is_none() {
-            let s = ExtractiveSummarizer.summarize_sync(&req);
-            if s.tokens <= max_body {
-                result = Some((s, "extractive".to_string()));
-            } else {
-                self.out.fallbacks.push(Fallback {
-                    error_type: "InvalidSummary".into(),
-                    message: format!("extractive summary over budget ({} > {max_body})", s.tokens),
-                    fallback: "pruning_only".into(),
-                });
-            }
-        }
+        let replaced = input_tokens;
+        let outcome =
+            fallback::summarize_with_fallbacks(summarizer, &req, replaced, self.primary_disabled)
+                .await;
+        self.out.primary_failed = outcome.primary_failed;
+        self.out.fallbacks.extend(outcome.fallbacks);
+        let strategy = outcome.strategy;
+        let result = outcome.summary;
         let role = crate::model::Role::from(self.policy.summary_role);
         let message = result.map(|(s, name)| {
             let m = summary::summary_message(role, self.next_version, &s.text);
             self.out.summary = Some(NewSummary {
                 version: self.next_version,
                 body: s.text.clone(),
-                strategy: self.policy.strategy,
+                strategy,
                 summarizer: name,
                 input_messages,
                 input_tokens,

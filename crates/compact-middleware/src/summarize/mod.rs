@@ -12,9 +12,13 @@ use serde::{Deserialize, Serialize};
 
 mod extractive;
 mod facts;
+pub mod openai;
 mod render;
+pub mod templates;
 
 pub use extractive::ExtractiveSummarizer;
+pub use openai::{OpenAiConfig, OpenAiError, OpenAiSummarizer};
+pub use templates::Templates;
 
 /// The summary styles of seed 004 §3.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -177,6 +181,35 @@ pub enum SummarizeError {
     /// Anything else.
     #[error("summarizer error: {0}")]
     Other(String),
+    /// The model answered with a tool call instead of text.
+    #[error("summarizer answered with a tool call instead of a summary")]
+    ToolCall,
+    /// The summary is not smaller than what it replaces.
+    #[error("summary is not smaller than what it replaces: {tokens} tokens >= {replaced}")]
+    NotSmaller {
+        /// Measured tokens of the summary.
+        tokens: usize,
+        /// Tokens of the span and previous summary it replaces.
+        replaced: usize,
+    },
+}
+
+impl SummarizeError {
+    /// The `error_type` of the `compact.error` event: the variant name.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Timeout => "Timeout",
+            Self::Refusal(_) => "Refusal",
+            Self::Empty => "Empty",
+            Self::Truncated => "Truncated",
+            Self::OverBudget { .. } => "OverBudget",
+            Self::Http { .. } => "Http",
+            Self::Transport(_) => "Transport",
+            Self::Other(_) => "Other",
+            Self::ToolCall => "ToolCall",
+            Self::NotSmaller { .. } => "NotSmaller",
+        }
+    }
 }
 
 /// Folds an evicted span (and the previous summary) into a new summary body.

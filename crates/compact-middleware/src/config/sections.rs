@@ -1,0 +1,169 @@
+//! The `summarizer:` and `memory:` sections (issue 7): which summarizer the
+//! pipeline calls and how it reaches an OpenAI-compatible endpoint, and the
+//! memory layers of seeds 000, 002 and 003.
+
+use garde::{Error, Validate};
+use serde::{Deserialize, Serialize};
+
+use super::rules;
+
+/// Which summarizer folds evicted spans into the rolling summary.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SummarizerKind {
+    /// The deterministic, offline extractive summarizer (no model).
+    #[default]
+    Extractive,
+    /// Any OpenAI-compatible chat-completions endpoint.
+    Openai,
+}
+
+/// `summarizer:`: the model-backed summarizer's endpoint and limits.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Validate)]
+#[serde(default, deny_unknown_fields)]
+pub struct SummarizerSettings {
+    /// `extractive` (default) or `openai`.
+    #[garde(skip)]
+    pub kind: SummarizerKind,
+    /// Base URL of the chat-completions API, up to and including `/v1`.
+    #[garde(custom(rules::http_url))]
+    pub base_url: String,
+    /// Model the summaries are written by.
+    #[garde(custom(rules::non_empty))]
+    pub model: String,
+    /// Name of the environment variable that holds the API key (never the key).
+    #[garde(custom(env_var_name))]
+    pub api_key_env: Option<String>,
+    /// Sampling seed sent with every request (reproducible summaries).
+    #[garde(skip)]
+    pub seed: Option<u64>,
+    /// Sampling temperature; 0 for deterministic summaries.
+    #[garde(custom(temperature_range))]
+    pub temperature: f64,
+    /// Upper bound on completion tokens per summary request.
+    #[garde(custom(rules::at_least(16)))]
+    pub max_tokens: usize,
+    /// Per-request timeout.
+    #[garde(custom(rules::at_least_u64(1)))]
+    pub timeout_ms: u64,
+    /// Retries after a 429, a 5xx, a timeout or a transport error.
+    #[garde(skip)]
+    pub retries: usize,
+    /// Base of the exponential backoff between retries (plus jitter).
+    #[garde(skip)]
+    pub retry_backoff_ms: u64,
+    /// A cheaper model tried when the primary model keeps failing.
+    #[garde(custom(rules::opt_non_empty))]
+    pub fallback_model: Option<String>,
+    /// YAML file overriding templates by name (`system`, `task_state`, ...).
+    #[garde(custom(rules::opt_non_empty))]
+    pub templates_file: Option<String>,
+    /// The summarizer model's context window; larger spans are split.
+    #[garde(custom(rules::at_least(1024)))]
+    pub context_window: usize,
+    /// Each tool output in the span is clipped to this many characters.
+    #[garde(custom(rules::at_least(200)))]
+    pub tool_output_max_chars: usize,
+    /// After `policy.max_compact_failures` consecutive failures the model is
+    /// skipped for this long (circuit breaker).
+    #[garde(skip)]
+    pub breaker_cooldown_secs: u64,
+}
+
+impl Default for SummarizerSettings {
+    fn default() -> Self {
+        Self {
+            kind: SummarizerKind::Extractive,
+            base_url: "http://127.0.0.1:8000/v1".to_owned(),
+            model: "gpt-4o-mini".to_owned(),
+            api_key_env: None,
+            seed: Some(42),
+            temperature: 0.0,
+            max_tokens: 1024,
+            timeout_ms: 30_000,
+            retries: 2,
+            retry_backoff_ms: 500,
+            fallback_model: None,
+            templates_file: None,
+            context_window: 128_000,
+            tool_output_max_chars: 2_000,
+            breaker_cooldown_secs: 300,
+        }
+    }
+}
+
+/// `memory:`: cross-session memory (seed 000), memory files (seed 003) and
+/// the sliding-window summary store (seed 002).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Validate)]
+#[serde(default, deny_unknown_fields)]
+pub struct MemorySettings {
+    /// Inject the persisted cross-session summary into a new session's instructions.
+    #[garde(skip)]
+    pub injection: bool,
+    /// SQLite file of the memory store (`:memory:` for a private in-memory store).
+    #[garde(custom(rules::non_empty))]
+    pub store_path: String,
+    /// Directories searched for `AGENT.md`, `MEMORY.md`, `.agent-context.md`.
+    #[garde(inner(custom(rules::non_empty)))]
+    pub files_dirs: Vec<String>,
+    /// Sliding window: summarize once the last saved sequence number reaches this.
+    #[garde(skip)]
+    pub summarize_after_seq: usize,
+    /// Sliding window: messages covered by one memory (even, user/assistant pairs).
+    #[garde(custom(even_window))]
+    pub rolling_window_size: usize,
+    /// A `processing` row older than this is marked `failed` (stuck-task recovery).
+    #[garde(custom(rules::at_least_u64(1)))]
+    pub processing_timeout_secs: u64,
+}
+
+impl Default for MemorySettings {
+    fn default() -> Self {
+        Self {
+            injection: false,
+            store_path: "./.compact/memory.sqlite3".to_owned(),
+            files_dirs: Vec::new(),
+            summarize_after_seq: 5,
+            rolling_window_size: 14,
+            processing_timeout_secs: 300,
+        }
+    }
+}
+
+fn temperature_range(value: &f64, _: &()) -> garde::Result {
+    if (0.0..=2.0).contains(value) {
+        Ok(())
+    } else {
+        Err(Error::new(format!(
+            "must be between 0.0 and 2.0 (got {value})"
+        )))
+    }
+}
+
+/// The key lives in the environment; a value that is not a variable name is
+/// most likely the key itself pasted into the file, and must not be echoed.
+fn env_var_name(value: &Option<String>, _: &()) -> garde::Result {
+    let Some(name) = value else { return Ok(()) };
+    let valid = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if valid {
+        Ok(())
+    } else {
+        Err(Error::new(
+            "must be the name of an environment variable (letters, digits, _), not the key itself",
+        ))
+    }
+}
+
+fn even_window(value: &usize, _: &()) -> garde::Result {
+    if *value >= 2 && value.is_multiple_of(2) {
+        Ok(())
+    } else {
+        Err(Error::new(format!(
+            "must be an even number of at least 2 (got {value})"
+        )))
+    }
+}

@@ -1,0 +1,583 @@
+//! The `openai` summarizer: any OpenAI-compatible chat-completions endpoint
+//! (OpenAI, Azure, vLLM, llama.cpp server, Ollama).
+//!
+//! # Request
+//!
+//! One system message (the `system` template) and one user message (the
+//! strategy template with the previous summary and the span rendered in).
+//! The body is serialized from a struct with a fixed field order, so the same
+//! input and configuration give a byte-identical body: golden tests pin it.
+//!
+//! # Input budget
+//!
+//! Tool outputs in the span are clipped to `tool_output_max_chars` (head and
+//! tail kept). When the rendered span would overflow the summarizer model's
+//! `context_window` (minus the completion and the prompt skeleton), it is
+//! split into parts; each part is summarized with the previous part's summary
+//! as its previous summary, so the last answer is the merged summary.
+//!
+//! # Answers that are not summaries
+//!
+//! A refusal (`message.refusal`, `finish_reason: content_filter`), a tool
+//! call, a truncated answer (`finish_reason: length`) and an empty answer are
+//! errors, never a summary. Whether the text fits its budget and is smaller
+//! than what it replaces is checked by the caller (the pipeline's fallback
+//! chain), which knows both numbers.
+//!
+//! # Failures
+//!
+//! 429, 5xx, timeouts and transport errors are retried `retries` times with
+//! exponential backoff and jitter; then, or on 404, the `fallback_model` is
+//! tried once (with its own retries).
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::templates::{TemplateError, Templates};
+use super::{SummarizeError, Summarizer, Summary, SummaryEntry, SummaryRequest};
+use crate::config::SummarizerSettings;
+
+/// Tokens kept free in the summarizer's window for message framing and the
+/// difference between our counter and the summarizer model's tokenizer.
+const WINDOW_MARGIN_PCT: f64 = 0.05;
+/// The marker put where a tool output (or an oversized message) was clipped.
+const CLIP_MARKER: &str = "\n…[clipped for summarization]…\n";
+/// Longest `Retry-After` honoured.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
+/// Error bodies are quoted up to this many characters.
+const ERROR_BODY_CHARS: usize = 300;
+
+/// Settings of an [`OpenAiSummarizer`], resolved from `summarizer:` (the API
+/// key already read from its environment variable).
+#[derive(Clone)]
+pub struct OpenAiConfig {
+    /// Base URL up to `/v1`; requests go to `{base_url}/chat/completions`.
+    pub base_url: String,
+    /// Primary model.
+    pub model: String,
+    /// Sent as `Authorization: Bearer`; never logged, never in `Debug`.
+    pub api_key: Option<String>,
+    /// `seed` of the request (omitted when `None`).
+    pub seed: Option<u64>,
+    /// `temperature` of the request.
+    pub temperature: f64,
+    /// Upper bound on `max_tokens` of the request.
+    pub max_tokens: usize,
+    /// Per-request timeout.
+    pub timeout: Duration,
+    /// Retries after a retryable failure.
+    pub retries: usize,
+    /// Backoff base.
+    pub retry_backoff: Duration,
+    /// Tried once when the primary model keeps failing.
+    pub fallback_model: Option<String>,
+    /// The summarizer model's context window.
+    pub context_window: usize,
+    /// Per tool output clip in the span.
+    pub tool_output_max_chars: usize,
+    /// Prompt templates.
+    pub templates: Templates,
+}
+
+impl fmt::Debug for OpenAiConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiConfig")
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
+            .field("seed", &self.seed)
+            .field("temperature", &self.temperature)
+            .field("max_tokens", &self.max_tokens)
+            .field("timeout", &self.timeout)
+            .field("retries", &self.retries)
+            .field("fallback_model", &self.fallback_model)
+            .field("context_window", &self.context_window)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The `openai` summarizer could not be built.
+#[derive(thiserror::Error, Debug)]
+pub enum OpenAiError {
+    /// `summarizer.templates_file` is unusable.
+    #[error(transparent)]
+    Templates(#[from] TemplateError),
+    /// `summarizer.api_key_env` names a variable that is not set.
+    #[error("summarizer.api_key_env names {0}, which is not set (or not UTF-8)")]
+    MissingKey(String),
+    /// The HTTP client could not be created.
+    #[error("cannot create the HTTP client: {0}")]
+    Client(String),
+}
+
+impl OpenAiConfig {
+    /// Resolves `summarizer:`: reads the key from the variable named by
+    /// `api_key_env` through `env` (so tests need not touch the process
+    /// environment) and the templates file.
+    pub fn from_settings(
+        s: &SummarizerSettings,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, OpenAiError> {
+        let api_key = match &s.api_key_env {
+            Some(name) => Some(env(name).ok_or_else(|| OpenAiError::MissingKey(name.clone()))?),
+            None => None,
+        };
+        let templates = match &s.templates_file {
+            Some(path) => Templates::from_file(std::path::Path::new(path))?,
+            None => Templates::builtin(),
+        };
+        Ok(Self {
+            base_url: s.base_url.clone(),
+            model: s.model.clone(),
+            api_key,
+            seed: s.seed,
+            temperature: s.temperature,
+            max_tokens: s.max_tokens,
+            timeout: Duration::from_millis(s.timeout_ms),
+            retries: s.retries,
+            retry_backoff: Duration::from_millis(s.retry_backoff_ms),
+            fallback_model: s.fallback_model.clone(),
+            context_window: s.context_window,
+            tool_output_max_chars: s.tool_output_max_chars,
+            templates,
+        })
+    }
+}
+
+/// The chat-completions request body. Field order is the wire order.
+#[derive(Debug, Serialize)]
+struct ChatRequest<'a> {
+    model: &'a str,
+    messages: [ChatMessage<'a>; 2],
+    temperature: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seed: Option<u64>,
+    max_tokens: usize,
+    n: u32,
+    stream: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct ChatMessage<'a> {
+    role: &'static str,
+    content: &'a str,
+}
+
+#[derive(Debug, Deserialize)]
+struct ChatResponse {
+    #[serde(default)]
+    choices: Vec<Choice>,
+    #[serde(default)]
+    usage: Option<Usage>,
+    #[serde(default)]
+    model: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Choice {
+    #[serde(default)]
+    message: Option<ResponseMessage>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ResponseMessage {
+    #[serde(default)]
+    content: Option<Value>,
+    #[serde(default)]
+    refusal: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<Value>>,
+    #[serde(default)]
+    function_call: Option<Value>,
+}
+
+#[derive(Debug, Deserialize, Default, Clone, Copy)]
+struct Usage {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+}
+
+/// One answer that passed the protocol checks.
+struct Answer {
+    text: String,
+    model: String,
+    usage: Usage,
+}
+
+/// Why one HTTP attempt failed, and whether retrying may help.
+struct AttemptError {
+    error: SummarizeError,
+    retryable: bool,
+    retry_after: Option<Duration>,
+}
+
+/// The model-backed summarizer.
+pub struct OpenAiSummarizer {
+    config: OpenAiConfig,
+    endpoint: String,
+    client: reqwest::Client,
+}
+
+impl fmt::Debug for OpenAiSummarizer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiSummarizer")
+            .field("endpoint", &self.endpoint)
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+impl OpenAiSummarizer {
+    /// A summarizer for `config`.
+    pub fn new(config: OpenAiConfig) -> Result<Self, OpenAiError> {
+        let client = reqwest::Client::builder()
+            .timeout(config.timeout)
+            .build()
+            .map_err(|e| OpenAiError::Client(e.to_string()))?;
+        let endpoint = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
+        Ok(Self {
+            config,
+            endpoint,
+            client,
+        })
+    }
+
+    /// From `summarizer:` and the process environment.
+    pub fn from_settings(s: &SummarizerSettings) -> Result<Self, OpenAiError> {
+        Self::new(OpenAiConfig::from_settings(s, |name| {
+            std::env::var(name).ok()
+        })?)
+    }
+
+    /// The resolved settings.
+    pub fn config(&self) -> &OpenAiConfig {
+        &self.config
+    }
+
+    /// The URL requests are posted to.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// `max_tokens` of a request for a body budget of `budget`.
+    fn completion_cap(&self, budget: usize) -> usize {
+        budget.clamp(1, self.config.max_tokens.max(1))
+    }
+
+    /// The request body for one part: exactly the bytes posted.
+    pub fn request_body(
+        &self,
+        model: &str,
+        strategy: super::Strategy,
+        max_tokens: usize,
+        previous: Option<&str>,
+        entries: &[SummaryEntry],
+    ) -> Vec<u8> {
+        let cap = self.completion_cap(max_tokens);
+        let user = self
+            .config
+            .templates
+            .render(strategy, cap, previous, &render_entries(entries));
+        let body = ChatRequest {
+            model,
+            messages: [
+                ChatMessage {
+                    role: "system",
+                    content: &self.config.templates.system,
+                },
+                ChatMessage {
+                    role: "user",
+                    content: &user,
+                },
+            ],
+            temperature: self.config.temperature,
+            seed: self.config.seed,
+            max_tokens: cap,
+            n: 1,
+            stream: false,
+        };
+        // Serializing strings and numbers into a Vec cannot fail.
+        serde_json::to_vec(&body).unwrap_or_default()
+    }
+
+    /// The span as the summarizer sees it: tool outputs clipped, then split
+    /// into parts that each fit the summarizer's window next to the prompt,
+    /// the previous summary and the completion.
+    pub fn plan_parts(&self, req: &SummaryRequest) -> Vec<Vec<SummaryEntry>> {
+        let count = &req.count_tokens;
+        let cap = self.completion_cap(req.max_tokens);
+        let skeleton = count(&self.config.templates.system)
+            + count(self.config.templates.for_strategy(req.strategy));
+        // Later parts carry the previous part's summary (at most `cap`
+        // tokens); the first carries the caller's previous summary.
+        let previous = req.previous.as_deref().map_or(0, |p| count(p)).max(cap);
+        let window = self.config.context_window as f64 * (1.0 - WINDOW_MARGIN_PCT);
+        let room = (window as usize)
+            .saturating_sub(skeleton + previous + cap)
+            .max(64);
+
+        let mut parts: Vec<Vec<SummaryEntry>> = Vec::new();
+        let mut current: Vec<SummaryEntry> = Vec::new();
+        let mut used = 0usize;
+        for entry in &req.entries {
+            let mut entry = entry.clone();
+            if entry.role == "tool" {
+                entry.text = clip_middle(&entry.text, self.config.tool_output_max_chars);
+            }
+            let mut tokens = count(&render_entry(&entry));
+            // A single message larger than a whole part is clipped to fit.
+            let mut chars = entry.text.chars().count();
+            while tokens > room && chars > 64 {
+                chars /= 2;
+                entry.text = clip_middle(&entry.text, chars);
+                tokens = count(&render_entry(&entry));
+            }
+            if used + tokens > room && !current.is_empty() {
+                parts.push(std::mem::take(&mut current));
+                used = 0;
+            }
+            used += tokens;
+            current.push(entry);
+        }
+        if !current.is_empty() || parts.is_empty() {
+            parts.push(current);
+        }
+        parts
+    }
+
+    /// Posts one body, retrying retryable failures with backoff.
+    async fn post_with_retries(&self, body: &[u8]) -> Result<ChatResponse, AttemptError> {
+        let mut attempt = 0usize;
+        loop {
+            match self.post_once(body).await {
+                Ok(r) => return Ok(r),
+                Err(e) if e.retryable && attempt < self.config.retries => {
+                    let delay = backoff(self.config.retry_backoff, attempt)
+                        .max(e.retry_after.unwrap_or_default().min(MAX_RETRY_AFTER));
+                    tracing::debug!(attempt = attempt + 1, error = %e.error, ?delay, "summarizer request failed; retrying");
+                    tokio::time::sleep(delay).await;
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    async fn post_once(&self, body: &[u8]) -> Result<ChatResponse, AttemptError> {
+        let mut request = self
+            .client
+            .post(&self.endpoint)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body.to_vec());
+        if let Some(key) = &self.config.api_key {
+            request = request.bearer_auth(key);
+        }
+        let response = request.send().await.map_err(transport_error)?;
+        let status = response.status();
+        if !status.is_success() {
+            let retry_after = response
+                .headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .map(Duration::from_secs);
+            let text = response.text().await.unwrap_or_default();
+            let code = status.as_u16();
+            return Err(AttemptError {
+                error: SummarizeError::Http {
+                    status: code,
+                    message: text.chars().take(ERROR_BODY_CHARS).collect(),
+                },
+                retryable: code == 429 || status.is_server_error(),
+                retry_after,
+            });
+        }
+        let bytes = response.bytes().await.map_err(transport_error)?;
+        serde_json::from_slice::<ChatResponse>(&bytes).map_err(|e| AttemptError {
+            error: SummarizeError::Other(format!("invalid chat-completions response: {e}")),
+            retryable: false,
+            retry_after: None,
+        })
+    }
+
+    /// One part: the primary model, then the fallback model.
+    async fn complete(&self, body_for: impl Fn(&str) -> Vec<u8>) -> Result<Answer, SummarizeError> {
+        let primary = self
+            .post_with_retries(&body_for(&self.config.model))
+            .await
+            .map(|r| (r, self.config.model.clone()));
+        let (response, model) = match primary {
+            Ok(ok) => ok,
+            Err(e) => {
+                let not_found = matches!(e.error, SummarizeError::Http { status: 404, .. });
+                match &self.config.fallback_model {
+                    Some(fallback) if e.retryable || not_found => {
+                        tracing::warn!(model = %self.config.model, fallback = %fallback, error = %e.error, "summarizer model failed; trying the fallback model");
+                        let r = self
+                            .post_with_retries(&body_for(fallback))
+                            .await
+                            .map_err(|e| e.error)?;
+                        (r, fallback.clone())
+                    }
+                    _ => return Err(e.error),
+                }
+            }
+        };
+        let model = response.model.clone().unwrap_or(model);
+        let usage = response.usage.unwrap_or_default();
+        let text = check_answer(response)?;
+        Ok(Answer { text, model, usage })
+    }
+}
+
+/// The protocol checks: what makes an answer not a summary.
+fn check_answer(response: ChatResponse) -> Result<String, SummarizeError> {
+    let Some(choice) = response.choices.into_iter().next() else {
+        return Err(SummarizeError::Empty);
+    };
+    let finish = choice.finish_reason.unwrap_or_default();
+    let message = choice.message.ok_or(SummarizeError::Empty)?;
+    if let Some(refusal) = message.refusal.filter(|r| !r.trim().is_empty()) {
+        return Err(SummarizeError::Refusal(refusal));
+    }
+    if finish == "content_filter" {
+        return Err(SummarizeError::Refusal("content_filter".into()));
+    }
+    let called = message.tool_calls.as_ref().is_some_and(|c| !c.is_empty())
+        || message.function_call.as_ref().is_some_and(|c| !c.is_null())
+        || finish == "tool_calls"
+        || finish == "function_call";
+    if called {
+        return Err(SummarizeError::ToolCall);
+    }
+    if finish == "length" {
+        return Err(SummarizeError::Truncated);
+    }
+    let text = match message.content {
+        Some(Value::String(s)) => s,
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    };
+    let text = text.trim().to_owned();
+    if text.is_empty() {
+        return Err(SummarizeError::Empty);
+    }
+    Ok(text)
+}
+
+fn transport_error(e: reqwest::Error) -> AttemptError {
+    if e.is_timeout() {
+        AttemptError {
+            error: SummarizeError::Timeout,
+            retryable: true,
+            retry_after: None,
+        }
+    } else {
+        // Without the URL: it is configuration, and the message stays short.
+        AttemptError {
+            error: SummarizeError::Transport(e.without_url().to_string()),
+            retryable: true,
+            retry_after: None,
+        }
+    }
+}
+
+/// `base * 2^attempt` plus up to `base` of jitter.
+fn backoff(base: Duration, attempt: usize) -> Duration {
+    use std::hash::{BuildHasher, Hasher};
+    let exp = base.saturating_mul(1u32 << attempt.min(16));
+    let base_ms = base.as_millis() as u64;
+    if base_ms == 0 {
+        return exp;
+    }
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_usize(attempt);
+    exp + Duration::from_millis(h.finish() % (base_ms + 1))
+}
+
+/// Keeps the head and tail of `text` within `max_chars` characters, the
+/// marker in between.
+pub fn clip_middle(text: &str, max_chars: usize) -> String {
+    let n = text.chars().count();
+    if n <= max_chars {
+        return text.to_owned();
+    }
+    let keep = max_chars.saturating_sub(CLIP_MARKER.chars().count());
+    let head = keep * 2 / 3;
+    let tail = keep - head;
+    let head_str: String = text.chars().take(head).collect();
+    let tail_str: String = text.chars().skip(n - tail).collect();
+    format!("{head_str}{CLIP_MARKER}{tail_str}")
+}
+
+fn render_entry(e: &SummaryEntry) -> String {
+    match &e.name {
+        Some(name) => format!("[{} {}] {}", e.role, name, e.text.trim()),
+        None => format!("[{}] {}", e.role, e.text.trim()),
+    }
+}
+
+/// The conversation block of the prompt: one `[role] text` entry per message.
+pub fn render_entries(entries: &[SummaryEntry]) -> String {
+    entries
+        .iter()
+        .map(render_entry)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+impl Summarizer for OpenAiSummarizer {
+    fn name(&self) -> &str {
+        "openai"
+    }
+
+    fn summarize<'a>(
+        &'a self,
+        req: &'a SummaryRequest,
+    ) -> crate::BoxFuture<'a, Result<Summary, SummarizeError>> {
+        Box::pin(async move {
+            let parts = self.plan_parts(req);
+            let mut previous = req.previous.clone();
+            let mut prompt_tokens = 0u64;
+            let mut completion_tokens = 0u64;
+            let mut model = self.config.model.clone();
+            let n = parts.len();
+            for (i, part) in parts.iter().enumerate() {
+                let answer = self
+                    .complete(|m| {
+                        self.request_body(
+                            m,
+                            req.strategy,
+                            req.max_tokens,
+                            previous.as_deref(),
+                            part,
+                        )
+                    })
+                    .await?;
+                tracing::debug!(part = i + 1, parts = n, model = %answer.model, "summary part written");
+                prompt_tokens += answer.usage.prompt_tokens.unwrap_or(0);
+                completion_tokens += answer.usage.completion_tokens.unwrap_or(0);
+                model = answer.model;
+                previous = Some(answer.text);
+            }
+            let text = previous.unwrap_or_default();
+            Ok(Summary {
+                tokens: (req.count_tokens)(&text),
+                text,
+                model: Some(model),
+                prompt_tokens: Some(prompt_tokens),
+                completion_tokens: Some(completion_tokens),
+            })
+        })
+    }
+}

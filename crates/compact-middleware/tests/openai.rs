@@ -1,0 +1,798 @@
+//! The `openai` summarizer against a scripted OpenAI-compatible server on
+//! loopback: success, retries, 5xx, timeouts, refusals, truncation, tool
+//! calls, over-long summaries, the fallback chain, the circuit breaker, the
+//! input budget and golden request bodies.
+//!
+//! `UPDATE_GOLDEN=1 cargo test -p compact-middleware --test openai`
+//! regenerates `tests/fixtures/openai/*.json`.
+mod fake_openai;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use compact_middleware::config::{Config, SummarizerKind, SummarizerSettings};
+use compact_middleware::pipeline::fallback::summarize_with_fallbacks;
+use compact_middleware::summarize::{
+    OpenAiConfig, OpenAiSummarizer, Strategy, SummarizeError, Summarizer, SummaryEntry,
+    SummaryRequest, TokenCountFn,
+};
+use compact_middleware::{CompactManager, Message};
+use fake_openai::{FakeServer, Reply, answer, ok, status};
+use serde_json::json;
+
+const KEY: &str = "sk-test-0123456789abcdef";
+
+fn settings(base_url: &str) -> SummarizerSettings {
+    SummarizerSettings {
+        kind: SummarizerKind::Openai,
+        base_url: base_url.to_owned(),
+        model: "summ-model".into(),
+        api_key_env: Some("TEST_SUMMARIZER_KEY".into()),
+        seed: Some(7),
+        retries: 2,
+        retry_backoff_ms: 1,
+        timeout_ms: 5_000,
+        ..SummarizerSettings::default()
+    }
+}
+
+fn build(s: &SummarizerSettings) -> OpenAiSummarizer {
+    let config = OpenAiConfig::from_settings(s, |name| {
+        (name == "TEST_SUMMARIZER_KEY").then(|| KEY.to_owned())
+    })
+    .expect("config");
+    OpenAiSummarizer::new(config).expect("client")
+}
+
+fn o200k() -> TokenCountFn {
+    Arc::new(|s: &str| bpe_openai::o200k_base().count(s))
+}
+
+fn span() -> Vec<SummaryEntry> {
+    vec![
+        SummaryEntry::new(
+            "user",
+            "Fix the flaky test in crates/net/src/client.rs (ticket NET-77). Do not change the public API.",
+        ),
+        SummaryEntry {
+            role: "assistant".into(),
+            name: Some("run_tests".into()),
+            text: "run_tests({\"filter\":\"client::tests\"})".into(),
+        },
+        SummaryEntry::tool(
+            "run_tests",
+            format!(
+                "running 12 tests\n{}test client::tests::retries_on_503 ... FAILED\nthread panicked at crates/net/src/client.rs:214",
+                "test client::tests::ok ... ok\n".repeat(40)
+            ),
+        ),
+        SummaryEntry::new(
+            "assistant",
+            "retries_on_503 fails because the backoff uses a real 1 s sleep; switching to a 10 ms base in tests.",
+        ),
+    ]
+}
+
+fn request(strategy: Strategy, max_tokens: usize) -> SummaryRequest {
+    SummaryRequest {
+        previous: Some("Goals: stabilise CI for crates/net.".into()),
+        entries: span(),
+        strategy,
+        max_tokens,
+        count_tokens: o200k(),
+    }
+}
+
+fn replaced(req: &SummaryRequest) -> usize {
+    let c = &req.count_tokens;
+    req.entries.iter().map(|e| c(&e.text)).sum::<usize>()
+        + req.previous.as_deref().map_or(0, |p| c(p))
+}
+
+// ------------------------------------------------------------------ success
+
+#[tokio::test]
+async fn success_returns_the_text_model_and_usage() {
+    let server =
+        FakeServer::start(vec![ok("Goals: fix NET-77 in crates/net/src/client.rs.")]).await;
+    let s = build(&settings(&server.base_url()));
+    let req = request(Strategy::TaskState, 400);
+    let summary = s.summarize(&req).await.expect("summary");
+    assert_eq!(
+        summary.text,
+        "Goals: fix NET-77 in crates/net/src/client.rs."
+    );
+    assert_eq!(summary.model.as_deref(), Some("served-model"));
+    assert_eq!(summary.prompt_tokens, Some(321));
+    assert_eq!(summary.completion_tokens, Some(45));
+    assert_eq!(summary.tokens, (req.count_tokens)(&summary.text));
+
+    let sent = server.requests();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(
+        sent[0].authorization.as_deref(),
+        Some(&*format!("Bearer {KEY}"))
+    );
+    let body = sent[0].json();
+    assert_eq!(body["model"], "summ-model");
+    assert_eq!(body["temperature"], 0.0);
+    assert_eq!(body["seed"], 7);
+    assert_eq!(body["max_tokens"], 400);
+    assert_eq!(body["messages"][0]["role"], "system");
+    let prompt = sent[0].user_prompt();
+    assert!(
+        prompt.contains("Goals: stabilise CI for crates/net."),
+        "previous summary folded in"
+    );
+    assert!(prompt.contains("[tool run_tests] running 12 tests"));
+    assert!(prompt.contains("Do not invent details"));
+    assert!(prompt.contains("Copy identifiers exactly"));
+}
+
+#[tokio::test]
+async fn no_key_sends_no_authorization_and_the_key_never_shows_in_debug() {
+    let server = FakeServer::start(vec![ok("Goals: x.")]).await;
+    let mut st = settings(&server.base_url());
+    st.api_key_env = None;
+    let s = build(&st);
+    s.summarize(&request(Strategy::Brief, 200))
+        .await
+        .expect("summary");
+    assert_eq!(server.requests()[0].authorization, None);
+
+    let with_key = build(&settings(&server.base_url()));
+    let shown = format!("{with_key:?}");
+    assert!(!shown.contains(KEY), "{shown}");
+    assert!(shown.contains("<set>"));
+}
+
+#[test]
+fn a_missing_key_variable_is_a_build_error_naming_it() {
+    let st = settings("http://127.0.0.1:9/v1");
+    let err = OpenAiConfig::from_settings(&st, |_| None).expect_err("unset");
+    assert!(err.to_string().contains("TEST_SUMMARIZER_KEY"), "{err}");
+}
+
+// ------------------------------------------------------------------ retries
+
+#[tokio::test]
+async fn a_429_then_success_is_retried() {
+    let server = FakeServer::start(vec![status(429), ok("Goals: retried.")]).await;
+    let s = build(&settings(&server.base_url()));
+    let summary = s
+        .summarize(&request(Strategy::TaskState, 300))
+        .await
+        .expect("summary");
+    assert_eq!(summary.text, "Goals: retried.");
+    assert_eq!(server.hits(), 2);
+    let bodies: Vec<_> = server.requests().into_iter().map(|r| r.body).collect();
+    assert_eq!(bodies[0], bodies[1], "a retry sends the same bytes");
+}
+
+#[tokio::test]
+async fn persistent_500s_exhaust_the_retries() {
+    let server = FakeServer::start(vec![]).await;
+    server.set_default(status(500));
+    let s = build(&settings(&server.base_url()));
+    let err = s
+        .summarize(&request(Strategy::TaskState, 300))
+        .await
+        .expect_err("500s");
+    assert!(
+        matches!(err, SummarizeError::Http { status: 500, .. }),
+        "{err:?}"
+    );
+    assert_eq!(server.hits(), 3, "one try and two retries");
+}
+
+#[tokio::test]
+async fn a_400_is_not_retried() {
+    let server = FakeServer::start(vec![status(400)]).await;
+    let s = build(&settings(&server.base_url()));
+    let err = s
+        .summarize(&request(Strategy::TaskState, 300))
+        .await
+        .expect_err("400");
+    assert!(
+        matches!(err, SummarizeError::Http { status: 400, .. }),
+        "{err:?}"
+    );
+    assert_eq!(server.hits(), 1);
+}
+
+#[tokio::test]
+async fn the_fallback_model_is_tried_after_the_primary_keeps_failing() {
+    let server = FakeServer::start(vec![
+        status(503),
+        status(503),
+        status(503),
+        ok("Goals: cheap."),
+    ])
+    .await;
+    let mut st = settings(&server.base_url());
+    st.fallback_model = Some("cheap-model".into());
+    let s = build(&st);
+    let summary = s
+        .summarize(&request(Strategy::TaskState, 300))
+        .await
+        .expect("fallback model");
+    assert_eq!(summary.text, "Goals: cheap.");
+    let models: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| r.json()["model"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        models,
+        ["summ-model", "summ-model", "summ-model", "cheap-model"]
+    );
+}
+
+#[tokio::test]
+async fn a_timeout_is_a_timeout_error() {
+    let server = FakeServer::start(vec![]).await;
+    server.set_default(Reply::Hang(Duration::from_secs(30)));
+    let mut st = settings(&server.base_url());
+    st.timeout_ms = 150;
+    st.retries = 1;
+    let s = build(&st);
+    let err = s
+        .summarize(&request(Strategy::TaskState, 300))
+        .await
+        .expect_err("timeout");
+    assert_eq!(err, SummarizeError::Timeout);
+    assert_eq!(server.hits(), 2, "timeouts are retried");
+}
+
+#[tokio::test]
+async fn an_unreachable_endpoint_is_a_transport_error() {
+    // Bind then drop a listener: the port is closed.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr").port()
+    };
+    let mut st = settings(&format!("http://127.0.0.1:{port}/v1"));
+    st.retries = 0;
+    let err = build(&st)
+        .summarize(&request(Strategy::TaskState, 300))
+        .await
+        .expect_err("closed port");
+    assert!(matches!(err, SummarizeError::Transport(_)), "{err:?}");
+}
+
+// ------------------------------------------------------- answers that are not summaries
+
+#[tokio::test]
+async fn refusal_truncation_tool_call_and_empty_are_errors() {
+    let cases = [
+        (
+            answer(
+                json!({"role": "assistant", "content": null, "refusal": "I can't help with that."}),
+                "stop",
+            ),
+            "Refusal",
+        ),
+        (
+            answer(
+                json!({"role": "assistant", "content": "Goals: fix NET-"}),
+                "length",
+            ),
+            "Truncated",
+        ),
+        (
+            answer(
+                json!({"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "call_1", "type": "function", "function": {"name": "search", "arguments": "{}"}}
+                ]}),
+                "tool_calls",
+            ),
+            "ToolCall",
+        ),
+        (
+            answer(json!({"role": "assistant", "content": "   "}), "stop"),
+            "Empty",
+        ),
+        (
+            answer(
+                json!({"role": "assistant", "content": "x"}),
+                "content_filter",
+            ),
+            "Refusal",
+        ),
+        (Reply::Json(200, json!({"choices": []})), "Empty"),
+        (Reply::Json(200, json!("not an object")), "Other"),
+    ];
+    for (reply, kind) in cases {
+        let server = FakeServer::start(vec![reply]).await;
+        let err = build(&settings(&server.base_url()))
+            .summarize(&request(Strategy::TaskState, 300))
+            .await
+            .expect_err(kind);
+        assert_eq!(err.kind(), kind, "{err:?}");
+        assert_eq!(server.hits(), 1, "{kind} is not retried by the client");
+    }
+}
+
+// ------------------------------------------------------------- fallback chain
+
+#[tokio::test]
+async fn refusal_is_retried_with_the_brief_template() {
+    let server = FakeServer::start(vec![
+        answer(
+            json!({"role": "assistant", "content": null, "refusal": "no"}),
+            "stop",
+        ),
+        ok("- Task: fix NET-77."),
+    ])
+    .await;
+    let s = build(&settings(&server.base_url()));
+    let req = request(Strategy::DecisionLog, 400);
+    let out = summarize_with_fallbacks(&s, &req, replaced(&req), false).await;
+    let (summary, by) = out.summary.expect("committed");
+    assert_eq!(summary.text, "- Task: fix NET-77.");
+    assert_eq!(by, "openai");
+    assert_eq!(out.strategy, Strategy::Brief);
+    assert!(!out.primary_failed);
+    assert_eq!(out.fallbacks.len(), 1);
+    assert_eq!(out.fallbacks[0].error_type, "Refusal");
+    assert_eq!(out.fallbacks[0].fallback, "brief");
+    let sent = server.requests();
+    assert!(
+        sent[0]
+            .user_prompt()
+            .contains("chronological decision ledger")
+    );
+    assert!(sent[1].user_prompt().contains("short bullet list"));
+}
+
+#[tokio::test]
+async fn an_over_long_summary_is_retried_with_half_the_max_tokens_at_most_twice() {
+    let long = "Goals: fix NET-77. ".repeat(200);
+    // Over budget, over budget again, then a fitting one.
+    let server = FakeServer::start(vec![ok(&long), ok(&long), ok("Goals: fix NET-77.")]).await;
+    let s = build(&settings(&server.base_url()));
+    let req = request(Strategy::TaskState, 400);
+    let out = summarize_with_fallbacks(&s, &req, replaced(&req), false).await;
+    assert_eq!(
+        out.summary.as_ref().map(|(s, _)| s.text.as_str()),
+        Some("Goals: fix NET-77.")
+    );
+    let max: Vec<u64> = server
+        .requests()
+        .iter()
+        .map(|r| r.json()["max_tokens"].as_u64().unwrap_or_default())
+        .collect();
+    assert_eq!(max, [400, 200, 100]);
+    let kinds: Vec<_> = out
+        .fallbacks
+        .iter()
+        .map(|f| (f.error_type.as_str(), f.fallback.as_str()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("OverBudget", "retry_half_max_tokens"),
+            ("OverBudget", "retry_half_max_tokens")
+        ]
+    );
+
+    // Always too long: two halvings, then the extractive summary.
+    let server = FakeServer::start(vec![]).await;
+    server.set_default(ok(&long));
+    let s = build(&settings(&server.base_url()));
+    let out = summarize_with_fallbacks(&s, &req, replaced(&req), false).await;
+    assert_eq!(server.hits(), 3);
+    let (summary, by) = out.summary.expect("extractive");
+    assert_eq!(by, "extractive");
+    assert!(summary.tokens <= 400);
+    assert!(out.primary_failed);
+    let last = out.fallbacks.last().expect("fallbacks");
+    assert_eq!(
+        (last.error_type.as_str(), last.fallback.as_str()),
+        ("OverBudget", "extractive")
+    );
+}
+
+#[tokio::test]
+async fn truncated_and_tool_call_answers_fall_back_to_extractive() {
+    for reply in [
+        answer(
+            json!({"role": "assistant", "content": "Goals: fix"}),
+            "length",
+        ),
+        answer(
+            json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}),
+            "tool_calls",
+        ),
+    ] {
+        let server = FakeServer::start(vec![reply]).await;
+        let s = build(&settings(&server.base_url()));
+        let req = request(Strategy::TaskState, 400);
+        let out = summarize_with_fallbacks(&s, &req, replaced(&req), false).await;
+        assert_eq!(
+            out.summary.as_ref().map(|(_, by)| by.as_str()),
+            Some("extractive")
+        );
+        assert!(out.primary_failed);
+        assert_eq!(out.fallbacks.len(), 1);
+        assert_eq!(out.fallbacks[0].fallback, "extractive");
+    }
+}
+
+#[tokio::test]
+async fn a_summary_not_smaller_than_what_it_replaces_is_not_committed() {
+    let req = SummaryRequest {
+        previous: None,
+        entries: vec![SummaryEntry::new("user", "Fix NET-77.")],
+        strategy: Strategy::TaskState,
+        max_tokens: 400,
+        count_tokens: o200k(),
+    };
+    let server = FakeServer::start(vec![ok(
+        "Goals: fix NET-77 in crates/net, keeping the API stable.",
+    )])
+    .await;
+    let s = build(&settings(&server.base_url()));
+    let out = summarize_with_fallbacks(&s, &req, replaced(&req), false).await;
+    assert_eq!(out.fallbacks[0].error_type, "NotSmaller");
+    assert_eq!(
+        out.summary.as_ref().map(|(_, by)| by.as_str()),
+        Some("extractive")
+    );
+}
+
+#[tokio::test]
+async fn an_extractive_summary_that_cannot_fit_means_pruning_only() {
+    let server = FakeServer::start(vec![]).await;
+    server.set_default(status(500));
+    let mut st = settings(&server.base_url());
+    st.retries = 0;
+    let s = build(&st);
+    let mut req = request(Strategy::TaskState, 0);
+    req.max_tokens = 0;
+    let out = summarize_with_fallbacks(&s, &req, replaced(&req), false).await;
+    // Budget 0: the model's answer cannot fit; extractive may be empty and fits.
+    assert!(out.primary_failed);
+    assert!(out.fallbacks.iter().any(|f| f.fallback == "extractive"));
+}
+
+#[tokio::test]
+async fn the_open_breaker_skips_the_model() {
+    let server = FakeServer::start(vec![]).await;
+    let s = build(&settings(&server.base_url()));
+    let req = request(Strategy::TaskState, 400);
+    let out = summarize_with_fallbacks(&s, &req, replaced(&req), true).await;
+    assert_eq!(server.hits(), 0);
+    assert_eq!(out.fallbacks[0].error_type, "CircuitOpen");
+    assert_eq!(
+        out.summary.as_ref().map(|(_, by)| by.as_str()),
+        Some("extractive")
+    );
+    assert!(
+        !out.primary_failed,
+        "a skipped model is not another failure"
+    );
+}
+
+// ------------------------------------------------------------- input budget
+
+#[tokio::test]
+async fn tool_outputs_are_clipped_and_a_large_span_is_split_and_folded() {
+    let server = FakeServer::start(vec![]).await;
+    let mut st = settings(&server.base_url());
+    st.context_window = 2_048;
+    st.tool_output_max_chars = 300;
+    st.max_tokens = 200;
+    let s = build(&st);
+    let huge = "ERROR at crates/net/src/client.rs:214 backoff\n".repeat(500);
+    let mut entries = Vec::new();
+    for i in 0..12 {
+        entries.push(SummaryEntry::new(
+            "user",
+            format!(
+                "Step {i}: {}",
+                "inspect the retry path and report. ".repeat(20)
+            ),
+        ));
+        entries.push(SummaryEntry::tool("run_tests", huge.clone()));
+    }
+    for i in 0..8 {
+        server.push(ok(&format!("Goals: part {i} summary.")));
+    }
+    let req = SummaryRequest {
+        previous: None,
+        entries,
+        strategy: Strategy::TaskState,
+        max_tokens: 200,
+        count_tokens: o200k(),
+    };
+    let parts = s.plan_parts(&req);
+    assert!(parts.len() > 1, "the span must not fit one request");
+    let summary = s.summarize(&req).await.expect("summary");
+    let sent = server.requests();
+    assert_eq!(sent.len(), parts.len());
+    assert_eq!(
+        summary.text,
+        format!("Goals: part {} summary.", parts.len() - 1)
+    );
+    // Each part folds the previous part's summary.
+    for (i, r) in sent.iter().enumerate().skip(1) {
+        assert!(
+            r.user_prompt()
+                .contains(&format!("Goals: part {} summary.", i - 1))
+        );
+    }
+    for r in &sent {
+        let prompt = r.user_prompt();
+        assert!(prompt.contains("[clipped for summarization]"));
+        assert!(bpe_openai::o200k_base().count(&String::from_utf8_lossy(&r.body)) < 2_048);
+    }
+    // Usage is summed over the parts.
+    assert_eq!(summary.prompt_tokens, Some(321 * parts.len() as u64));
+}
+
+// ------------------------------------------------------------------ goldens
+
+fn golden_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/openai")
+}
+
+#[tokio::test]
+async fn golden_request_bodies_for_each_template() {
+    let server = FakeServer::start(vec![]).await;
+    let s = build(&settings(&server.base_url()));
+    for strategy in Strategy::ALL {
+        let req = request(strategy, 512);
+        s.summarize(&req).await.expect("summary");
+        s.summarize(&req).await.expect("summary");
+    }
+    let sent = server.requests();
+    assert_eq!(sent.len(), 8);
+    for (i, strategy) in Strategy::ALL.iter().enumerate() {
+        let (a, b) = (&sent[2 * i].body, &sent[2 * i + 1].body);
+        assert_eq!(a, b, "{strategy}: the same input gives the same bytes");
+        let path = golden_dir().join(format!("{strategy}.json"));
+        if std::env::var_os("UPDATE_GOLDEN").is_some() {
+            std::fs::create_dir_all(golden_dir()).expect("mkdir");
+            std::fs::write(&path, a).expect("write golden");
+            continue;
+        }
+        let want = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(
+            String::from_utf8_lossy(a),
+            String::from_utf8_lossy(&want),
+            "{strategy}: request body differs from {}",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn request_body_field_order_is_fixed() {
+    let s = build(&settings("http://127.0.0.1:9/v1"));
+    let body = s.request_body(
+        "m",
+        Strategy::Brief,
+        64,
+        None,
+        &[SummaryEntry::new("user", "hi")],
+    );
+    let text = String::from_utf8(body).expect("utf8");
+    assert!(
+        text.starts_with("{\"model\":\"m\",\"messages\":[{\"role\":\"system\""),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(
+            "\"temperature\":0.0,\"seed\":7,\"max_tokens\":64,\"n\":1,\"stream\":false}"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("--- PREVIOUS SUMMARY ---\\n(none)"));
+}
+
+#[test]
+fn templates_can_be_overridden_from_a_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("templates.yaml");
+    std::fs::write(
+        &path,
+        "brief: |\n  Custom brief in {max_tokens} tokens. Do not invent details.\n  {conversation}\n",
+    )
+    .expect("write");
+    let mut st = settings("http://127.0.0.1:9/v1");
+    st.templates_file = Some(path.display().to_string());
+    let s = build(&st);
+    let body = s.request_body(
+        "m",
+        Strategy::Brief,
+        64,
+        None,
+        &[SummaryEntry::new("user", "hello {previous_summary}")],
+    );
+    let v: serde_json::Value = serde_json::from_slice(&body).expect("json");
+    assert_eq!(
+        v["messages"][1]["content"],
+        "Custom brief in 64 tokens. Do not invent details.\n[user] hello {previous_summary}\n",
+        "placeholders inside the conversation are not expanded"
+    );
+
+    std::fs::write(&path, "breif: \"{conversation}\"\n").expect("write");
+    let err = OpenAiConfig::from_settings(&st, |_| Some(KEY.into())).expect_err("unknown name");
+    assert!(err.to_string().contains("breif"), "{err}");
+    std::fs::write(&path, "brief: no placeholder\n").expect("write");
+    let err = OpenAiConfig::from_settings(&st, |_| Some(KEY.into())).expect_err("no conversation");
+    assert!(err.to_string().contains("{conversation}"), "{err}");
+}
+
+// ------------------------------------------------- manager: events and breaker
+
+fn manager_config(base_url: &str, yaml_extra: &str) -> Config {
+    let yaml = format!(
+        "model: gpt-4o\nmax_context_tokens: 8000\npolicy:\n  keep_recent_turns: 1\n  keep_tool_io_pairs: 0\n  max_compact_failures: 2\n{yaml_extra}summarizer:\n  kind: openai\n  base_url: {base_url}\n  model: summ-model\n  retries: 0\n  retry_backoff_ms: 1\n  breaker_cooldown_secs: 1\n"
+    );
+    Config::from_yaml_str(&yaml).expect("config")
+}
+
+fn turns(from: usize, to: usize) -> Vec<Message> {
+    let mut out = Vec::new();
+    for i in from..to {
+        out.push(Message::user(format!(
+            "Turn {i}: investigate NET-{i} in crates/net/src/client.rs and report what the retry logic does with HTTP 503 responses. {}",
+            "Context detail. ".repeat(30)
+        )));
+        out.push(Message::assistant(format!(
+            "Turn {i}: the backoff doubles from 10 ms; the test waits 1 s. {}",
+            "Analysis detail. ".repeat(30)
+        )));
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_configured_openai_summarizer_is_used_by_the_manager() {
+    let server = FakeServer::start(vec![ok("Goals: investigate NET-0..NET-3 retries.")]).await;
+    let manager = CompactManager::builder(manager_config(&server.base_url(), ""))
+        .without_config_exporters()
+        .build()
+        .expect("manager");
+    assert_eq!(manager.summarizer().name(), "openai");
+    let mut history = vec![Message::system("You are a coding agent.")];
+    history.extend(turns(0, 4));
+    history.push(Message::user("Continue."));
+    let out = manager
+        .manual_compact("s", history, "test")
+        .await
+        .expect("compact");
+    assert_eq!(server.hits(), 1);
+    let summary = out
+        .messages
+        .iter()
+        .find(|m| m.plain_text().starts_with("COMPACT-SUMMARY v1"))
+        .expect("summary message");
+    assert!(
+        summary
+            .plain_text()
+            .contains("Goals: investigate NET-0..NET-3 retries.")
+    );
+    assert!(
+        out.report.fallbacks.is_empty(),
+        "{:?}",
+        out.report.fallbacks
+    );
+}
+
+#[tokio::test]
+async fn the_circuit_breaker_opens_after_consecutive_failures_and_closes_after_the_cooldown() {
+    let server = FakeServer::start(vec![]).await;
+    server.set_default(status(500));
+    let manager = CompactManager::builder(manager_config(&server.base_url(), ""))
+        .without_config_exporters()
+        .build()
+        .expect("manager");
+    let mut history = vec![Message::system("You are a coding agent.")];
+    let mut next = 0;
+    let mut round = |history: &mut Vec<Message>| {
+        history.extend(turns(next, next + 2));
+        next += 2;
+        history.push(Message::user(format!("Continue {next}.")));
+    };
+    let fallbacks = |o: &compact_middleware::PreflightOutcome| -> Vec<(String, String)> {
+        o.report
+            .fallbacks
+            .iter()
+            .map(|f| (f.error_type.clone(), f.fallback.clone()))
+            .collect()
+    };
+
+    // Two failures: each hits the server and falls back to extractive.
+    for expected_hits in [1, 2] {
+        round(&mut history);
+        let out = manager
+            .manual_compact("s", history.clone(), "t")
+            .await
+            .expect("compact");
+        assert_eq!(server.hits(), expected_hits);
+        assert_eq!(
+            fallbacks(&out),
+            [("Http".to_owned(), "extractive".to_owned())]
+        );
+        assert!(
+            out.report.summary_version.is_some(),
+            "extractive summary committed"
+        );
+    }
+    // Open: the model is skipped.
+    round(&mut history);
+    let out = manager
+        .manual_compact("s", history.clone(), "t")
+        .await
+        .expect("compact");
+    assert_eq!(server.hits(), 2, "breaker open: no request");
+    assert_eq!(
+        fallbacks(&out),
+        [("CircuitOpen".to_owned(), "extractive".to_owned())]
+    );
+
+    // After the cooldown one attempt goes through (half-open) and succeeds.
+    server.set_default(ok("Goals: recovered."));
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    round(&mut history);
+    let out = manager
+        .manual_compact("s", history.clone(), "t")
+        .await
+        .expect("compact");
+    assert_eq!(server.hits(), 3);
+    assert!(fallbacks(&out).is_empty(), "{:?}", fallbacks(&out));
+    // Closed: the next compaction uses the model again.
+    round(&mut history);
+    manager
+        .manual_compact("s", history.clone(), "t")
+        .await
+        .expect("compact");
+    assert_eq!(server.hits(), 4);
+}
+
+#[tokio::test]
+async fn summary_created_event_carries_model_usage_and_ratio() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let events = dir.path().join("events.jsonl");
+    let server = FakeServer::start(vec![ok("Goals: investigate NET retries.")]).await;
+    let extra = format!(
+        "telemetry:\n  exporter: jsonl\n  jsonl_path: {}\n  flush_interval_ms: 1\n",
+        events.display()
+    );
+    let manager = CompactManager::new(manager_config(&server.base_url(), &extra)).expect("manager");
+    let mut history = vec![Message::system("You are a coding agent.")];
+    history.extend(turns(0, 4));
+    history.push(Message::user("Continue."));
+    manager
+        .manual_compact("s", history, "t")
+        .await
+        .expect("compact");
+    manager
+        .dispatcher()
+        .flush_async(Duration::from_secs(5))
+        .await;
+    let text = std::fs::read_to_string(&events).expect("events written");
+    let created: serde_json::Value = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| e.to_string().contains("compact.summary_created"))
+        .expect("summary_created event");
+    let s = created.to_string();
+    for needle in [
+        "\"strategy\":\"task_state\"",
+        "\"model\":\"served-model\"",
+        "\"prompt_tokens\":321",
+        "\"completion_tokens\":45",
+        "\"summarizer\":\"openai\"",
+        "compression_ratio",
+        "input_messages",
+        "summary_tokens",
+        "latency_ms",
+    ] {
+        assert!(s.contains(needle), "{needle} missing in {s}");
+    }
+}
