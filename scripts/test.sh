@@ -5,6 +5,20 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# What the tests need beyond cargo: a real S3-compatible server (moto) for the
+# S3 adapter, and Debian's Chromium for the timeline UI test.
+if ! python3 -c 'import moto.server' 2>/dev/null; then
+    python3 -m pip install --quiet 'moto[server]'
+fi
+if ! command -v chromium >/dev/null 2>&1; then
+    if command -v apt-get >/dev/null 2>&1; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    else
+        echo "scripts/test.sh: chromium is required for the UI test (install it)" >&2
+        exit 1
+    fi
+fi
+
 # Proptest: enough cases to mean something, bounded so CI stays fast.
 export PROPTEST_CASES="${PROPTEST_CASES:-1000}"
 # Failing tests print a backtrace; anyhow errors in binaries stay short.
