@@ -269,7 +269,7 @@ impl Redactor {
     }
 
     /// The secret parts of every match in `s`: the pieces (split at
-    /// whitespace, quotes, `:` and `=`) of at least 8 characters that are not
+    /// whitespace, escaped line breaks, quotes, `:` and `=`) of at least 8 characters that are not
     /// labels such as `password` or PEM armour. The manager scrubs these
     /// literally from text derived from the messages (a summary may quote a
     /// key's body without the `BEGIN` line that made it match).
@@ -296,9 +296,16 @@ impl Redactor {
                 continue;
             };
             for m in re.find_iter(s) {
-                for piece in m
+                // Inside a JSON-encoded string (tool arguments) line breaks
+                // are the two characters `\n`: split there too, or a key's
+                // body stays glued to its armour and is never learned.
+                let text = m
                     .as_str()
-                    .split(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | ':' | '='))
+                    .replace("\\n", " ")
+                    .replace("\\r", " ")
+                    .replace("\\t", " ");
+                for piece in
+                    text.split(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | ':' | '='))
                 {
                     if piece.chars().count() >= 8
                         && !piece.contains("-----")
@@ -398,6 +405,14 @@ mod tests {
 
     fn r() -> Redactor {
         Redactor::new(&[]).unwrap_or_else(|_| Redactor::disabled())
+    }
+
+    #[test]
+    fn fragments_of_a_key_inside_json_encoded_arguments() {
+        // Tool arguments are a JSON string: the key's newlines are `\n` there.
+        let args = serde_json::json!({"key": "-----BEGIN RSA PRIVATE KEY-----\nabcDEF0123+/xyz\n-----END RSA PRIVATE KEY-----"}).to_string();
+        let frags = r().secret_fragments(&args);
+        assert!(frags.iter().any(|f| f == "abcDEF0123+/xyz"), "{frags:?}");
     }
 
     #[test]
