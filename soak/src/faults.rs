@@ -80,3 +80,202 @@ impl Summarizer for FlakySummarizer {
         })
     }
 }
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use compact_middleware::archive::{ArchiveError, SessionId, StorageAdapter, Stored};
+use serde_json::Value;
+
+/// A storage adapter that refuses writes at random (as a flaky disk or an
+/// S3 outage would), in front of a real one. Reads always work, so the
+/// harness can check what finally landed.
+#[derive(Debug)]
+pub struct FlakyStorage {
+    inner: Arc<dyn StorageAdapter>,
+    rng: Mutex<Rng>,
+    failure_rate: f64,
+    pub failures: AtomicU64,
+}
+
+impl FlakyStorage {
+    pub fn new(inner: Arc<dyn StorageAdapter>, seed: u64, failure_rate: f64) -> Self {
+        Self {
+            inner,
+            rng: Mutex::new(Rng::new(seed)),
+            failure_rate,
+            failures: AtomicU64::new(0),
+        }
+    }
+
+    fn fail(&self) -> bool {
+        let mut r = self.rng.lock().unwrap_or_else(|p| p.into_inner());
+        let f = r.chance(self.failure_rate);
+        if f {
+            self.failures.fetch_add(1, Ordering::Relaxed);
+        }
+        f
+    }
+
+    fn refused() -> ArchiveError {
+        ArchiveError::Backend {
+            backend: "flaky".into(),
+            message: "injected fault: storage unavailable".into(),
+        }
+    }
+}
+
+impl StorageAdapter for FlakyStorage {
+    fn kind(&self) -> &str {
+        self.inner.kind()
+    }
+    fn root(&self) -> String {
+        self.inner.root()
+    }
+    fn save_transcript<'a>(
+        &'a self,
+        s: &'a SessionId,
+        step: u32,
+        m: &'a [Value],
+    ) -> BoxFuture<'a, Result<Stored, ArchiveError>> {
+        if self.fail() {
+            return Box::pin(async { Err(Self::refused()) });
+        }
+        self.inner.save_transcript(s, step, m)
+    }
+    fn save_summary<'a>(
+        &'a self,
+        s: &'a SessionId,
+        step: u32,
+        v: &'a Value,
+    ) -> BoxFuture<'a, Result<Stored, ArchiveError>> {
+        if self.fail() {
+            return Box::pin(async { Err(Self::refused()) });
+        }
+        self.inner.save_summary(s, step, v)
+    }
+    fn save_event<'a>(
+        &'a self,
+        s: &'a SessionId,
+        e: &'a [Value],
+    ) -> BoxFuture<'a, Result<Stored, ArchiveError>> {
+        if self.fail() {
+            return Box::pin(async { Err(Self::refused()) });
+        }
+        self.inner.save_event(s, e)
+    }
+    fn list_sessions(&self) -> BoxFuture<'_, Result<Vec<String>, ArchiveError>> {
+        self.inner.list_sessions()
+    }
+    fn list_files<'a>(
+        &'a self,
+        s: &'a SessionId,
+    ) -> BoxFuture<'a, Result<Vec<String>, ArchiveError>> {
+        self.inner.list_files(s)
+    }
+    fn read_file<'a>(
+        &'a self,
+        s: &'a SessionId,
+        n: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<u8>, ArchiveError>> {
+        self.inner.read_file(s, n)
+    }
+}
+
+/// How a run's telemetry server behaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExporterFault {
+    /// Answers 200.
+    Healthy,
+    /// Answers 500 to everything.
+    Failing,
+    /// Answers after [`SLOW_EXPORTER`]: longer than any preflight may take.
+    Slow,
+    /// Nothing listens (connection refused).
+    Down,
+}
+
+/// The slow server's delay; a preflight this long means it waited on an exporter.
+pub const SLOW_EXPORTER: Duration = Duration::from_secs(4);
+
+/// A real HTTP server on loopback standing in for Ariadne: `/ok/ingest`,
+/// `/fail/ingest`, `/slow/ingest`. One per soak process.
+pub struct FaultServer {
+    pub base: String,
+    /// A loopback port nothing listens on.
+    pub down: String,
+    pub received: Arc<AtomicU64>,
+}
+
+impl FaultServer {
+    pub fn start() -> anyhow::Result<Self> {
+        use axum::routing::post;
+        let received = Arc::new(AtomicU64::new(0));
+        let (r1, r2) = (received.clone(), received.clone());
+        let app = axum::Router::new()
+            .route(
+                "/ok/ingest",
+                post(move |body: axum::body::Bytes| {
+                    let r = r1.clone();
+                    async move {
+                        r.fetch_add(1, Ordering::Relaxed);
+                        let _ = body;
+                        (axum::http::StatusCode::OK, r#"{"success":true,"count":0}"#)
+                    }
+                }),
+            )
+            .route(
+                "/fail/ingest",
+                post(|| async { (axum::http::StatusCode::INTERNAL_SERVER_ERROR, "injected") }),
+            )
+            .route(
+                "/slow/ingest",
+                post(move || {
+                    let r = r2.clone();
+                    async move {
+                        tokio::time::sleep(SLOW_EXPORTER).await;
+                        r.fetch_add(1, Ordering::Relaxed);
+                        (axum::http::StatusCode::OK, r#"{"success":true,"count":0}"#)
+                    }
+                }),
+            );
+        // Its own thread and runtime: the soak's CPU-bound runs must not
+        // starve it into timeouts that are not the fault being injected.
+        let std_listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        std_listener.set_nonblocking(true)?;
+        let base = format!("http://{}", std_listener.local_addr()?);
+        std::thread::Builder::new()
+            .name("fault-server".into())
+            .spawn(move || {
+                let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                else {
+                    return;
+                };
+                rt.block_on(async move {
+                    if let Ok(listener) = tokio::net::TcpListener::from_std(std_listener) {
+                        let _ = axum::serve(listener, app).await;
+                    }
+                });
+            })?;
+        // Bind and release a port: connections to it are refused.
+        let closed = std::net::TcpListener::bind("127.0.0.1:0")?;
+        let down = format!("http://{}/ingest", closed.local_addr()?);
+        drop(closed);
+        Ok(Self {
+            base,
+            down,
+            received,
+        })
+    }
+
+    pub fn url(&self, fault: ExporterFault) -> String {
+        match fault {
+            ExporterFault::Healthy => format!("{}/ok/ingest", self.base),
+            ExporterFault::Failing => format!("{}/fail/ingest", self.base),
+            ExporterFault::Slow => format!("{}/slow/ingest", self.base),
+            ExporterFault::Down => self.down.clone(),
+        }
+    }
+}

@@ -76,6 +76,7 @@ fn main() -> anyhow::Result<()> {
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let results = rt.block_on(async {
+        let server = std::sync::Arc::new(faults::FaultServer::start()?);
         let sem = std::sync::Arc::new(tokio::sync::Semaphore::new(args.concurrency.max(1)));
         let mut handles = Vec::with_capacity(args.runs);
         for i in 0..args.runs {
@@ -83,9 +84,10 @@ fn main() -> anyhow::Result<()> {
             let permit = sem.clone().acquire_owned().await;
             let bar = bar.clone();
             let turns = args.turns;
+            let server = server.clone();
             let verbose = args.verbose;
             handles.push(tokio::spawn(async move {
-                let r = run::run(seed, turns).await;
+                let r = run::run(seed, turns, server).await;
                 if !r.violations.is_empty() {
                     bar.suspend(|| {
                         eprintln!(
@@ -110,10 +112,13 @@ fn main() -> anyhow::Result<()> {
         for h in handles {
             out.push(h.await?);
         }
-        anyhow::Ok(out)
+        let posts = server.received.load(std::sync::atomic::Ordering::Relaxed);
+        anyhow::Ok((out, posts))
     })?;
+    let (results, telemetry_posts) = results;
     bar.finish_and_clear();
-    let report = report::Report::build(&results, started.elapsed());
+    let mut report = report::Report::build(&results, started.elapsed());
+    report.telemetry_posts_received = telemetry_posts;
     print!("{}", report.table());
     if let Some(path) = &args.report {
         let text = serde_json::to_string_pretty(&report.json())?;

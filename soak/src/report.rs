@@ -26,6 +26,8 @@ pub struct Report {
     pub preflight_max_us: u64,
     pub overhead_share_pct: f64,
     pub events_dropped: u64,
+    /// Batches the soak's own telemetry server accepted (healthy and slow runs).
+    pub telemetry_posts_received: u64,
     pub fact_retention_pct: f64,
     /// Violations by kind, each with the seeds that replay it.
     pub violations: BTreeMap<String, ViolationSummary>,
@@ -161,6 +163,10 @@ impl Report {
                 ),
             ),
             ("events dropped".into(), self.events_dropped.to_string()),
+            (
+                "telemetry batches received (HTTP)".into(),
+                self.telemetry_posts_received.to_string(),
+            ),
             (
                 "planted facts retained".into(),
                 format!("{:.1}%", self.fact_retention_pct),

@@ -5,13 +5,17 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use std::collections::HashSet;
+
+use ariadne_exporter::{AriadneExporter, HttpOptions};
+use compact_middleware::archive::{FsAdapter, SessionId, StorageAdapter};
 use compact_middleware::events::{CollectingExporter, names};
 use compact_middleware::invariants::{self, Violation};
 use compact_middleware::model::Message;
 use compact_middleware::{CompactError, CompactManager, PreflightRequest};
 use serde::Serialize;
 
-use crate::faults::FlakySummarizer;
+use crate::faults::{FaultServer, FlakyStorage, FlakySummarizer, SLOW_EXPORTER};
 use crate::rng::Rng;
 use crate::workload::{self, RunPlan};
 
@@ -42,15 +46,39 @@ pub struct RunResult {
     pub facts_kept: usize,
 }
 
-pub async fn run(seed: u64, turns: (usize, usize)) -> RunResult {
+/// What one session sent and ended with, for the run-level checks.
+struct Trace {
+    id: String,
+    sent: Vec<Message>,
+    context: Vec<Message>,
+    secrets: Vec<String>,
+}
+
+pub async fn run(seed: u64, turns: (usize, usize), server: Arc<FaultServer>) -> RunResult {
     let mut rng = Rng::new(seed);
     let plan = workload::plan(&mut rng, turns);
     let collector = Arc::new(CollectingExporter::new());
-    let mut builder = CompactManager::builder(plan.config.clone())
+    let work = std::env::temp_dir().join(format!("compact-soak-{}-{seed}", std::process::id()));
+    let mut config = plan.config.clone();
+    config.storage.spool_path = work.join("spool").display().to_string();
+    let mut builder = CompactManager::builder(config)
         .without_config_exporters()
         .exporter(collector.clone());
     if plan.faulty_summarizer {
         builder = builder.summarizer(Arc::new(FlakySummarizer::new(seed ^ 0xFA17, 0.4)));
+    }
+    let fs: Option<Arc<dyn StorageAdapter>> = plan
+        .flaky_storage
+        .then(|| Arc::new(FsAdapter::new(work.join("archive"))) as Arc<dyn StorageAdapter>);
+    builder = match &fs {
+        Some(fs) => builder.storage(Arc::new(FlakyStorage::new(fs.clone(), seed ^ 0x5707, 0.3))),
+        None => builder.without_storage(),
+    };
+    if let Some(fault) = plan.exporter {
+        match AriadneExporter::new(&server.url(fault), HttpOptions::default()) {
+            Ok(e) => builder = builder.exporter(Arc::new(e)),
+            Err(e) => return build_failure(seed, e.to_string()),
+        }
     }
     let mut result = RunResult {
         seed,
@@ -71,12 +99,7 @@ pub async fn run(seed: u64, turns: (usize, usize)) -> RunResult {
     let manager = match builder.build() {
         Ok(m) => m,
         Err(e) => {
-            result.violations.push(Violation {
-                invariant: 0,
-                kind: "build",
-                detail: e.to_string(),
-            });
-            return result;
+            return build_failure(seed, e.to_string());
         }
     };
     let sessions = plan.concurrent_sessions;
@@ -89,9 +112,13 @@ pub async fn run(seed: u64, turns: (usize, usize)) -> RunResult {
             session(&manager, &plan, session_seed, &format!("soak-{seed}-{s}")).await
         }));
     }
+    let mut traces = Vec::new();
     for t in tasks {
         match t.await {
-            Ok(r) => merge(&mut result, r),
+            Ok((r, trace)) => {
+                merge(&mut result, r);
+                traces.push(trace);
+            }
             Err(e) => result.violations.push(Violation {
                 invariant: 0,
                 kind: "panic",
@@ -100,8 +127,32 @@ pub async fn run(seed: u64, turns: (usize, usize)) -> RunResult {
         }
     }
 
-    // Events consistent with what happened.
-    manager.dispatcher().flush(Duration::from_secs(10));
+    // 8. No preflight waited on an exporter (the slow server takes longer than this).
+    if let Some(&max) = result.latencies_us.iter().max()
+        && Duration::from_micros(max) >= SLOW_EXPORTER
+    {
+        result.violations.push(Violation {
+            invariant: 8,
+            kind: "blocked_on_exporter",
+            detail: format!(
+                "a preflight took {max} µs with exporter {:?}",
+                plan.exporter
+            ),
+        });
+    }
+    if let Some(fs) = &fs {
+        check_archive(&manager, fs.as_ref(), &traces, plan.secrets, &mut result).await;
+    }
+
+    // Events consistent with what happened. Wait for the in-memory collector
+    // only: a run's HTTP exporter may be slow or failing on purpose.
+    let emitted = manager.dispatcher().stats().emitted;
+    for _ in 0..1000 {
+        if collector.len() as u64 >= emitted {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let stats = manager.dispatcher().stats();
     result.events_dropped = stats.dropped + stats.lagged;
     if result.events_dropped == 0 {
@@ -129,20 +180,160 @@ pub async fn run(seed: u64, turns: (usize, usize)) -> RunResult {
                 ),
             });
         }
+        // Archive failures are errors too (the write went to the spool);
+        // the report counts summarizer fallbacks and budget failures.
+        let archive_errors = collector
+            .events()
+            .iter()
+            .filter_map(|e| e.as_span())
+            .filter(|s| {
+                s.name.as_deref() == Some(names::ERROR)
+                    && s.data.get("error_type").and_then(|v| v.as_str()) == Some("ArchiveFailed")
+            })
+            .count();
+        if archive_errors > 0 && !plan.flaky_storage {
+            result.violations.push(Violation {
+                invariant: 0,
+                kind: "events",
+                detail: format!("{archive_errors} archive failures without storage faults"),
+            });
+        }
         let errors = result.fallbacks + result.insufficient;
-        if count(names::ERROR) != errors {
+        if count(names::ERROR) - archive_errors != errors {
             result.violations.push(Violation {
                 invariant: 0,
                 kind: "events",
                 detail: format!(
                     "{} compact.error events for {errors} fallbacks/failures",
-                    count(names::ERROR)
+                    count(names::ERROR) - archive_errors
                 ),
             });
         }
     }
-    manager.dispatcher().shutdown(Duration::from_secs(5));
+    // 7. No planted secret reached an exporter.
+    let secrets: Vec<&String> = traces.iter().flat_map(|t| t.secrets.iter()).collect();
+    if !secrets.is_empty() {
+        for e in collector.events() {
+            let text = serde_json::to_string(&e).unwrap_or_default();
+            if let Some(s) = secrets.iter().find(|s| text.contains(s.as_str())) {
+                result.violations.push(Violation {
+                    invariant: 7,
+                    kind: "secret_exported",
+                    detail: format!("{} in event {:?}", preview(s), e.name()),
+                });
+                break;
+            }
+        }
+    }
+    // Do not wait for a slow or failing exporter to drain.
+    manager.dispatcher().shutdown(Duration::from_millis(200));
+    let _ = std::fs::remove_dir_all(&work);
     result
+}
+
+fn build_failure(seed: u64, detail: String) -> RunResult {
+    RunResult {
+        seed,
+        violations: vec![Violation {
+            invariant: 0,
+            kind: "build",
+            detail,
+        }],
+        ..RunResult::default()
+    }
+}
+
+fn preview(s: &str) -> String {
+    s.chars().take(6).collect::<String>() + "…"
+}
+
+/// Invariants 6 and 7 on the archive: once the spool is delivered, the
+/// archived transcripts plus the final context hold every message each
+/// session sent, and no planted secret is in any archived file.
+async fn check_archive(
+    manager: &CompactManager,
+    fs: &dyn StorageAdapter,
+    traces: &[Trace],
+    secrets_planted: bool,
+    result: &mut RunResult,
+) {
+    // The flaky adapter refuses ~30% of writes: a few rounds deliver the spool.
+    let mut remaining = usize::MAX;
+    for _ in 0..50 {
+        match manager.deliver_spool().await {
+            Ok(d) if d.remaining == 0 => {
+                remaining = 0;
+                break;
+            }
+            Ok(d) => remaining = d.remaining,
+            Err(_) => {}
+        }
+    }
+    if remaining != 0 {
+        result.violations.push(Violation {
+            invariant: 6,
+            kind: "spool_stuck",
+            detail: format!("{remaining} spooled writes never delivered"),
+        });
+        return;
+    }
+    let redactor = manager.redactor();
+    for t in traces {
+        let Ok(id) = SessionId::parse(&t.id) else {
+            continue;
+        };
+        let files = fs.list_files(&id).await.unwrap_or_default();
+        let mut archived: HashSet<String> = HashSet::new();
+        let mut all_text = String::new();
+        for f in &files {
+            let Ok(bytes) = fs.read_file(&id, f).await else {
+                continue;
+            };
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            if f.starts_with("transcript-") {
+                archived.extend(
+                    text.lines()
+                        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                        .map(|v| v.to_string()),
+                );
+            }
+            all_text.push_str(&text);
+        }
+        if let Some(s) = t.secrets.iter().find(|s| all_text.contains(s.as_str())) {
+            result.violations.push(Violation {
+                invariant: 7,
+                kind: "secret_archived",
+                detail: format!("{} in the archive of {}", preview(s), t.id),
+            });
+        }
+        // Messages carrying a planted secret are archived redacted (and
+        // scrubbed); compare the others exactly.
+        if secrets_planted {
+            continue;
+        }
+        let kept: HashSet<String> = t
+            .context
+            .iter()
+            .map(|m| redactor.redact_value(&m.to_value()).to_string())
+            .collect();
+        let lost = t
+            .sent
+            .iter()
+            .map(|m| redactor.redact_value(&m.to_value()).to_string())
+            .filter(|v| !archived.contains(v) && !kept.contains(v))
+            .count();
+        if lost > 0 {
+            result.violations.push(Violation {
+                invariant: 6,
+                kind: "message_lost",
+                detail: format!(
+                    "{lost} of {} messages of {} neither archived nor in context",
+                    t.sent.len(),
+                    t.id
+                ),
+            });
+        }
+    }
 }
 
 fn merge(into: &mut RunResult, r: RunResult) {
@@ -162,20 +353,38 @@ fn merge(into: &mut RunResult, r: RunResult) {
     into.facts_kept += r.facts_kept;
 }
 
-async fn session(manager: &CompactManager, plan: &RunPlan, seed: u64, id: &str) -> RunResult {
+async fn session(
+    manager: &CompactManager,
+    plan: &RunPlan,
+    seed: u64,
+    id: &str,
+) -> (RunResult, Trace) {
     let mut rng = Rng::new(seed);
     let mut r = RunResult::default();
     let policy = &manager.config().policy;
     let tools: Vec<serde_json::Value> = Vec::new();
     let mut call_seq = 0usize;
+    let mut trace = Trace {
+        id: id.to_string(),
+        sent: Vec::new(),
+        context: Vec::new(),
+        secrets: Vec::new(),
+    };
     let Ok(mut context) = workload::decode(workload::opening(&mut rng), plan.wire) else {
-        return r;
+        return (r, trace);
     };
     let mut raw: Vec<Message> = context.clone();
     let mut previous: Vec<Message> = Vec::new();
     let mut facts = Vec::new();
     for t in 1..=plan.turns {
-        let (items, planted) = workload::turn(&mut rng, plan.wire, t, &mut call_seq);
+        let (items, planted) = workload::turn(
+            &mut rng,
+            plan.wire,
+            t,
+            &mut call_seq,
+            &mut trace.secrets,
+            plan.secrets,
+        );
         facts.extend(planted);
         let new = match workload::decode(items, plan.wire) {
             Ok(n) => n,
@@ -185,7 +394,7 @@ async fn session(manager: &CompactManager, plan: &RunPlan, seed: u64, id: &str) 
                     kind: "generator",
                     detail: e.to_string(),
                 });
-                return r;
+                return (r, trace);
             }
         };
         raw.extend(new.iter().cloned());
@@ -298,5 +507,7 @@ async fn session(manager: &CompactManager, plan: &RunPlan, seed: u64, id: &str) 
         .join("\n");
     r.facts_planted = facts.len();
     r.facts_kept = facts.iter().filter(|f| text.contains(&f.0)).count();
-    r
+    trace.sent = raw;
+    trace.context = context;
+    (r, trace)
 }

@@ -29,6 +29,12 @@ pub struct RunPlan {
     /// Send the whole raw history every call (OpenAI Agents SDK style).
     pub raw_history: bool,
     pub faulty_summarizer: bool,
+    /// Archive to a real filesystem adapter that refuses writes at random.
+    pub flaky_storage: bool,
+    /// Plant secrets of every default kind in messages and tool I/O.
+    pub secrets: bool,
+    /// The telemetry server's behaviour, when the run exports over HTTP.
+    pub exporter: Option<crate::faults::ExporterFault>,
     /// Several sessions of this run share one manager and run concurrently.
     pub concurrent_sessions: usize,
 }
@@ -78,6 +84,18 @@ pub fn plan(rng: &mut Rng, turns: (usize, usize)) -> RunPlan {
         turns: rng.range(turns.0 as u64, turns.1 as u64) as usize,
         raw_history: rng.chance(0.3),
         faulty_summarizer: rng.chance(0.3),
+        flaky_storage: rng.chance(0.25),
+        secrets: rng.chance(0.3),
+        exporter: {
+            use crate::faults::ExporterFault::*;
+            match rng.below(10) {
+                0 => Some(Healthy),
+                1 => Some(Failing),
+                2 => Some(Slow),
+                3 => Some(Down),
+                _ => None,
+            }
+        },
         concurrent_sessions: if rng.chance(0.1) {
             rng.range(2, 6) as usize
         } else {
@@ -108,12 +126,56 @@ fn text(rng: &mut Rng, words: usize) -> String {
         .join(" ")
 }
 
-/// Turn `t`: items in the run's wire format, plus the facts planted in it.
+/// A secret of a kind the default redaction patterns cover: the raw secret
+/// (what must never reach an exporter or the archive) and the text that
+/// carries it.
+pub fn secret(rng: &mut Rng) -> (String, String) {
+    const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    const UPPER_DIGITS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    let kind = rng.below(5);
+    let mut pick = |n: usize, set: &[u8]| -> String {
+        (0..n)
+            .map(|_| set[rng.below(set.len() as u64) as usize] as char)
+            .collect()
+    };
+    match kind {
+        0 => {
+            let k = format!("sk-proj-{}", pick(40, ALNUM));
+            (k.clone(), format!("use key {k} for the call"))
+        }
+        1 => {
+            let k = format!("AKIA{}", pick(16, UPPER_DIGITS));
+            (k.clone(), format!("aws access key {k}"))
+        }
+        2 => {
+            let p = format!("Pw{}", pick(14, ALNUM));
+            (p.clone(), format!("password: {p}"))
+        }
+        3 => {
+            let t = format!(
+                "eyJ{}.eyJ{}.{}",
+                pick(20, ALNUM),
+                pick(30, ALNUM),
+                pick(25, ALNUM)
+            );
+            (t.clone(), format!("Authorization: Bearer {t}"))
+        }
+        _ => {
+            let k = pick(32, ALNUM);
+            (k.clone(), format!("api_key={k}"))
+        }
+    }
+}
+
+/// Turn `t`: items in the run's wire format, plus the facts planted in it;
+/// with `plant`, secrets too (returned in `secrets`).
 pub fn turn(
     rng: &mut Rng,
     wire: Format,
     t: usize,
     call_seq: &mut usize,
+    secrets: &mut Vec<String>,
+    plant: bool,
 ) -> (Vec<Value>, Vec<Fact>) {
     let mut items = Vec::new();
     let mut facts = Vec::new();
@@ -129,6 +191,12 @@ pub fn turn(
         user.push_str(&text(rng, 4000));
     }
     facts.push(Fact(ticket.clone()));
+    if plant && rng.chance(0.3) {
+        let (raw, text) = secret(rng);
+        user.push(' ');
+        user.push_str(&text);
+        secrets.push(raw);
+    }
     let mut u = json!({"role": "user", "content": user});
     if rng.chance(0.05) {
         u["meta"] = json!({"protected": true, "label": "requirement"});
@@ -145,7 +213,12 @@ pub fn turn(
                 } else {
                     rng.log_size(10, 60_000)
                 };
-                let out = tool_output(rng, &name, size);
+                let mut out = tool_output(rng, &name, size);
+                if plant && rng.chance(0.2) {
+                    let (raw, text) = secret(rng);
+                    out.push_str(&text);
+                    secrets.push(raw);
+                }
                 (format!("call_{call_seq:06}"), name, out)
             })
             .collect();

@@ -1,18 +1,22 @@
-//! `compact demo`: drives a realistic long, tool-heavy coding-agent session
-//! through `CompactManager`, printing a line per turn and a savings table.
+//! `compact demo`: starts the trace server (or uses a running one), drives a
+//! realistic long, tool-heavy coding-agent session through `CompactManager`
+//! with the Ariadne exporter, prints a line per turn and a savings table,
+//! then keeps serving so the timeline can be explored.
 
 mod session;
 
-use super::turns;
-
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
 
+use ariadne_exporter::{AriadneExporter, HttpOptions};
+use ariadne_server::ServerConfig;
 use compact_middleware::config::{Config, ExporterKind};
 use compact_middleware::model::{Format, Request};
 use compact_middleware::{CompactManager, Message};
-
 use serde_json::Value;
 
+use super::turns;
 use crate::exit::{CliError, CliResult};
 
 #[derive(clap::Args, Debug)]
@@ -26,10 +30,16 @@ pub struct Args {
     /// Seed of the scripted session.
     #[arg(long, default_value_t = 7)]
     seed: u64,
-    /// Write every compaction event to this JSONL file.
+    /// Send events to this running server instead of starting one.
+    #[arg(long, value_name = "URL")]
+    url: Option<String>,
+    /// Address for the server the demo starts.
+    #[arg(long, default_value = "127.0.0.1:5175")]
+    addr: std::net::SocketAddr,
+    /// Also write every event to this JSONL file.
     #[arg(long, value_name = "FILE")]
     events: Option<PathBuf>,
-    /// Do not start or keep a trace server (scripted use).
+    /// Start no server and exit when the session is done (scripted use).
     #[arg(long)]
     no_serve: bool,
 }
@@ -40,17 +50,60 @@ pub fn run(args: Args) -> CliResult {
 }
 
 async fn drive(args: Args) -> CliResult {
+    // Everything the demo writes (server log, archive) goes to one temporary
+    // directory, removed at the end.
+    let work = std::env::temp_dir().join(format!("compact-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&work)?;
+    let mut server = None;
+    let base = match (&args.url, args.no_serve) {
+        (Some(url), _) => Some(url.trim_end_matches('/').to_string()),
+        (None, true) => None,
+        (None, false) => {
+            let mut cfg = ServerConfig {
+                addr: args.addr,
+                data_dir: work.join("server"),
+                ..ServerConfig::default()
+            };
+            let running = match ariadne_server::spawn(cfg.clone()).await {
+                Ok(r) => r,
+                Err(e) => {
+                    // The default port is taken (another server?): any free one will do.
+                    eprintln!(
+                        "compact demo: {} unavailable ({e}); using a free port",
+                        args.addr
+                    );
+                    cfg.addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+                    ariadne_server::spawn(cfg)
+                        .await
+                        .map_err(|e| CliError::Other(e.into()))?
+                }
+            };
+            let url = running.url();
+            server = Some(running);
+            Some(url)
+        }
+    };
+
     let mut config = Config {
         model: "gpt-4o".into(),
         max_context_tokens: Some(args.max_context_tokens as usize),
         ..Config::default()
     };
+    config.storage.path = work.join("archive").display().to_string();
+    config.storage.spool_path = work.join("spool").display().to_string();
+    config.telemetry.agent_name = "demo-coding-agent".into();
     if let Some(path) = &args.events {
         config.telemetry.exporter = ExporterKind::Jsonl;
         config.telemetry.jsonl_path = path.display().to_string();
     }
     config.check()?;
-    let manager = CompactManager::new(config)?;
+    let mut builder = CompactManager::builder(config);
+    if let Some(url) = &base {
+        let exporter = AriadneExporter::new(&format!("{url}/ingest"), HttpOptions::default())
+            .map_err(|e| CliError::BadInput(format!("--url: {e}")))?;
+        builder = builder.exporter(Arc::new(exporter));
+    }
+    let manager = builder.build()?;
     let tools = session::tools();
     let mut rng = session::Rng::new(args.seed);
 
@@ -60,23 +113,41 @@ async fn drive(args: Args) -> CliResult {
         .map(|t| decode(session::turn(t, &mut rng)))
         .collect::<CliResult<Vec<_>>>()?;
     println!(
-        "compact demo: {} turns, gpt-4o budgeted at {} tokens\n",
-        args.turns, args.max_context_tokens
+        "compact demo: {} turns, gpt-4o budgeted at {} tokens{}\n",
+        args.turns,
+        args.max_context_tokens,
+        base.as_deref()
+            .map(|u| format!(", events to {u}"))
+            .unwrap_or_default()
     );
     turns::header();
     let totals = turns::drive(&manager, "demo-session", opening, batches, &tools).await?;
     manager
         .dispatcher()
-        .flush(std::time::Duration::from_secs(5));
+        .flush_async(Duration::from_secs(10))
+        .await;
     turns::summary(&totals);
+    let stats = manager.dispatcher().stats();
+    println!("{:<40} {:>12}", "events exported", stats.exported);
     if let Some(p) = &args.events {
         println!("{:<40} {:>12}", "events written to", p.display());
     }
-    if !args.no_serve {
+    if let Some(running) = server {
         println!(
-            "\nThe live timeline (compact serve) is not part of this build yet; events go to --events FILE."
+            "\nTimeline: {url}/   API: {url}/api/traces   live: compact tail --url {url}\nServing until Ctrl-C.",
+            url = running.url()
         );
+        let _ = tokio::signal::ctrl_c().await;
+        println!("stopping");
+        manager.dispatcher().shutdown(Duration::from_secs(2));
+        running
+            .shutdown()
+            .await
+            .map_err(|e| CliError::Other(e.into()))?;
+    } else {
+        manager.dispatcher().shutdown(Duration::from_secs(5));
     }
+    let _ = std::fs::remove_dir_all(&work);
     Ok(())
 }
 
