@@ -23,7 +23,8 @@ struct Gated {
 
 impl Summarizer for Gated {
     fn name(&self) -> &str {
-        "extractive"
+        // Not "extractive": the pipeline runs that one in-line, bypassing the trait.
+        "gated"
     }
     fn summarize<'a>(
         &'a self,
