@@ -19,6 +19,7 @@ pub fn run(args: Args) -> CliResult {
     let loaded = args.config.load()?;
     let manager = CompactManager::builder(loaded.config)
         .without_config_exporters()
+        .without_storage()
         .build()?;
     let req = read_request(args.format)?;
     let est = manager.estimate(&req.messages, &req.tools);

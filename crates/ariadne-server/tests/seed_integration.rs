@@ -86,6 +86,7 @@ async fn compaction_spans_arrive_on_the_event_stream_in_order() {
         .without_config_exporters()
         .exporter(http)
         .exporter(collected.clone())
+        .without_storage()
         .build()
         .expect("manager");
     manager.dispatcher().emit(Event::Trace(TraceEvent::session(

@@ -158,6 +158,7 @@ pub fn tokens_suite(quick: bool) -> Value {
         let manager = CompactManager::builder(config.clone())
             .without_config_exporters()
             .count_cache(Arc::new(CountCache::new(100_000)))
+            .without_storage()
             .build();
         if let Ok(m) = manager {
             let msgs = received(&base);
@@ -166,6 +167,7 @@ pub fn tokens_suite(quick: bool) -> Value {
     });
     let manager = match CompactManager::builder(config)
         .without_config_exporters()
+        .without_storage()
         .build()
     {
         Ok(m) => m,
@@ -209,6 +211,7 @@ pub fn preflight_suite(quick: bool) -> Value {
     };
     let Ok(manager) = CompactManager::builder(config)
         .without_config_exporters()
+        .without_storage()
         .build()
     else {
         return json!({"error": "cannot build manager"});
@@ -253,6 +256,7 @@ pub fn preflight_suite(quick: bool) -> Value {
     };
     let Ok(manager) = CompactManager::builder(config)
         .without_config_exporters()
+        .without_storage()
         .build()
     else {
         return json!({"error": "cannot build manager"});

@@ -80,6 +80,7 @@ async fn one_session_serializes_other_sessions_proceed() {
     let manager = CompactManager::builder(config)
         .without_config_exporters()
         .summarizer(gated.clone())
+        .without_storage()
         .build()
         .expect("manager");
 
@@ -119,6 +120,7 @@ async fn many_concurrent_calls_of_one_session_leave_a_consistent_state() {
     };
     let manager = CompactManager::builder(config)
         .without_config_exporters()
+        .without_storage()
         .build()
         .expect("manager");
     let mut tasks = Vec::new();

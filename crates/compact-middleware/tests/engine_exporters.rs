@@ -152,7 +152,10 @@ const TURNS: usize = 12;
 
 #[tokio::test]
 async fn failing_panicking_and_blocked_exporters_change_nothing() {
-    let plain = CompactManager::builder(config()).build().unwrap();
+    let plain = CompactManager::builder(config())
+        .without_storage()
+        .build()
+        .unwrap();
     assert!(!plain.dispatcher().is_enabled());
     let expected = session(&plain, TURNS).await;
     assert!(
@@ -169,6 +172,7 @@ async fn failing_panicking_and_blocked_exporters_change_nothing() {
         .exporter(Arc::new(Panicking))
         .exporter(gated.clone())
         .exporter(sleepy.clone())
+        .without_storage()
         .build()
         .unwrap();
     let got = session(&m, TURNS).await;
@@ -208,9 +212,13 @@ async fn an_exporter_that_never_returns_does_not_block_preflight() {
     c.telemetry.queue_capacity = 1;
     let m = CompactManager::builder(c)
         .exporter(gated.clone())
+        .without_storage()
         .build()
         .unwrap();
-    let plain = CompactManager::builder(config()).build().unwrap();
+    let plain = CompactManager::builder(config())
+        .without_storage()
+        .build()
+        .unwrap();
     let got = session(&m, TURNS).await;
     let expected = session(&plain, TURNS).await;
     assert_eq!(got, expected);

@@ -208,6 +208,7 @@ fn run_case(
     let mode = config.policy.mode;
     let manager = CompactManager::builder(config)
         .count_cache(cache())
+        .without_storage()
         .build()
         .map_err(|e| TestCaseError::fail(e.to_string()))?;
     let all = decode(&items, wire);

@@ -77,6 +77,7 @@ fn manager() -> CompactManager {
         },
         ..Config::default()
     })
+    .without_storage()
     .build()
     .expect("manager")
 }

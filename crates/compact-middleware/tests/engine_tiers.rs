@@ -25,6 +25,7 @@ fn manager(policy: Policy, window: usize) -> CompactManager {
         policy,
         ..Config::default()
     })
+    .without_storage()
     .build()
     .expect("manager")
 }

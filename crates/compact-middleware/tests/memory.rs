@@ -393,6 +393,7 @@ async fn memory_files_go_into_the_instructions_not_the_history() {
     ));
     let manager = CompactManager::builder(config)
         .without_config_exporters()
+        .without_storage()
         .build()
         .expect("manager");
     let history = vec![
@@ -473,6 +474,7 @@ async fn cross_session_memory_is_persisted_and_injected_into_a_new_session() {
     let manager = CompactManager::builder(config)
         .without_config_exporters()
         .memory_store(store.clone())
+        .without_storage()
         .build()
         .expect("manager");
 
@@ -532,6 +534,7 @@ async fn cross_session_memory_is_persisted_and_injected_into_a_new_session() {
     let off = CompactManager::builder(base_config(""))
         .without_config_exporters()
         .memory_store(store.clone())
+        .without_storage()
         .build()
         .expect("manager");
     off.bind_memory_key("d", "user-42").await;
@@ -553,6 +556,7 @@ async fn sliding_window_mode_replaces_summarized_rounds_with_the_memory() {
     let manager = CompactManager::builder(config)
         .without_config_exporters()
         .memory_store(store.clone())
+        .without_storage()
         .build()
         .expect("manager");
     let mut history = vec![Message::system("You are an agent.")];

@@ -655,6 +655,7 @@ async fn a_configured_openai_summarizer_is_used_by_the_manager() {
     let server = FakeServer::start(vec![ok("Goals: investigate NET-0..NET-3 retries.")]).await;
     let manager = CompactManager::builder(manager_config(&server.base_url(), ""))
         .without_config_exporters()
+        .without_storage()
         .build()
         .expect("manager");
     assert_eq!(manager.summarizer().name(), "openai");
@@ -689,6 +690,7 @@ async fn the_circuit_breaker_opens_after_consecutive_failures_and_closes_after_t
     server.set_default(status(500));
     let manager = CompactManager::builder(manager_config(&server.base_url(), ""))
         .without_config_exporters()
+        .without_storage()
         .build()
         .expect("manager");
     let mut history = vec![Message::system("You are a coding agent.")];
@@ -763,7 +765,10 @@ async fn summary_created_event_carries_model_usage_and_ratio() {
         "telemetry:\n  exporter: jsonl\n  jsonl_path: {}\n  flush_interval_ms: 1\n",
         events.display()
     );
-    let manager = CompactManager::new(manager_config(&server.base_url(), &extra)).expect("manager");
+    let manager = CompactManager::builder(manager_config(&server.base_url(), &extra))
+        .without_storage()
+        .build()
+        .expect("manager");
     let mut history = vec![Message::system("You are a coding agent.")];
     history.extend(turns(0, 4));
     history.push(Message::user("Continue."));
