@@ -196,7 +196,7 @@ pub enum ExporterFault {
 }
 
 /// The slow server's delay; a preflight this long means it waited on an exporter.
-pub const SLOW_EXPORTER: Duration = Duration::from_secs(4);
+pub const SLOW_EXPORTER: Duration = Duration::from_secs(10);
 
 /// A real HTTP server on loopback standing in for Ariadne: `/ok/ingest`,
 /// `/fail/ingest`, `/slow/ingest`. One per soak process.
