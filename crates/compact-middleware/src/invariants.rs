@@ -85,9 +85,10 @@ pub fn check_output(
     let mut out = Vec::new();
 
     // 1. No orphan, no lost result.
-    let before: HashSet<String> = validate(input).iter().map(problem_id).collect();
+    let input_problems = validate(input);
+    let before: HashSet<(u8, &str)> = input_problems.iter().map(|p| p.key()).collect();
     for p in validate(output) {
-        if !before.contains(&problem_id(&p)) {
+        if !before.contains(&p.key()) {
             out.push(v(1, "orphan", p.to_string()));
         }
     }
@@ -219,15 +220,6 @@ pub fn check_error(
         }
         CompactError::Internal(m) => vec![v(1, "internal", m.clone())],
         other => vec![v(0, "unexpected_error", other.to_string())],
-    }
-}
-
-fn problem_id(p: &crate::model::Problem) -> String {
-    use crate::model::Problem::*;
-    match p {
-        OrphanResult { call_id, .. } => format!("orphan:{call_id}"),
-        UnansweredCall { call_id, .. } => format!("unanswered:{call_id}"),
-        DuplicateResult { call_id, .. } => format!("duplicate:{call_id}"),
     }
 }
 

@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use crate::config::{Config, ExporterKind, Mode};
+use crate::config::{Config, ExporterKind};
 use crate::estimate::{Estimate, Estimator, ModelLimits};
 use crate::events::{self, DispatchOptions, Dispatcher, Event, Exporter, SpanBuilder, SpanStatus};
 use crate::model::{Message, validate};
@@ -643,13 +643,12 @@ impl CompactManager {
         output: &[Message],
         report: &Report,
     ) -> Result<(), CompactError> {
-        let before: std::collections::HashSet<_> = validate(input)
-            .into_iter()
-            .map(|p| problem_key(&p))
-            .collect();
+        let before_problems = validate(input);
+        let before: std::collections::HashSet<_> =
+            before_problems.iter().map(|p| p.key()).collect();
         let new: Vec<String> = validate(output)
             .into_iter()
-            .filter(|p| !before.contains(&problem_key(p)))
+            .filter(|p| !before.contains(&p.key()))
             .map(|p| p.to_string())
             .collect();
         let lost = crate::model::lost_results(input, output);
@@ -659,16 +658,6 @@ impl CompactManager {
                 "compaction would have produced an invalid history (new problems: {new:?}, lost results: {lost:?}); input returned unchanged is over budget, please report this"
             )));
         }
-        let _ = Mode::Auto;
         Ok(())
-    }
-}
-
-fn problem_key(p: &crate::model::Problem) -> (u8, String) {
-    use crate::model::Problem::*;
-    match p {
-        OrphanResult { call_id, .. } => (0, call_id.clone()),
-        UnansweredCall { call_id, .. } => (1, call_id.clone()),
-        DuplicateResult { call_id, .. } => (2, call_id.clone()),
     }
 }

@@ -38,6 +38,18 @@ impl std::fmt::Display for Problem {
     }
 }
 
+impl Problem {
+    /// What the problem is about, without where: the same problem found in
+    /// an input and in the compacted output has the same key, whatever its index.
+    pub fn key(&self) -> (u8, &str) {
+        match self {
+            Problem::OrphanResult { call_id, .. } => (0, call_id),
+            Problem::UnansweredCall { call_id, .. } => (1, call_id),
+            Problem::DuplicateResult { call_id, .. } => (2, call_id),
+        }
+    }
+}
+
 /// Every pairing problem in `messages`, in index order.
 pub fn validate(messages: &[Message]) -> Vec<Problem> {
     let mut problems = Vec::new();

@@ -150,20 +150,13 @@ pub fn recent_turn_start(msgs: &[Message], k: usize, tracker: &Tracker) -> usize
     }
 }
 
-fn problem_key(p: &Problem) -> (u8, String) {
-    match p {
-        Problem::OrphanResult { call_id, .. } => (0, call_id.clone()),
-        Problem::UnansweredCall { call_id, .. } => (1, call_id.clone()),
-        Problem::DuplicateResult { call_id, .. } => (2, call_id.clone()),
-    }
-}
-
 /// Invariant 1: no new pairing problem, no call that lost its result.
 pub fn check_no_orphans(input: &[Message], output: &[Message]) -> Result<(), String> {
-    let before: HashSet<_> = validate(input).iter().map(problem_key).collect();
+    let input_problems = validate(input);
+    let before: HashSet<_> = input_problems.iter().map(|p| p.key()).collect();
     let new: Vec<Problem> = validate(output)
         .into_iter()
-        .filter(|p| !before.contains(&problem_key(p)))
+        .filter(|p| !before.contains(&p.key()))
         .collect();
     if !new.is_empty() {
         return Err(format!("invariant 1: new pairing problems {new:?}"));
