@@ -12,7 +12,7 @@ use serde::Serialize;
 use crate::config::Policy;
 use crate::estimate::Estimator;
 use crate::manager::{CompactError, Report};
-use crate::model::{ItemType, Message, Role, lost_results, validate};
+use crate::model::{ItemType, Message, lost_results, validate};
 use crate::pipeline::Tier;
 use crate::pipeline::summary::SUMMARY_HEADER;
 
@@ -36,12 +36,7 @@ fn v(invariant: u8, kind: &'static str, detail: String) -> Violation {
 
 /// Pinned as the pipeline sees it: our own summary is never pinned, whatever its role.
 fn pinned(policy: &Policy, m: &Message) -> bool {
-    !is_summary(m)
-        && (m.is_protected(&policy.protected_flag)
-            || policy
-                .roles_never_prune
-                .iter()
-                .any(|r| Role::from(*r) == m.role()))
+    !is_summary(m) && policy.pins(m)
 }
 
 /// Turns as the pipeline counts them: our summary never opens a turn.

@@ -121,10 +121,11 @@ pub(super) fn opt_http_url(value: &Option<String>, ctx: &()) -> garde::Result {
 /// The summary is sent to the model as a conversational message; a `tool`
 /// message without a preceding call is rejected by the API.
 pub(super) fn summary_role(value: &Role, _: &()) -> garde::Result {
-    if *value == Role::Tool {
-        Err(Error::new(
-            "must be one of user, assistant, system, developer (got tool)",
-        ))
+    if matches!(value, Role::Tool | Role::Other) {
+        Err(Error::new(format!(
+            "must be one of user, assistant, system, developer (got {})",
+            value.as_str()
+        )))
     } else {
         Ok(())
     }

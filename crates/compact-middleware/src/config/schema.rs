@@ -100,21 +100,10 @@ pub enum Mode {
     SlidingWindow,
 }
 
-/// A message role, as used by `roles_never_prune` and `summary_role`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    /// `system`.
-    System,
-    /// `developer`.
-    Developer,
-    /// `user`.
-    User,
-    /// `assistant`.
-    Assistant,
-    /// `tool`.
-    Tool,
-}
+/// A message role, as used by `roles_never_prune` and `summary_role`: the
+/// model's own role type (`other` pins items with no conversational role,
+/// such as provider compaction items).
+pub use crate::model::Role;
 
 /// The compaction policy: triggers, targets, what is protected.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Validate)]
@@ -364,23 +353,20 @@ pub struct Redaction {
     pub patterns: Vec<String>,
 }
 
+impl Policy {
+    /// Whether `m` is pinned by this policy: a `roles_never_prune` role or the
+    /// `protected_flag` in its `meta`. (Our own summary is never pinned,
+    /// whatever its role: callers that can see it exclude it.)
+    pub fn pins(&self, m: &crate::model::Message) -> bool {
+        self.roles_never_prune.contains(&m.role()) || m.is_protected(&self.protected_flag)
+    }
+}
+
 impl Default for Redaction {
     fn default() -> Self {
         Self {
             enabled: true,
             patterns: Vec::new(),
-        }
-    }
-}
-
-impl From<Role> for crate::model::Role {
-    fn from(r: Role) -> Self {
-        match r {
-            Role::System => crate::model::Role::System,
-            Role::Developer => crate::model::Role::Developer,
-            Role::User => crate::model::Role::User,
-            Role::Assistant => crate::model::Role::Assistant,
-            Role::Tool => crate::model::Role::Tool,
         }
     }
 }

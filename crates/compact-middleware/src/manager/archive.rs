@@ -3,14 +3,12 @@
 //! redact every event before any exporter and every write before any
 //! adapter.
 //!
-//! Kept apart from `mod.rs` so the pipeline flow there stays readable: it
-//! calls [`CompactManager::archive_compaction`] when a compaction changed
-//! the history and [`CompactManager::finish_events`] instead of emitting
-//! directly.
+//! The preflight calls [`CompactManager::archive_compaction`] when a
+//! compaction changed the history, and hands its events to
+//! [`CompactManager::emit`] instead of the dispatcher.
 
-use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
@@ -23,7 +21,10 @@ use crate::config::{Config, StorageAdapterKind};
 use crate::events::{self, Event, SpanBuilder, SpanStatus};
 use crate::model::Message;
 use crate::pipeline::NewSummary;
-use crate::redact::{LiteralScrub, RedactCallback, Redactor};
+use crate::redact::{RedactCallback, Redactor};
+
+use super::session::Session;
+use super::trail::Trail;
 
 /// Which storage the builder was asked for.
 #[derive(Default)]
@@ -42,6 +43,8 @@ pub(super) enum StorageChoice {
 pub(super) struct ArchiveSetup {
     storage: StorageChoice,
     callback: Option<Arc<RedactCallback>>,
+    /// Where `redaction.enabled` was set, when the caller knows.
+    redaction_source: Option<String>,
 }
 
 impl Builder {
@@ -60,6 +63,21 @@ impl Builder {
         self
     }
 
+    /// Tells the manager where each configuration value came from, so what
+    /// it reports (say, that redaction is off) names the file, variable or
+    /// flag responsible.
+    pub fn provenance(mut self, loaded: &crate::config::Loaded) -> Self {
+        use crate::config::Source;
+        self.archive.redaction_source = loaded.source_of("redaction.enabled").map(|s| match s {
+            Source::Default => String::new(),
+            Source::File(p) if p.as_os_str().is_empty() => " (set in the configuration)".into(),
+            Source::File(p) => format!(" (set in {})", p.display()),
+            Source::Env(name) => format!(" (set by the environment variable {name})"),
+            Source::Flag(name) => format!(" (set by the flag {name})"),
+        });
+        self
+    }
+
     /// A custom redaction step, run on every exported or archived string
     /// after the patterns.
     pub fn redaction_callback(mut self, f: Arc<RedactCallback>) -> Self {
@@ -74,19 +92,9 @@ pub(super) struct ArchiveState {
     archiver: Option<Archiver>,
     /// `compact.redaction_disabled` was sent.
     disabled_reported: AtomicBool,
-    /// Per session: secret fragments seen in messages that left the
-    /// context, scrubbed literally from derived text (summaries, events,
-    /// later transcripts that carry the summary).
-    secrets: Mutex<HashMap<String, SessionSecrets>>,
-}
-
-/// Most fragments remembered per session (memory bound).
-const MAX_FRAGMENTS: usize = 10_000;
-
-#[derive(Default)]
-struct SessionSecrets {
-    fragments: std::collections::HashSet<String>,
-    scrub: LiteralScrub,
+    /// Where `redaction.enabled` came from (` (set by …)`, or empty), for
+    /// that event's message.
+    redaction_source: String,
 }
 
 struct Archiver {
@@ -98,8 +106,6 @@ struct Archiver {
     writes: tokio::sync::Mutex<()>,
     /// The spool may hold items (checked once at start, then set when we spool).
     spool_dirty: AtomicBool,
-    /// Highest step known per session (archive and spool), loaded on first use.
-    steps: Mutex<HashMap<String, u32>>,
 }
 
 impl ArchiveState {
@@ -129,22 +135,11 @@ impl ArchiveState {
                 spool: Spool::new(&config.storage.spool_path),
                 writes: tokio::sync::Mutex::new(()),
                 spool_dirty: AtomicBool::new(true),
-                steps: Mutex::new(HashMap::new()),
             }),
             disabled_reported: AtomicBool::new(false),
-            secrets: Mutex::new(HashMap::new()),
+            redaction_source: setup.redaction_source.unwrap_or_default(),
         })
     }
-}
-
-fn lock_secrets(
-    m: &Mutex<HashMap<String, SessionSecrets>>,
-) -> std::sync::MutexGuard<'_, HashMap<String, SessionSecrets>> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-fn lock_steps(m: &Mutex<HashMap<String, u32>>) -> std::sync::MutexGuard<'_, HashMap<String, u32>> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// What one write sequence did.
@@ -179,67 +174,57 @@ impl CompactManager {
         Ok(d)
     }
 
-    /// With archiving on, the session id must be usable as a path segment:
-    /// reject it before anything runs rather than compact without an archive.
-    pub(super) fn check_archive_session(&self, session_id: &str) -> Result<(), CompactError> {
-        if self.inner.archive.archiver.is_some() {
-            SessionId::parse(session_id)
-                .map_err(|e| CompactError::InvalidSession(e.to_string()))?;
-        }
-        Ok(())
-    }
-
-    /// The step the next compaction of `session_id` continues from: the
-    /// larger of the in-memory count and the highest step already in the
-    /// archive or the spool, so numbering survives a restart.
-    pub(super) async fn archive_base_step(&self, session_id: &str, current: u32) -> u32 {
-        let Some(a) = &self.inner.archive.archiver else {
-            return current;
+    /// The step number of this compaction: one past the highest step the
+    /// session, its archive or the spool has seen, so numbering survives a
+    /// restart (the archive is read once per session).
+    pub(super) async fn next_step(&self, session: &mut Session) -> u32 {
+        let base = match session.step {
+            Some(step) => step,
+            None => match &self.inner.archive.archiver {
+                None => 0,
+                Some(a) => {
+                    let sid = session.id();
+                    let stored = crate::archive::last_step(a.adapter.as_ref(), sid)
+                        .await
+                        .unwrap_or_else(|e| {
+                            tracing::warn!(session = %sid, error = %e, "cannot list the archive to continue step numbering");
+                            0
+                        });
+                    let spooled = a.spool.last_step(sid).await.unwrap_or(0);
+                    stored.max(spooled)
+                }
+            },
         };
-        if let Some(known) = lock_steps(&a.steps).get(session_id) {
-            return current.max(*known);
-        }
-        let Ok(sid) = SessionId::parse(session_id) else {
-            return current;
-        };
-        let stored = crate::archive::last_step(a.adapter.as_ref(), &sid)
-            .await
-            .unwrap_or_else(|e| {
-                tracing::warn!(session = session_id, error = %e, "cannot list the archive to continue step numbering");
-                0
-            });
-        let spooled = a.spool.last_step(&sid).await.unwrap_or(0);
-        let base = current.max(stored).max(spooled);
-        lock_steps(&a.steps).insert(session_id.to_string(), base);
-        base
+        session.step = Some(base + 1);
+        base + 1
     }
 
     /// Archives the history the pipeline received (everything that may
     /// leave the context) and the new summary as compaction `step`, redacted;
-    /// pushes `compact.archival` (and `compact.error` when the backend
-    /// failed and the write was spooled). Never fails the preflight.
-    /// Returns whether archiving is on (so the events get archived too).
+    /// adds `compact.archival` (and `compact.error` when the backend failed
+    /// and the write was spooled) to the trail. Never fails the preflight.
     pub(super) async fn archive_compaction(
         &self,
-        session_id: &str,
-        root_id: &str,
+        session: &mut Session,
+        trail: &mut Trail,
         step: u32,
         transcript: &[Message],
         summary: Option<&NewSummary>,
-        emitted: &mut Vec<Event>,
-    ) -> bool {
-        let scrub = self.learn_secrets(session_id, transcript);
-        let Some(a) = &self.inner.archive.archiver else {
-            return false;
-        };
-        let Ok(sid) = SessionId::parse(session_id) else {
-            return false;
-        };
-        lock_steps(&a.steps)
-            .entry(session_id.to_string())
-            .and_modify(|s| *s = (*s).max(step))
-            .or_insert(step);
+    ) {
         let redactor = &self.inner.archive.redactor;
+        let scrub = if redactor.is_enabled() {
+            let mut found = Vec::new();
+            for m in transcript {
+                redactor.collect_fragments(&m.to_value(), &mut found);
+            }
+            let sid = session.id().to_string();
+            session.secrets.learn(&sid, found)
+        } else {
+            Default::default()
+        };
+        let Some(a) = &self.inner.archive.archiver else {
+            return;
+        };
         let messages: Vec<Value> = transcript
             .iter()
             .map(|m| {
@@ -250,10 +235,8 @@ impl CompactManager {
             .collect();
         let mut items = vec![SpoolPayload::Transcript { step, messages }];
         if let Some(s) = summary {
-            let role = crate::model::Role::from(self.inner.config.policy.summary_role);
-            let msg = crate::pipeline::summary::summary_message(role, s.version, &s.body);
             let doc = json!({
-                "session_id": session_id,
+                "session_id": session.id().as_str(),
                 "step": step,
                 "summary_version": s.version,
                 "strategy": s.strategy,
@@ -261,52 +244,23 @@ impl CompactManager {
                 "input_messages": s.input_messages,
                 "input_tokens": s.input_tokens,
                 "summary_tokens": s.summary_tokens,
-                "message": msg.to_value(),
+                "message": s.message.to_value(),
             });
             let mut summary = redactor.redact_value(&doc);
             scrub.scrub_value(&mut summary);
             items.push(SpoolPayload::Summary { step, summary });
         }
-        let out = self.write_or_spool(a, &sid, items).await;
-        self.report_archival(session_id, root_id, Some(step), &out, emitted);
-        true
-    }
-
-    /// Records the secret fragments of `messages` for `session_id` and
-    /// returns the session's literal scrubber.
-    fn learn_secrets(&self, session_id: &str, messages: &[Message]) -> LiteralScrub {
-        let st = &self.inner.archive;
-        if !st.redactor.is_enabled() {
-            return LiteralScrub::default();
-        }
-        let mut found = Vec::new();
-        for m in messages {
-            st.redactor.collect_fragments(&m.to_value(), &mut found);
-        }
-        let mut map = lock_secrets(&st.secrets);
-        let entry = map.entry(session_id.to_string()).or_default();
-        let before = entry.fragments.len();
-        for f in found {
-            if entry.fragments.len() >= MAX_FRAGMENTS {
-                tracing::warn!(
-                    session = session_id,
-                    "too many distinct secrets to remember; derived text may keep some"
-                );
-                break;
-            }
-            entry.fragments.insert(f);
-        }
-        if entry.fragments.len() != before {
-            entry.scrub = LiteralScrub::new(&entry.fragments);
-        }
-        entry.scrub.clone()
-    }
-
-    fn session_scrub(&self, session_id: &str) -> LiteralScrub {
-        lock_secrets(&self.inner.archive.secrets)
-            .get(session_id)
-            .map(|s| s.scrub.clone())
-            .unwrap_or_default()
+        let out = self.write_or_spool(a, session.id(), items).await;
+        let mut events = Vec::new();
+        self.report_archival(
+            trail.session_id(),
+            trail.root_id(),
+            Some(step),
+            &out,
+            &mut events,
+        );
+        events.into_iter().for_each(|e| trail.push(e));
+        trail.mark_archived();
     }
 
     /// Delivers the spool if it may hold items, then writes `items` (or
@@ -440,16 +394,11 @@ impl CompactManager {
     /// it archived a compaction, retries the spool when it holds items, then
     /// hands the events to the exporters, redacted, preceded once per
     /// manager by `compact.redaction_disabled` when redaction is off.
-    pub(super) async fn finish_events(
-        &self,
-        session_id: &str,
-        root_id: &str,
-        archived: bool,
-        emitted: Vec<Event>,
-    ) {
+    pub(super) async fn emit(&self, session: &Session, events: Vec<Event>, archived: bool) {
         let st = &self.inner.archive;
-        let scrub = self.session_scrub(session_id);
-        let mut emitted: Vec<Event> = emitted
+        let session_id = session.id().as_str();
+        let scrub = session.secrets.scrub();
+        let mut emitted: Vec<Event> = events
             .iter()
             .map(|e| scrub.scrub_event(&st.redactor.redact_event(e)))
             .collect();
@@ -461,21 +410,32 @@ impl CompactManager {
                     .data("severity", json!("high"))
                     .data(
                         "message",
-                        json!("redaction.enabled is false: events and archives are exported without secret scrubbing"),
+                        json!(format!(
+                            "redaction.enabled is false{}: events and archives are exported without secret scrubbing",
+                            st.redaction_source
+                        )),
                     )
                     .finish(SpanStatus::Error),
             );
         }
         if let Some(a) = &st.archiver {
-            let sid = SessionId::parse(session_id).ok();
+            let root_id = events
+                .last()
+                .and_then(Event::as_span)
+                .map(|s| s.span_id.clone())
+                .unwrap_or_default();
             let mut extra = Vec::new();
-            if archived && let Some(sid) = &sid {
+            if archived {
                 let values: Vec<Value> = emitted
                     .iter()
                     .filter_map(|e| serde_json::to_value(e).ok())
                     .collect();
                 let out = self
-                    .write_or_spool(a, sid, vec![SpoolPayload::Events { events: values }])
+                    .write_or_spool(
+                        a,
+                        session.id(),
+                        vec![SpoolPayload::Events { events: values }],
+                    )
                     .await;
                 // Only failures and spool deliveries are news here: the
                 // archival event of this compaction is already in the batch.
@@ -484,7 +444,7 @@ impl CompactManager {
                         stored: Vec::new(),
                         ..out
                     };
-                    self.report_archival(session_id, root_id, None, &report, &mut extra);
+                    self.report_archival(session_id, &root_id, None, &report, &mut extra);
                 }
             } else if a.spool_dirty.load(Ordering::Acquire) {
                 let _w = a.writes.lock().await;
@@ -502,7 +462,7 @@ impl CompactManager {
                     }
                     Err(e) => out.errors.push(e),
                 }
-                self.report_archival(session_id, root_id, None, &out, &mut extra);
+                self.report_archival(session_id, &root_id, None, &out, &mut extra);
             }
             emitted.extend(extra.iter().map(|e| st.redactor.redact_event(e)));
         }

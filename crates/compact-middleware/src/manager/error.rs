@@ -30,6 +30,17 @@ pub enum CompactError {
 }
 
 impl CompactError {
+    /// The variant's name: the `error_type` of its `compact.error` event.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            CompactError::InsufficientBudget { .. } => "InsufficientBudget",
+            CompactError::Config(_) => "Config",
+            CompactError::InvalidInput(_) => "InvalidInput",
+            CompactError::InvalidSession(_) => "InvalidSession",
+            CompactError::Internal(_) => "Internal",
+        }
+    }
+
     pub(crate) fn insufficient(i: &Insufficient, max_tokens: usize) -> Self {
         let guidance = if i.tail_tokens == 0 {
             "Reduce protected memory (meta.protected, roles_never_prune), shorten the system/developer prompts or tool schemas, or use a model with a larger context window (max_context_tokens)."

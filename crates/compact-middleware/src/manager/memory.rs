@@ -5,15 +5,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::session::SessionState;
+use super::session::Session;
 use super::{CompactError, CompactManager};
+use crate::archive::SessionId;
 use crate::config::{Config, Mode, SummarizerKind};
 use crate::estimate::{Estimator, ModelLimits};
 use crate::memory::{
     InstructionBlocks, MemoryStore, SlidingWindow, SqliteStore, WindowSettings,
     inject_instructions, load_memory_files,
 };
-use crate::model::{Message, Role};
+use crate::model::Message;
 use crate::summarize::{OpenAiSummarizer, Summarizer};
 
 /// What the manager holds for the memory layers.
@@ -97,9 +98,15 @@ impl CompactManager {
     /// seed 000). Without it the key is `telemetry.agent_name`. Call before
     /// the session's first preflight.
     pub async fn bind_memory_key(&self, session_id: &str, key: &str) {
-        let session = self.session(session_id);
-        let mut state = session.lock().await;
-        state.memory_key = Some(key.to_owned());
+        let id = match SessionId::parse(session_id) {
+            Ok(id) => id,
+            Err(e) => {
+                tracing::warn!(error = %e, "bind_memory_key: not a usable session id");
+                return;
+            }
+        };
+        let handle = self.session_handle(id);
+        handle.lock().await.memory_key = Some(key.to_owned());
     }
 
     /// The memory store, when the configuration uses one (or the builder was given one).
@@ -117,8 +124,8 @@ impl CompactManager {
         &self.inner.summarizer
     }
 
-    fn memory_key(&self, state: &SessionState) -> String {
-        state
+    fn memory_key(&self, session: &Session) -> String {
+        session
             .memory_key
             .clone()
             .unwrap_or_else(|| self.inner.config.telemetry.agent_name.clone())
@@ -126,36 +133,49 @@ impl CompactManager {
 
     /// The input as the pipeline sees it: the sliding window applied
     /// (`sliding_window` mode), then the instruction blocks injected. Returns
-    /// the names of the injected blocks.
-    pub(super) fn prepare_input(
+    /// the names of the injected blocks. The memory store is SQLite: its
+    /// calls run on the blocking pool, never on the async path.
+    pub(super) async fn prepare(
         &self,
-        session_id: &str,
-        state: &mut SessionState,
+        session: &mut Session,
         messages: Vec<Message>,
     ) -> (Vec<Message>, Vec<String>) {
         let config = &self.inner.config;
         let memory = &self.inner.memory;
         let (messages, conversation_memory) = match &memory.window {
-            Some(window) => self.apply_window(window, session_id, messages),
+            Some(window) => {
+                let (this, window, id) = (self.clone(), window.clone(), session.id().clone());
+                let original = messages.clone();
+                tokio::task::spawn_blocking(move || {
+                    this.apply_window(&window, id.as_str(), messages)
+                })
+                .await
+                .unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, "sliding-window task failed");
+                    (original, None)
+                })
+            }
             None => (messages, None),
         };
-        if config.memory.injection && state.cross_session.is_none() {
-            let key = self.memory_key(state);
-            let loaded = memory
-                .store
-                .as_ref()
-                .and_then(|s| match s.session_memory(&key) {
-                    Ok(m) => m.map(|m| m.summary_text),
-                    Err(e) => {
+        if config.memory.injection && session.cross_session.is_none() {
+            let key = self.memory_key(session);
+            let loaded = match memory.store.clone() {
+                None => None,
+                Some(store) => tokio::task::spawn_blocking(move || store.session_memory(&key))
+                    .await
+                    .map_err(|e| e.to_string())
+                    .and_then(|r| r.map_err(|e| e.to_string()))
+                    .unwrap_or_else(|e| {
                         tracing::warn!(error = %e, "cannot read cross-session memory");
                         None
-                    }
-                });
-            state.cross_session = Some(loaded);
+                    })
+                    .map(|m| m.summary_text),
+            };
+            session.cross_session = Some(loaded);
         }
         let blocks = InstructionBlocks {
             memory_files: memory.files.clone(),
-            cross_session: state.cross_session.clone().flatten(),
+            cross_session: session.cross_session.clone().flatten(),
             conversation_memory,
         };
         let labels = blocks.labels();
@@ -175,14 +195,8 @@ impl CompactManager {
         messages: Vec<Message>,
     ) -> (Vec<Message>, Option<String>) {
         let policy = &self.inner.config.policy;
-        let never: Vec<Role> = policy
-            .roles_never_prune
-            .iter()
-            .map(|r| Role::from(*r))
-            .collect();
-        let flag = policy.protected_flag.as_str();
         let conv: Vec<usize> = (0..messages.len())
-            .filter(|&i| !never.contains(&messages[i].role()) && !messages[i].is_protected(flag))
+            .filter(|&i| !policy.pins(&messages[i]))
             .collect();
         if conv.len() < 2 {
             return (messages, None);
@@ -204,10 +218,14 @@ impl CompactManager {
             .collect();
         // The last message is the current one; the round before it ended.
         let last_saved = conv.len() - 2;
+        // The round's context is read before the finished rounds trigger a
+        // summary: a memory started now serves the next round, never this
+        // one, however fast it completes.
+        let context = window.get_context_for_workflow(session_id, &conv);
         if let Err(e) = window.trigger_summarization_if_needed(session_id, &entries, last_saved) {
             tracing::warn!(error = %e, "sliding-window trigger failed");
         }
-        let context = match window.get_context_for_workflow(session_id, &conv) {
+        let context = match context {
             Ok(c) => c,
             Err(e) => {
                 tracing::warn!(error = %e, "sliding-window memory unavailable");
@@ -239,16 +257,27 @@ impl CompactManager {
         (kept, Some(label))
     }
 
-    /// Seed 000: a session's summary is persisted under its memory key.
-    pub(super) fn persist_cross_session(&self, session_id: &str, state: &SessionState, body: &str) {
+    /// A session's summary is persisted under its memory key (cross-session
+    /// memory), on the blocking pool; a failure is logged, never fatal.
+    pub(super) async fn persist_cross_session(&self, session: &Session, body: &str) {
         if !self.inner.config.memory.injection || body.trim().is_empty() {
             return;
         }
-        if let Some(store) = &self.inner.memory.store {
-            let key = self.memory_key(state);
-            if let Err(e) = store.save_session_memory(&key, body, session_id) {
+        let Some(store) = self.inner.memory.store.clone() else {
+            return;
+        };
+        let (key, id, body) = (
+            self.memory_key(session),
+            session.id().to_string(),
+            body.to_owned(),
+        );
+        let write = move || {
+            if let Err(e) = store.save_session_memory(&key, &body, &id) {
                 tracing::warn!(error = %e, "cannot persist cross-session memory");
             }
+        };
+        if let Err(e) = tokio::task::spawn_blocking(write).await {
+            tracing::warn!(error = %e, "cross-session memory task failed");
         }
     }
 }

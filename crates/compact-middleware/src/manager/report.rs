@@ -1,12 +1,18 @@
+//! What a preflight returns: the messages and the [`Report`], which is
+//! derived from the steps' values (estimate, decision, compaction) and
+//! from nothing else.
+
 use serde::Serialize;
 
 use crate::config::Mode;
-use crate::estimate::Breakdown;
+use crate::estimate::{Breakdown, Estimate};
 use crate::model::{Message, Problem};
-use crate::pipeline::{Fallback, Kept, Tier};
-use crate::trigger::Forced;
+use crate::pipeline::{Compaction, Fallback, Kept, Limits, Tier};
+use crate::trigger::{Decision, Forced};
 
-use super::session;
+use super::session::Recognised;
+
+pub use super::session::Continuation;
 
 /// The result of a preflight: the messages to send, and what was done.
 #[derive(Debug, Clone)]
@@ -22,28 +28,6 @@ impl PreflightOutcome {
             .iter()
             .map(Message::to_provider_value)
             .collect()
-    }
-}
-
-/// How this call's input related to the previous call of the session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Continuation {
-    /// The full raw history again: our previous output replaced its prefix.
-    RawPrefix,
-    /// Our previous output plus new messages.
-    OutputPrefix,
-    /// Not recognised (new session or a rewritten history).
-    Fresh,
-}
-
-impl From<session::Continuation> for Continuation {
-    fn from(c: session::Continuation) -> Self {
-        match c {
-            session::Continuation::RawPrefix(_) => Continuation::RawPrefix,
-            session::Continuation::OutputPrefix(_) => Continuation::OutputPrefix,
-            session::Continuation::Fresh => Continuation::Fresh,
-        }
     }
 }
 
@@ -92,4 +76,73 @@ pub struct Report {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub injected: Vec<String>,
     pub duration_us: u64,
+}
+
+/// The values a report is made of, before compaction.
+pub(super) struct Facts<'a> {
+    pub(super) session_id: &'a str,
+    pub(super) mode: Mode,
+    pub(super) forced: Option<Forced>,
+    pub(super) note: Option<String>,
+    pub(super) input: &'a Recognised,
+    pub(super) estimate: &'a Estimate,
+    pub(super) decision: &'a Decision,
+    pub(super) limits: Limits,
+    pub(super) input_problems: Vec<Problem>,
+    pub(super) injected: Vec<String>,
+}
+
+impl Report {
+    /// The report of a call that changed nothing (yet).
+    pub(super) fn new(f: Facts<'_>) -> Self {
+        let est = f.estimate;
+        Report {
+            session_id: f.session_id.to_owned(),
+            mode: f.mode,
+            triggered: f.decision.triggered,
+            reason: f.decision.reason.clone(),
+            forced: f.forced,
+            note: f.note,
+            model: est.model.clone(),
+            max_tokens: f.limits.max_tokens,
+            budget: f.limits.budget,
+            target: f.limits.target,
+            tokens_before: est.t_est,
+            tokens_after: est.t_est,
+            usage_before: est.usage_pct,
+            usage_after: est.usage_pct,
+            breakdown: est.breakdown,
+            tiers: Vec::new(),
+            kept: Kept::default(),
+            capped: 0,
+            cleared: 0,
+            summarized: 0,
+            dropped: 0,
+            summary_version: None,
+            summary_tokens: None,
+            target_reached: est.t_est <= f.limits.target,
+            continuation: f.input.continuation,
+            reused_messages: f.input.reused,
+            input_problems: f.input_problems,
+            fallbacks: Vec::new(),
+            injected: f.injected,
+            duration_us: 0,
+        }
+    }
+
+    /// Adds what a compaction did.
+    pub(super) fn apply(&mut self, c: &Compaction) {
+        self.tokens_after = c.tokens_after;
+        self.usage_after = crate::estimate::usage(c.tokens_after, self.max_tokens);
+        self.tiers = c.tiers.clone();
+        self.kept = c.kept;
+        self.capped = c.capped;
+        self.cleared = c.cleared;
+        self.summarized = c.summarized;
+        self.dropped = c.dropped;
+        self.summary_version = c.summary.as_ref().map(|s| s.version);
+        self.summary_tokens = c.summary.as_ref().map(|s| s.summary_tokens);
+        self.target_reached = c.target_reached;
+        self.fallbacks = c.fallbacks.clone();
+    }
 }

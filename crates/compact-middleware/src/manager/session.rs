@@ -1,117 +1,243 @@
-//! Per-session state: the rolling summary and what the last call looked
-//! like, so both ways agents call us are cheap.
+//! One session's state: everything the manager remembers about a session
+//! between calls, as one record behind one lock.
+//!
+//! Keeping it in one place is what lets `end_session` forget a session
+//! completely, and what a session store persists.
 
+use std::collections::HashSet;
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+
+use crate::archive::SessionId;
 use crate::model::Message;
+use crate::redact::LiteralScrub;
 
-/// What the manager remembers about one session between calls.
-#[derive(Debug, Default)]
-pub struct SessionState {
-    /// Version of the current summary (`0` before the first one).
-    pub version: u32,
-    /// Body of the current summary.
-    pub summary_body: Option<String>,
-    /// Content hashes of the current summary message, as we emitted it and
-    /// as the provider-facing output carries it (without `meta`).
-    pub summary_hashes: Vec<u128>,
-    /// Consecutive failures of the configured (non-extractive) summarizer.
-    pub consecutive_failures: u32,
-    /// Compactions so far (the archive step number).
-    pub step: u32,
-    /// Hashes of the raw input of the last call.
-    pub last_raw: Vec<u128>,
-    /// Our output for that call, and its hashes as we returned it and as
-    /// its provider-facing copy (an agent may keep either).
-    pub last_out: Vec<Message>,
-    pub last_out_hashes: Vec<u128>,
-    pub last_out_provider_hashes: Vec<u128>,
-    /// The trace event for this session was sent.
-    pub trace_sent: bool,
-    /// Circuit breaker: the configured summarizer is skipped until then.
-    pub breaker_until: Option<std::time::Instant>,
-    /// The user/agent key of the cross-session memory (seed 000); the
-    /// configured agent name when unset.
-    pub memory_key: Option<String>,
-    /// The cross-session memory injected into this session, read once when
-    /// the session starts (`Some(None)`: read, there was none).
-    pub cross_session: Option<Option<String>>,
+/// Most secret fragments remembered per session (a memory bound).
+const MAX_FRAGMENTS: usize = 10_000;
+
+/// What the manager remembers about one session.
+#[derive(Debug)]
+pub struct Session {
+    id: SessionId,
+    /// The rolling summary now in the context, if any.
+    pub(super) summary: Option<SummaryState>,
+    /// What the last call received and returned.
+    pub(super) last: LastCall,
+    /// Compactions archived so far (the archive's step number); `None`
+    /// until read from the archive, so numbering survives a restart.
+    pub(super) step: Option<u32>,
+    pub(super) breaker: Breaker,
+    /// The trace event that opens this session was sent.
+    pub(super) trace_sent: bool,
+    /// The user/agent key of the cross-session memory; the configured
+    /// agent name when unset.
+    pub(super) memory_key: Option<String>,
+    /// The cross-session memory injected into this session, read once
+    /// (`Some(None)`: read, there was none).
+    pub(super) cross_session: Option<Option<String>>,
+    /// Secret fragments seen in messages that left the context, scrubbed
+    /// literally from derived text (summaries, events).
+    pub(super) secrets: Secrets,
 }
 
-/// How the raw input of a call relates to the previous call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The rolling summary message we put in the context.
+#[derive(Debug, Clone)]
+pub(super) struct SummaryState {
+    pub(super) version: u32,
+    pub(super) body: String,
+    /// Content hashes of the message as we emitted it and as its
+    /// provider-facing copy (an agent may keep either).
+    pub(super) hashes: [u128; 2],
+}
+
+/// The last call: its raw input and our output, as hashes (and the output
+/// itself, which replaces a resent raw prefix).
+#[derive(Debug, Default)]
+pub(super) struct LastCall {
+    pub(super) raw: Vec<u128>,
+    pub(super) out: Vec<Message>,
+    pub(super) out_hashes: Vec<u128>,
+    pub(super) out_provider_hashes: Vec<u128>,
+}
+
+/// The circuit breaker of the configured summarizer.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct Breaker {
+    pub(super) consecutive_failures: u32,
+    /// The summarizer is skipped until then (wall clock, so the state can
+    /// outlive a process).
+    pub(super) open_until: Option<SystemTime>,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct Secrets {
+    fragments: HashSet<String>,
+    scrub: LiteralScrub,
+}
+
+/// How this call's input relates to the previous call of the session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Continuation {
-    /// The agent sent its full raw history again (mode b): the first `n` raw
-    /// messages are the ones we already compacted.
-    RawPrefix(usize),
-    /// The agent kept our output and appended to it (mode a).
-    OutputPrefix(usize),
-    /// Neither: a new session, or a history we do not recognise.
+    /// The full raw history again (the agent resends everything): our
+    /// previous output replaced the prefix it had already compacted.
+    RawPrefix,
+    /// Our previous output plus new messages (the agent kept our output).
+    OutputPrefix,
+    /// Not recognised: a new session or a rewritten history.
     Fresh,
 }
 
-impl SessionState {
-    /// Recognises whether `hashes` (the raw input) continues the last call.
-    pub fn continuation(&self, hashes: &[u128]) -> Continuation {
-        let starts_with = |prefix: &[u128]| !prefix.is_empty() && hashes.starts_with(prefix);
-        let out_n = self.last_out_hashes.len();
+/// The input of one call as the pipeline sees it.
+#[derive(Debug)]
+pub(super) struct Recognised {
+    /// The raw input with a recognised raw prefix replaced by our output.
+    pub(super) messages: Vec<Message>,
+    pub(super) raw_hashes: Vec<u128>,
+    pub(super) continuation: Continuation,
+    /// Raw messages whose compacted form was reused.
+    pub(super) reused: usize,
+    /// Where our current summary sits in `messages`.
+    pub(super) summary_index: Option<usize>,
+}
+
+impl Session {
+    pub(super) fn new(id: SessionId) -> Self {
+        Session {
+            id,
+            summary: None,
+            last: LastCall::default(),
+            step: None,
+            breaker: Breaker::default(),
+            trace_sent: false,
+            memory_key: None,
+            cross_session: None,
+            secrets: Secrets::default(),
+        }
+    }
+
+    /// The session's id.
+    pub fn id(&self) -> &SessionId {
+        &self.id
+    }
+
+    /// The current summary's version (`0` before the first one).
+    pub fn summary_version(&self) -> u32 {
+        self.summary.as_ref().map_or(0, |s| s.version)
+    }
+
+    /// Recognises whether `raw` continues the last call, and substitutes
+    /// our last output for a resent raw prefix.
+    pub(super) fn recognise(&self, raw: Vec<Message>) -> Recognised {
+        let raw_hashes: Vec<u128> = raw.iter().map(Message::content_hash).collect();
+        let last = &self.last;
+        let out_n = last.out_hashes.len();
         let continues_output = out_n > 0
-            && hashes.len() >= out_n
+            && raw_hashes.len() >= out_n
             && (0..out_n).all(|i| {
-                hashes[i] == self.last_out_hashes[i]
-                    || self.last_out_provider_hashes.get(i) == Some(&hashes[i])
+                raw_hashes[i] == last.out_hashes[i]
+                    || last.out_provider_hashes.get(i) == Some(&raw_hashes[i])
             });
-        if starts_with(&self.last_raw) && self.last_raw != self.last_out_hashes {
-            Continuation::RawPrefix(self.last_raw.len())
+        let resent_raw = !last.raw.is_empty()
+            && raw_hashes.starts_with(&last.raw)
+            && last.raw != last.out_hashes;
+        let (messages, continuation, reused) = if resent_raw {
+            let n = last.raw.len();
+            let mut messages = last.out.clone();
+            messages.extend(raw.into_iter().skip(n));
+            (messages, Continuation::RawPrefix, n)
         } else if continues_output {
-            Continuation::OutputPrefix(out_n)
+            (raw, Continuation::OutputPrefix, out_n)
         } else {
-            Continuation::Fresh
+            (raw, Continuation::Fresh, 0)
+        };
+        let summary_index = self.summary.as_ref().and_then(|s| {
+            messages
+                .iter()
+                .position(|m| s.hashes.contains(&m.content_hash()))
+        });
+        Recognised {
+            messages,
+            raw_hashes,
+            continuation,
+            reused,
+            summary_index,
         }
     }
 
-    /// The index of our current summary message in `messages`, if present.
-    pub fn find_summary(&self, messages: &[Message]) -> Option<usize> {
-        if self.summary_hashes.is_empty() {
-            return None;
-        }
-        messages
-            .iter()
-            .position(|m| self.summary_hashes.contains(&m.content_hash()))
+    /// Remembers what this call returned, for recognising the next one.
+    pub(super) fn remember(&mut self, raw_hashes: Vec<u128>, output: &[Message]) {
+        self.last = LastCall {
+            raw: raw_hashes,
+            out: output.to_vec(),
+            out_hashes: output.iter().map(Message::content_hash).collect(),
+            out_provider_hashes: output.iter().map(Message::provider_hash).collect(),
+        };
     }
 
-    /// Whether the circuit breaker skips the configured summarizer now:
-    /// `max_failures` consecutive failures and the cooldown not over. After
-    /// the cooldown one attempt is let through (half-open).
-    pub fn breaker_open(&self, max_failures: usize, now: std::time::Instant) -> bool {
+    /// Records the summary message a compaction committed.
+    pub(super) fn set_summary(&mut self, message: &Message, version: u32, body: &str) {
+        self.summary = Some(SummaryState {
+            version,
+            body: body.to_owned(),
+            hashes: [message.content_hash(), message.provider_hash()],
+        });
+    }
+}
+
+impl Breaker {
+    /// Whether the configured summarizer is skipped now: `max_failures`
+    /// consecutive failures and the cooldown not over. After the cooldown
+    /// one attempt is let through (half-open).
+    pub(super) fn is_open(&self, max_failures: usize, now: SystemTime) -> bool {
         self.consecutive_failures as usize >= max_failures
-            && self.breaker_until.is_some_and(|until| now < until)
+            && self.open_until.is_some_and(|until| now < until)
     }
 
     /// Counts a summary attempt of the configured summarizer: a failure
     /// (re)opens the breaker once `max_failures` is reached, a committed
     /// summary of its own closes it.
-    pub fn record_summary_outcome(
+    pub(super) fn record(
         &mut self,
         primary_failed: bool,
         primary_succeeded: bool,
         max_failures: usize,
-        cooldown: std::time::Duration,
-        now: std::time::Instant,
+        cooldown: Duration,
+        now: SystemTime,
     ) {
         if primary_failed {
             self.consecutive_failures += 1;
             if self.consecutive_failures as usize >= max_failures {
-                self.breaker_until = Some(now + cooldown);
+                self.open_until = Some(now + cooldown);
             }
         } else if primary_succeeded {
-            self.consecutive_failures = 0;
-            self.breaker_until = None;
+            *self = Breaker::default();
         }
     }
+}
 
-    /// Records a new summary message.
-    pub fn set_summary(&mut self, message: &Message, version: u32, body: String) {
-        self.version = version;
-        self.summary_body = Some(body);
-        self.summary_hashes = vec![message.content_hash(), message.provider_hash()];
+impl Secrets {
+    /// Learns `found` fragments and returns the scrubber over all of them.
+    pub(super) fn learn(&mut self, session: &str, found: Vec<String>) -> LiteralScrub {
+        let before = self.fragments.len();
+        for f in found {
+            if self.fragments.len() >= MAX_FRAGMENTS {
+                tracing::warn!(
+                    session,
+                    "too many distinct secrets to remember; derived text may keep some"
+                );
+                break;
+            }
+            self.fragments.insert(f);
+        }
+        if self.fragments.len() != before {
+            self.scrub = LiteralScrub::new(&self.fragments);
+        }
+        self.scrub.clone()
+    }
+
+    pub(super) fn scrub(&self) -> &LiteralScrub {
+        &self.scrub
     }
 }

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::config::{Mode, Policy};
 use crate::estimate::Estimator;
-use crate::model::{Message, Role};
+use crate::model::Message;
 use crate::summarize::{Summarizer, SummaryRequest};
 use crate::tokens::REPLY_PRIMING;
 use plan::{Class, Layout, Plan};
@@ -77,6 +77,10 @@ pub struct Input<'a> {
 pub struct NewSummary {
     pub version: u32,
     pub body: String,
+    /// The `COMPACT-SUMMARY vN` message that carries `body` in the output:
+    /// built once here, hashed by the session and archived as is.
+    #[serde(skip)]
+    pub message: Message,
     pub strategy: crate::summarize::Strategy,
     pub summarizer: String,
     pub input_messages: usize,
@@ -106,9 +110,10 @@ pub struct Kept {
     pub tool_pairs: usize,
 }
 
-/// What the pipeline did.
+/// What the pipeline did: the compacted history and everything the
+/// report, the events and the archive say about it.
 #[derive(Debug, Clone)]
-pub struct Output {
+pub struct Compaction {
     pub messages: Vec<Message>,
     pub tokens_after: usize,
     pub tiers: Vec<Tier>,
@@ -126,6 +131,14 @@ pub struct Output {
     pub primary_failed: bool,
 }
 
+impl Compaction {
+    /// Whether anything in the history changed (capped, cleared, folded
+    /// or dropped): only then is there something to archive.
+    pub fn changed(&self) -> bool {
+        self.capped + self.cleared + self.summarized + self.dropped > 0
+    }
+}
+
 /// The pinned messages (plus the minimal tail) do not fit the budget.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Insufficient {
@@ -141,7 +154,7 @@ pub async fn run(
     policy: &Policy,
     est: &Estimator,
     summarizer: &dyn Summarizer,
-) -> Result<Output, Insufficient> {
+) -> Result<Compaction, Insufficient> {
     let mut w = Work::new(input, policy, est);
     w.check_pinned()?;
     match policy.mode {
@@ -182,7 +195,7 @@ struct Work<'a> {
     next_version: u32,
     summarize_always: bool,
     primary_disabled: bool,
-    out: Output,
+    out: Compaction,
     /// Set once the layers are decided: the final message list is assembled from it.
     chosen: Option<(Plan, Option<Message>)>,
 }
@@ -192,19 +205,10 @@ impl<'a> Work<'a> {
         let msgs = input.messages;
         let counts = est.counts(&msgs);
         let fixed = est.count_tools(input.tools) + REPLY_PRIMING;
-        let never: Vec<Role> = policy
-            .roles_never_prune
-            .iter()
-            .map(|r| crate::model::Role::from(*r))
-            .collect();
-        let flag = policy.protected_flag.as_str();
         let summary_index = input.summary_index;
         let layout = Layout::new(
             &msgs,
-            |i| {
-                Some(i) != summary_index
-                    && (never.contains(&msgs[i].role()) || msgs[i].is_protected(flag))
-            },
+            |i| Some(i) != summary_index && policy.pins(&msgs[i]),
             |i| Some(i) == summary_index,
         );
         let names = tiers::call_names(&msgs);
@@ -223,7 +227,7 @@ impl<'a> Work<'a> {
             next_version: input.next_version,
             summarize_always: input.summarize_always,
             primary_disabled: input.primary_disabled,
-            out: Output {
+            out: Compaction {
                 messages: Vec::new(),
                 tokens_after: 0,
                 tiers: Vec::new(),
@@ -361,7 +365,7 @@ impl<'a> Work<'a> {
     }
 
     fn summary_overhead(&self) -> usize {
-        let role = crate::model::Role::from(self.policy.summary_role);
+        let role = self.policy.summary_role;
         self.est
             .count_message(&summary::summary_message(role, self.next_version, ""))
             + 1
@@ -517,12 +521,13 @@ impl<'a> Work<'a> {
         self.out.fallbacks.extend(outcome.fallbacks);
         let strategy = outcome.strategy;
         let result = outcome.summary;
-        let role = crate::model::Role::from(self.policy.summary_role);
+        let role = self.policy.summary_role;
         let message = result.map(|(s, name)| {
             let m = summary::summary_message(role, self.next_version, &s.text);
             self.out.summary = Some(NewSummary {
                 version: self.next_version,
                 body: s.text.clone(),
+                message: m.clone(),
                 strategy,
                 summarizer: name,
                 input_messages,
@@ -597,7 +602,7 @@ impl<'a> Work<'a> {
         }
     }
 
-    fn finish(mut self) -> Output {
+    fn finish(mut self) -> Compaction {
         let messages = match self.chosen.take() {
             None => {
                 let plan = self.layout.plan(

@@ -1,0 +1,246 @@
+//! One preflight, step by step: lock → prepare → recognise → decide → run →
+//! check → archive → emit. Each step returns a value; the report and the
+//! events are projections of those values.
+
+use std::time::{Instant, SystemTime};
+
+use crate::archive::SessionId;
+use crate::events::names;
+use crate::model::{Message, Problem, lost_results, validate};
+use crate::pipeline::{self, Compaction, Input, Limits};
+use crate::trigger::{self, Decision, Forced};
+
+use super::report::{Facts, Report};
+use super::session::{Recognised, Session};
+use super::trail::Trail;
+use super::{CompactError, CompactManager, PreflightOutcome, PreflightRequest};
+
+impl CompactManager {
+    /// The full preflight: estimate, decide, compact if needed, archive what
+    /// left the context, emit an event per decision.
+    pub async fn preflight_with(
+        &self,
+        session_id: &str,
+        req: PreflightRequest,
+    ) -> Result<PreflightOutcome, CompactError> {
+        let id = SessionId::parse(session_id)
+            .map_err(|e| CompactError::InvalidSession(e.to_string()))?;
+        let started = Instant::now();
+        let handle = self.session_handle(id);
+        let mut session = handle.lock().await;
+        let mut trail = Trail::open(&mut session, &self.inner.config.telemetry.agent_name);
+        let result = self.run_steps(&mut session, &mut trail, req, started).await;
+        let closed = trail.close(result.as_ref().map(|o| &o.report));
+        // Still under the session lock, so this session's archive writes
+        // stay in order.
+        self.emit(&session, closed.events, closed.archived).await;
+        result
+    }
+
+    async fn run_steps(
+        &self,
+        session: &mut Session,
+        trail: &mut Trail,
+        req: PreflightRequest,
+        started: Instant,
+    ) -> Result<PreflightOutcome, CompactError> {
+        let policy = &self.inner.config.policy;
+        let PreflightRequest {
+            messages,
+            tools,
+            forced,
+            note,
+            strict,
+        } = req;
+
+        let (messages, injected) = self.prepare(session, messages).await;
+        let input = session.recognise(messages);
+        let input_problems = validate(&input.messages);
+        if strict && !input_problems.is_empty() {
+            let err = CompactError::InvalidInput(join(&input_problems));
+            trail.failed(err.kind(), &err);
+            return Err(err);
+        }
+
+        let span = trail.start(names::TOKEN_ESTIMATE);
+        let estimate = self.estimate(&input.messages, &tools);
+        trail.estimated(span, &estimate, &input, &injected);
+
+        let span = trail.start(names::TRIGGER_DECISION);
+        let user_turns = user_turns(&input);
+        let decision = trigger::decide(policy, &estimate, user_turns, forced);
+        trail.decided(
+            span,
+            &decision,
+            &estimate,
+            policy,
+            user_turns,
+            forced,
+            note.as_deref(),
+        );
+
+        let limits = self.run_limits(forced);
+        let mut report = Report::new(Facts {
+            session_id: session.id().as_str(),
+            mode: policy.mode,
+            forced,
+            note,
+            input: &input,
+            estimate: &estimate,
+            decision: &decision,
+            limits,
+            input_problems,
+            injected,
+        });
+        let messages = if decision.triggered {
+            let c = self
+                .compact(session, trail, &input, &tools, &decision, forced, limits)
+                .await?;
+            if let Err(e) = check_output(&input.messages, &c.messages, &report.input_problems) {
+                tracing::error!(session = %session.id(), error = %e, "compaction produced an invalid history");
+                trail.failed(e.kind(), &e);
+                return Err(e);
+            }
+            self.commit(session, &c).await;
+            trail.compacted(&c);
+            if c.changed() {
+                let step = self.next_step(session).await;
+                trail.pruned(&c, estimate.t_est, step);
+                // Everything that may leave the context is archived before
+                // the compacted history is returned.
+                self.archive_compaction(session, trail, step, &input.messages, c.summary.as_ref())
+                    .await;
+            }
+            report.apply(&c);
+            c.messages
+        } else {
+            input.messages
+        };
+        session.remember(input.raw_hashes, &messages);
+        report.duration_us = started.elapsed().as_micros() as u64;
+        Ok(PreflightOutcome { messages, report })
+    }
+
+    /// Runs the pipeline over the recognised input.
+    #[allow(clippy::too_many_arguments)]
+    async fn compact(
+        &self,
+        session: &Session,
+        trail: &mut Trail,
+        input: &Recognised,
+        tools: &[serde_json::Value],
+        decision: &Decision,
+        forced: Option<Forced>,
+        limits: Limits,
+    ) -> Result<Compaction, CompactError> {
+        let inner = &*self.inner;
+        let policy = &inner.config.policy;
+        let run = pipeline::run(
+            Input {
+                messages: input.messages.clone(),
+                tools,
+                summary_index: input.summary_index,
+                previous_summary: input
+                    .summary_index
+                    .and(session.summary.as_ref().map(|s| s.body.clone())),
+                next_version: session.summary_version() + 1,
+                limits,
+                summarize_always: decision.turn_triggered || forced == Some(Forced::Manual),
+                primary_disabled: session
+                    .breaker
+                    .is_open(policy.max_compact_failures, SystemTime::now()),
+            },
+            policy,
+            &inner.estimator,
+            inner.summarizer.as_ref(),
+        )
+        .await;
+        run.map_err(|ins| {
+            let err = CompactError::insufficient(&ins, limits.max_tokens);
+            trail.insufficient(&ins, &err);
+            err
+        })
+    }
+
+    /// What the session keeps of a compaction: the breaker's count, the new
+    /// summary (and its cross-session copy).
+    async fn commit(&self, session: &mut Session, c: &Compaction) {
+        let inner = &*self.inner;
+        let primary_succeeded = c
+            .summary
+            .as_ref()
+            .is_some_and(|s| s.summarizer == inner.summarizer.name());
+        session.breaker.record(
+            c.primary_failed,
+            primary_succeeded,
+            inner.config.policy.max_compact_failures,
+            std::time::Duration::from_secs(inner.config.summarizer.breaker_cooldown_secs),
+            SystemTime::now(),
+        );
+        if let Some(s) = &c.summary {
+            session.set_summary(&s.message, s.version, &s.body);
+            self.persist_cross_session(session, &s.body).await;
+        }
+    }
+
+    /// Limits for one run: the reactive path aims lower.
+    pub(super) fn run_limits(&self, forced: Option<Forced>) -> Limits {
+        let policy = &self.inner.config.policy;
+        let max = self.inner.limits.max_tokens;
+        let mut window = max;
+        if let Some(b) = policy.token_soft_budget.or(policy.token_budget) {
+            window = window.min(b);
+        }
+        let pct = match forced {
+            Some(Forced::ContextOverflow) => policy.reactive_target_pct,
+            _ => policy.target_pct,
+        };
+        let budget = max.saturating_sub(policy.hard_cap_buffer);
+        Limits {
+            max_tokens: max,
+            budget,
+            target: ((window as f64 * pct) as usize).min(budget),
+        }
+    }
+}
+
+/// User turns, our own summary not counted (it never opens a turn).
+fn user_turns(input: &Recognised) -> usize {
+    input
+        .messages
+        .iter()
+        .enumerate()
+        .filter(|(i, m)| m.starts_turn() && Some(*i) != input.summary_index)
+        .count()
+}
+
+fn join(problems: &[Problem]) -> String {
+    problems
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The invariants every output must satisfy: no pairing problem the input
+/// did not have, no call that lost its result. A violation is a bug, and
+/// returning a broken history would turn it into a provider 400.
+fn check_output(
+    input: &[Message],
+    output: &[Message],
+    input_problems: &[Problem],
+) -> Result<(), CompactError> {
+    let before: std::collections::HashSet<_> = input_problems.iter().map(Problem::key).collect();
+    let new: Vec<String> = validate(output)
+        .into_iter()
+        .filter(|p| !before.contains(&p.key()))
+        .map(|p| p.to_string())
+        .collect();
+    let lost = lost_results(input, output);
+    if new.is_empty() && lost.is_empty() {
+        return Ok(());
+    }
+    Err(CompactError::Internal(format!(
+        "compaction would have produced an invalid history (new problems: {new:?}, lost results: {lost:?}); input returned unchanged is over budget, please report this"
+    )))
+}
