@@ -396,12 +396,17 @@ impl CompactManager {
     /// manager by `compact.redaction_disabled` when redaction is off.
     pub(super) async fn emit(&self, session: &Session, events: Vec<Event>, archived: bool) {
         let st = &self.inner.archive;
+        if !archived && st.archiver.is_none() && !self.inner.dispatcher.is_enabled() {
+            // No exporter and no archive: nobody would read these events.
+            return;
+        }
         let session_id = session.id().as_str();
         let scrub = session.secrets.scrub();
-        let mut emitted: Vec<Event> = events
-            .iter()
-            .map(|e| scrub.scrub_event(&st.redactor.redact_event(e)))
-            .collect();
+        let mut emitted = events;
+        for e in &mut emitted {
+            st.redactor.redact_event_in_place(e);
+            scrub.scrub_event_in_place(e);
+        }
         if !st.redactor.is_enabled() && !st.disabled_reported.swap(true, Ordering::AcqRel) {
             emitted.insert(
                 0,
@@ -419,7 +424,7 @@ impl CompactManager {
             );
         }
         if let Some(a) = &st.archiver {
-            let root_id = events
+            let root_id = emitted
                 .last()
                 .and_then(Event::as_span)
                 .map(|s| s.span_id.clone())

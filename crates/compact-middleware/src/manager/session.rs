@@ -167,12 +167,21 @@ impl Session {
     }
 
     /// Remembers what this call returned, for recognising the next one.
+    /// The output itself is kept only when it differs from the input: a
+    /// resent raw prefix is then replaced by it; an unchanged one needs
+    /// nothing but its hashes.
     pub(super) fn remember(&mut self, raw_hashes: Vec<u128>, output: &[Message]) {
+        let out_hashes: Vec<u128> = output.iter().map(Message::content_hash).collect();
+        let out = if out_hashes == raw_hashes {
+            Vec::new()
+        } else {
+            output.to_vec()
+        };
         self.last = LastCall {
             raw: raw_hashes,
-            out: output.to_vec(),
-            out_hashes: output.iter().map(Message::content_hash).collect(),
+            out,
             out_provider_hashes: output.iter().map(Message::provider_hash).collect(),
+            out_hashes,
         };
     }
 

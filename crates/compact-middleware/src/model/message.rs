@@ -99,7 +99,9 @@ pub struct Message {
     /// Shared until written: agents, the pipeline and the session state all
     /// hold copies of long histories, and a clone must not copy megabytes.
     raw: Arc<Map<String, Value>>,
-    kind: Kind,
+    /// Derived from `raw` once and never changed: shared too, so cloning a
+    /// message allocates nothing.
+    kind: Arc<Kind>,
     /// Content hash, memoised: a preflight re-estimates several times and a
     /// 128k-token history should be hashed once.
     hash: OnceLock<u128>,
@@ -115,7 +117,7 @@ impl Message {
     pub(crate) fn from_parts(raw: Map<String, Value>, kind: Kind) -> Self {
         Self {
             raw: Arc::new(raw),
-            kind,
+            kind: Arc::new(kind),
             hash: OnceLock::new(),
         }
     }
@@ -252,7 +254,11 @@ impl Message {
         let mut raw = Map::clone(&self.raw);
         raw.remove(META_KEY);
         raw.remove(COMPACTED_KEY);
-        Message::from_parts(raw, self.kind.clone())
+        Self {
+            raw: Arc::new(raw),
+            kind: self.kind.clone(),
+            hash: OnceLock::new(),
+        }
     }
 
     /// True when the item carries `meta` or `compacted`, i.e. its provider

@@ -140,14 +140,19 @@ impl LiteralScrub {
 
     /// A scrubbed copy of an event.
     pub fn scrub_event(&self, e: &Event) -> Event {
-        if self.re.is_none() {
-            return e.clone();
-        }
-        let Ok(mut v) = serde_json::to_value(e) else {
-            return e.clone();
-        };
-        self.scrub_value(&mut v);
-        serde_json::from_value(v).unwrap_or_else(|_| e.clone())
+        let mut c = e.clone();
+        self.scrub_event_in_place(&mut c);
+        c
+    }
+
+    /// Scrubs every string of an event in place.
+    pub fn scrub_event_in_place(&self, e: &mut Event) {
+        let Some(re) = &self.re else { return };
+        visit_event(e, &mut |s| {
+            if let Cow::Owned(o) = re.replace_all(s, REDACTED) {
+                *s = o;
+            }
+        });
     }
 }
 
@@ -379,22 +384,67 @@ impl Redactor {
     /// A redacted copy of an event (every string in it, ids included: they
     /// hold no secrets, and redacting everything is simpler to trust).
     pub fn redact_event(&self, e: &Event) -> Event {
+        let mut c = e.clone();
+        self.redact_event_in_place(&mut c);
+        c
+    }
+
+    /// Redacts every string of an event in place: its ids, names, times,
+    /// metadata and every string leaf of its `data`.
+    pub fn redact_event_in_place(&self, e: &mut Event) {
         if !self.enabled {
-            return e.clone();
+            return;
         }
-        let Ok(mut v) = serde_json::to_value(e) else {
-            return e.clone();
-        };
-        self.redact_value_in_place(&mut v);
-        // The shape is unchanged (only string contents are), so this parses;
-        // if it ever did not, drop the data rather than leak it.
-        serde_json::from_value(v).unwrap_or_else(|_| {
-            let mut c = e.clone();
-            if let Event::Span(s) = &mut c {
-                s.data.clear();
+        if let Event::Trace(t) = e
+            && let Some(meta) = &mut t.metadata
+        {
+            for (k, v) in meta.iter_mut() {
+                if self.sensitive_key.as_ref().is_some_and(|re| re.is_match(k)) {
+                    *v = REDACTED.to_string();
+                }
             }
-            c
-        })
+        }
+        visit_event(e, &mut |s| {
+            if let Cow::Owned(o) = self.redact_str(s) {
+                *s = o;
+            }
+        });
+    }
+}
+
+/// Calls `f` on every string of an event: ids, names, times, metadata
+/// values and every string leaf of a span's `data` (keys are kept).
+fn visit_event(e: &mut Event, f: &mut dyn FnMut(&mut String)) {
+    fn visit_value(v: &mut Value, f: &mut dyn FnMut(&mut String)) {
+        match v {
+            Value::String(s) => f(s),
+            Value::Array(items) => items.iter_mut().for_each(|i| visit_value(i, f)),
+            Value::Object(map) => map.values_mut().for_each(|i| visit_value(i, f)),
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+    }
+    match e {
+        Event::Trace(t) => {
+            f(&mut t.trace_id);
+            let opts = [
+                &mut t.name,
+                &mut t.group_id,
+                &mut t.started_at,
+                &mut t.ended_at,
+            ];
+            opts.into_iter().flatten().for_each(|s| f(s));
+            if let Some(meta) = &mut t.metadata {
+                meta.values_mut().for_each(|v| f(v));
+            }
+        }
+        Event::Span(s) => {
+            f(&mut s.trace_id);
+            f(&mut s.span_id);
+            f(&mut s.started_at);
+            let opts = [&mut s.parent_id, &mut s.kind, &mut s.name, &mut s.ended_at];
+            opts.into_iter().flatten().for_each(|s| f(s));
+            s.data.values_mut().for_each(|v| visit_value(v, f));
+        }
     }
 }
 
