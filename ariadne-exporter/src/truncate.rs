@@ -6,7 +6,7 @@
 //! An event that is still too big for one request body after that is
 //! reduced further by [`fit`] rather than sent to get a 413.
 
-use compact_middleware::events::Event;
+use compact_events::Event;
 use serde_json::{Map, Value};
 
 /// Names are cut past this many characters.
@@ -123,7 +123,7 @@ pub fn fit(event: &Event, max_bytes: usize) -> Option<Fitted> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use compact_middleware::events::{SpanBuilder, SpanStatus};
+    use compact_events::{SpanBuilder, SpanStatus};
     use serde_json::json;
 
     #[test]

@@ -11,7 +11,7 @@
 //! offset (any RFC 3339). The seed 004 shape (`timestamp`, `duration_ms`,
 //! `properties`, `payload`) is mapped onto the Ariadne fields.
 
-use compact_middleware::events::{format_rfc3339_millis, parse_rfc3339_millis};
+use compact_events::{format_rfc3339_millis, parse_rfc3339_millis};
 use serde::Serialize;
 use serde_json::{Map, Value};
 

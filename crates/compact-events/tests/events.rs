@@ -8,8 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use compact_middleware::BoxFuture;
-use compact_middleware::events::*;
+use compact_events::*;
 use serde_json::{Value, json};
 
 // ---------------------------------------------------------------- helpers

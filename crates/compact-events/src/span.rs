@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::names;
+use crate::names;
 
 /// One Ariadne event, exactly the shape `POST /ingest` accepts: an object
 /// whose `type` is `"trace"` or `"span"`.

@@ -6,9 +6,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
 
-use super::exporter::{ExportError, Exporter};
-use super::names;
-use super::span::{Event, parse_rfc3339_millis};
+use crate::exporter::{ExportError, Exporter};
+use crate::names;
+use crate::span::{Event, parse_rfc3339_millis};
 
 /// Most `key=value` pairs shown per line.
 const MAX_FIELDS: usize = 6;
