@@ -6,6 +6,8 @@
 //! - [`span`]: the wire types ([`Event`], [`TraceEvent`], [`SpanEvent`]),
 //!   RFC 3339 timestamps, span ids, [`SpanBuilder`].
 //! - [`names`]: the `compact.*` event names and the span kind.
+//! - [`truncate`]: the size rule for names and `data` strings, shared by the
+//!   server (on ingest) and the exporters (before sending).
 //! - [`exporter`]: the [`Exporter`] trait and the in-memory [`CollectingExporter`].
 //! - [`dispatcher`]: the [`Dispatcher`], a bounded queue and a worker
 //!   thread; `emit` never waits on an exporter.
@@ -36,6 +38,7 @@ pub mod exporter;
 pub mod jsonl;
 pub mod names;
 pub mod span;
+pub mod truncate;
 
 pub use console::ConsoleExporter;
 pub use dispatcher::{DispatchOptions, DispatchStats, Dispatcher, ExporterStats};
