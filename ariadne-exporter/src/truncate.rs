@@ -8,10 +8,10 @@
 //! reduced further by [`fit`] rather than sent to get a 413.
 
 use compact_events::Event;
+use compact_events::truncate::truncate_event_with;
 pub use compact_events::truncate::{
     MAX_DATA_STRING_CHARS, MAX_NAME_CHARS, TRUNCATION_MARK, truncate_event, truncate_string,
 };
-use compact_events::truncate::truncate_event_with;
 use serde_json::{Map, Value};
 
 /// One event encoded for sending.
