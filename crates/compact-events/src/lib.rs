@@ -6,6 +6,8 @@
 //! - [`span`]: the wire types ([`Event`], [`TraceEvent`], [`SpanEvent`]),
 //!   RFC 3339 timestamps, span ids, [`SpanBuilder`].
 //! - [`names`]: the `compact.*` event names and the span kind.
+//! - [`payload`]: one struct per event name, the schema of its `data`
+//!   (`docs/events.md` is the reference), and [`SpanBuilder::for_payload`].
 //! - [`truncate`]: the size rule for names and `data` strings, shared by the
 //!   server (on ingest) and the exporters (before sending).
 //! - [`exporter`]: the [`Exporter`] trait and the in-memory [`CollectingExporter`].
@@ -24,7 +26,7 @@
 //! let decision = SpanBuilder::start("session-1", names::TRIGGER_DECISION)
 //!     .kind(names::KIND_COMPACTION)
 //!     .parent(preflight.span_id())
-//!     .data(names::data::TRIGGERED, false)
+//!     .data("triggered", false)
 //!     .finish(SpanStatus::Ok);
 //! events.emit(decision);
 //! events.emit(preflight.finish(SpanStatus::Ok));
@@ -37,6 +39,7 @@ pub mod dispatcher;
 pub mod exporter;
 pub mod jsonl;
 pub mod names;
+pub mod payload;
 pub mod span;
 pub mod truncate;
 
