@@ -2,8 +2,8 @@
 
 use std::time::Instant;
 
-use compact_middleware::BoxFuture;
-use compact_middleware::events::{Event, ExportError, Exporter};
+use compact_events::BoxFuture;
+use compact_events::{Event, ExportError, Exporter};
 
 use crate::BuildError;
 use crate::http::{Counters, HttpOptions, SendStats, Sender};

@@ -1,5 +1,5 @@
 //! Exporters that ship compact's events off the machine, behind the
-//! middleware's non-blocking [`Dispatcher`](compact_middleware::events::Dispatcher)
+//! non-blocking [`Dispatcher`](compact_events::Dispatcher) of `compact-events`
 //! (`emit` never waits on them).
 //!
 //! - [`ariadne`]: [`AriadneExporter`], `POST {"batch":[...]}` to an Ariadne

@@ -10,8 +10,8 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use compact_middleware::BoxFuture;
-use compact_middleware::events::{Event, ExportError, Exporter, SpanStatus, parse_rfc3339_millis};
+use compact_events::BoxFuture;
+use compact_events::{Event, ExportError, Exporter, SpanStatus, parse_rfc3339_millis};
 use serde_json::{Map, Value, json};
 
 use crate::BuildError;

@@ -280,8 +280,8 @@ fn clock(ts: Option<&str>) -> String {
 }
 
 fn duration_ms(start: Option<&str>, end: Option<&str>) -> Option<i64> {
-    let s = compact_middleware::events::parse_rfc3339_millis(start?)?;
-    let e = compact_middleware::events::parse_rfc3339_millis(end?)?;
+    let s = compact_events::parse_rfc3339_millis(start?)?;
+    let e = compact_events::parse_rfc3339_millis(end?)?;
     Some(e - s)
 }
 

@@ -17,7 +17,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::post;
-use compact_middleware::events::{
+use compact_events::{
     DispatchOptions, Dispatcher, Event, Exporter, SpanBuilder, SpanStatus, TraceEvent,
 };
 use serde_json::{Value, json};

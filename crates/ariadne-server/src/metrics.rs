@@ -84,7 +84,7 @@ impl Metrics {
         for ev in events {
             if !ev.is_span
                 || ev.object.get("name").and_then(Value::as_str)
-                    != Some(compact_middleware::events::names::PRUNED_MESSAGES)
+                    != Some(compact_events::names::PRUNED_MESSAGES)
             {
                 continue;
             }

@@ -5,22 +5,20 @@
 //! span: `trace_id`, `span_id` and optional `parent_id`, `kind`, `name`,
 //! `started_at`, `ended_at`, object `data`, `status` `ok`|`error`;
 //! `ended_at >= started_at`). Like Ariadne it keeps only known fields, and
-//! truncates long names and `data` strings *before* validating. It departs
+//! truncates long names and `data` strings *before* validating, with the
+//! rule the exporters also apply ([`compact_events::truncate`]). It departs
 //! in two lenient ways, so anything Ariadne accepts we accept: a `null`
 //! optional field reads as absent, and timestamps may carry a numeric
 //! offset (any RFC 3339). The seed 004 shape (`timestamp`, `duration_ms`,
 //! `properties`, `payload`) is mapped onto the Ariadne fields.
 
-use compact_middleware::events::{format_rfc3339_millis, parse_rfc3339_millis};
+use compact_events::truncate::{truncate_map, truncate_string};
+use compact_events::{format_rfc3339_millis, parse_rfc3339_millis};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-/// Names are cut past this many characters.
-pub const MAX_NAME_CHARS: usize = 1024;
-/// Strings inside `data` are cut past this many characters.
-pub const MAX_DATA_STRING_CHARS: usize = 100 * 1024;
-/// Appended to whatever was cut.
-pub const TRUNCATION_MARK: &str = "... [truncated]";
+/// The truncation rule, shared with the exporters (`compact_events::truncate`).
+pub use compact_events::truncate::{MAX_DATA_STRING_CHARS, MAX_NAME_CHARS, TRUNCATION_MARK};
 
 /// One validation problem, in Ariadne's `details` shape.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -139,7 +137,7 @@ pub fn parse_event(value: Value, prefix: &[Value]) -> Result<ValidEvent, Vec<Iss
         take_string(&mut out, &mut obj, "kind", false, &mut issues);
     }
     if let Some(Value::String(name)) = obj.get_mut("name") {
-        truncate(name, MAX_NAME_CHARS);
+        truncate_string(name, MAX_NAME_CHARS);
     }
     take_string(&mut out, &mut obj, "name", false, &mut issues);
     if !is_span {
@@ -161,7 +159,7 @@ pub fn parse_event(value: Value, prefix: &[Value]) -> Result<ValidEvent, Vec<Iss
     if is_span {
         match obj.remove("data") {
             Some(Value::Object(mut data)) => {
-                truncate_strings(&mut data);
+                truncate_map(&mut data, MAX_DATA_STRING_CHARS);
                 out.insert("data".into(), Value::Object(data));
             }
             Some(other) => issues.push(issue(at("data"), expected("object", &other))),
@@ -305,31 +303,6 @@ fn check_time(
         issues.push(issue(at(key), "Invalid datetime".into()));
     }
     ms
-}
-
-/// Cuts `s` to `max` characters plus the truncation mark.
-pub fn truncate(s: &mut String, max: usize) {
-    if let Some((cut, _)) = s.char_indices().nth(max) {
-        s.truncate(cut);
-        s.push_str(TRUNCATION_MARK);
-    }
-}
-
-// Ariadne recurses only into objects; we also recurse into arrays, so a
-// long string cannot dodge the limit by sitting in a list.
-fn truncate_strings(map: &mut Map<String, Value>) {
-    for v in map.values_mut() {
-        truncate_value(v);
-    }
-}
-
-fn truncate_value(v: &mut Value) {
-    match v {
-        Value::String(s) => truncate(s, MAX_DATA_STRING_CHARS),
-        Value::Object(m) => truncate_strings(m),
-        Value::Array(items) => items.iter_mut().for_each(truncate_value),
-        _ => {}
-    }
 }
 
 fn issue(path: Vec<Value>, message: String) -> Issue {

@@ -18,7 +18,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use compact_middleware::events::{now_rfc3339, parse_rfc3339_millis};
+use compact_events::{now_rfc3339, parse_rfc3339_millis};
 use serde_json::json;
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::sync::{OwnedSemaphorePermit, broadcast, watch};

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use ariadne_server::map::{otlp_to_events, sdk_to_events};
-use compact_middleware::events::{Event, SpanEvent, SpanStatus, TraceEvent, parse_rfc3339_millis};
+use compact_events::{Event, SpanEvent, SpanStatus, TraceEvent, parse_rfc3339_millis};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

@@ -19,7 +19,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::response::sse::{Event as SseEvent, Sse};
 use axum::routing::get;
-use compact_middleware::events::{Event, SpanEvent, SpanStatus, TraceEvent};
+use compact_events::{Event, SpanEvent, SpanStatus, TraceEvent};
 use serde_json::{Map, Value, json};
 
 const SUMMARY: &str = "Goal: plan the Berlin offsite. Done: weather checked (14C, rain), venue shortlist of 3. Open: book venue by Friday.";
@@ -380,7 +380,7 @@ fn tempdir() -> PathBuf {
     let dir = std::env::temp_dir().join(format!(
         "compact-ui-test-{}-{}",
         std::process::id(),
-        compact_middleware::events::new_span_id()
+        compact_events::new_span_id()
     ));
     std::fs::create_dir_all(&dir).expect("profile dir");
     dir

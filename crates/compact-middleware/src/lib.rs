@@ -9,7 +9,8 @@
 //!   validation that names the field path.
 //! - [`summarize`]: the `Summarizer` trait, the deterministic extractive summarizer and
 //!   the `openai` summarizer (any OpenAI-compatible chat-completions endpoint).
-//! - [`events`]: Ariadne spans, the `Exporter` trait, the non-blocking dispatcher.
+//! - [`events`]: the `compact-events` crate, re-exported: Ariadne spans, the
+//!   `Exporter` trait, the non-blocking dispatcher.
 //! - [`estimate`]: whole-request estimates and the breakdown, model limits.
 //! - [`trigger`]: whether a call compacts, and why.
 //! - [`pipeline`]: the tiers (budgeting, clearing, summarizing, reducing) and modes.
@@ -26,7 +27,6 @@ pub mod archive;
 pub mod bench;
 pub mod config;
 pub mod estimate;
-pub mod events;
 pub mod invariants;
 pub mod manager;
 pub mod memory;
@@ -44,6 +44,12 @@ pub use manager::{
 };
 pub use model::Message;
 
+/// Ariadne spans, the `Exporter` trait and the dispatcher live in their own
+/// crate so the server and the exporters need not build this one; the
+/// `compact_middleware::events::...` paths stay valid.
+pub use compact_events as events;
+
 /// A boxed, sendable future: what the async traits of this crate
-/// (`Summarizer`, `Exporter`) return, so they stay object safe.
-pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+/// (`Summarizer`, `StorageAdapter`) and `events::Exporter` return, so they
+/// stay object safe. Defined in `compact-events`.
+pub use compact_events::BoxFuture;

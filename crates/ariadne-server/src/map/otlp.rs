@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use compact_middleware::events::{Event, SpanEvent, SpanStatus, TraceEvent, format_rfc3339_millis};
+use compact_events::{Event, SpanEvent, SpanStatus, TraceEvent, format_rfc3339_millis};
 use serde_json::{Map, Value};
 
 use super::{MapError, expected, metadata_string};

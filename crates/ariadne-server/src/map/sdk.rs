@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use compact_middleware::events::{
+use compact_events::{
     Event, SpanEvent, SpanStatus, TraceEvent, format_rfc3339_millis, parse_rfc3339_millis,
 };
 use serde_json::{Map, Value};

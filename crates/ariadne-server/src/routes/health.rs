@@ -3,7 +3,7 @@
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use compact_middleware::events::now_rfc3339;
+use compact_events::now_rfc3339;
 use serde_json::json;
 
 use super::reply;

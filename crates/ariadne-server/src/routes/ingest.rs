@@ -121,9 +121,7 @@ pub async fn ingest(State(state): State<AppState>, headers: HeaderMap, body: Bod
 
 /// Runs mapped events through the same schema as `/ingest` (truncation,
 /// validation), so every stored event has one shape whatever its source.
-fn validate_mapped(
-    events: Vec<compact_middleware::events::Event>,
-) -> Result<Vec<ValidEvent>, Vec<Issue>> {
+fn validate_mapped(events: Vec<compact_events::Event>) -> Result<Vec<ValidEvent>, Vec<Issue>> {
     let mut out = Vec::with_capacity(events.len());
     for (i, ev) in events.into_iter().enumerate() {
         let value = serde_json::to_value(&ev).map_err(|e| {
@@ -188,7 +186,7 @@ pub async fn otlp(State(state): State<AppState>, headers: HeaderMap, body: Body)
 async fn finish_mapped(
     state: &AppState,
     endpoint: &'static str,
-    mapped: Result<Vec<compact_middleware::events::Event>, Response>,
+    mapped: Result<Vec<compact_events::Event>, Response>,
     bytes: usize,
     ok_body: impl FnOnce(usize) -> Value,
 ) -> Response {

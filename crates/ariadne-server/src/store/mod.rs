@@ -17,7 +17,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
-use compact_middleware::events::{now_millis, parse_rfc3339_millis};
+use compact_events::{now_millis, parse_rfc3339_millis};
 use tokio::sync::{broadcast, oneshot};
 
 use crate::config::{Retention, StoreOptions};

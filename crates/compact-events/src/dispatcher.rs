@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use tokio::sync::{Notify, broadcast, mpsc, oneshot};
 
-use super::exporter::{ExportError, Exporter};
-use super::span::Event;
+use crate::exporter::{ExportError, Exporter};
+use crate::span::Event;
 
 /// How often a persistently failing (or lagging) exporter is reported after
 /// the first warning: one summary line per window instead of one per batch.

@@ -8,8 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use compact_middleware::BoxFuture;
-use compact_middleware::events::*;
+use compact_events::*;
 use serde_json::{Value, json};
 
 // ---------------------------------------------------------------- helpers
@@ -271,12 +270,12 @@ fn builder_fills_every_field_and_round_trips() {
     let mut child = SpanBuilder::start("session-1", names::SUMMARY_CREATED)
         .kind(names::KIND_COMPACTION)
         .parent(parent.span_id())
-        .data(names::data::STRATEGY, "task_state")
+        .data("strategy", "task_state")
         .data_serialize(
-            names::data::KEPT,
+            "kept",
             &BTreeMap::from([("pinned", 3), ("recent_turns", 6)]),
         );
-    child.insert(names::data::SUMMARY_TOKENS, 480);
+    child.insert("summary_tokens", 480);
     let parent_id = parent.span_id().to_owned();
     let child = child.finish(SpanStatus::Ok);
     let span = child.as_span().unwrap();

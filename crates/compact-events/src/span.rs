@@ -8,7 +8,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::names;
+use crate::names;
+use crate::payload::Payload;
 
 /// One Ariadne event, exactly the shape `POST /ingest` accepts: an object
 /// whose `type` is `"trace"` or `"span"`.
@@ -89,7 +90,7 @@ impl TraceEvent {
     pub fn session(session_id: impl Into<String>, agent_name: impl Into<String>) -> Self {
         let agent_name = agent_name.into();
         let mut metadata = BTreeMap::new();
-        metadata.insert(names::data::AGENT_NAME.to_owned(), agent_name.clone());
+        metadata.insert(names::AGENT_NAME.to_owned(), agent_name.clone());
         TraceEvent {
             trace_id: session_id.into(),
             name: Some(agent_name),
@@ -192,6 +193,13 @@ impl SpanBuilder {
         b
     }
 
+    /// Starts one of compact's spans now: named `P::NAME`, kind
+    /// [`names::KIND_COMPACTION`]. Fill it with [`SpanBuilder::payload`]
+    /// or finish it with [`SpanBuilder::finish_payload`].
+    pub fn for_payload<P: Payload>(trace_id: impl Into<String>) -> Self {
+        Self::start(trace_id, P::NAME).kind(names::KIND_COMPACTION)
+    }
+
     /// This span's id, so children can name it as their parent before it finishes.
     pub fn span_id(&self) -> &str {
         &self.span.span_id
@@ -221,6 +229,37 @@ impl SpanBuilder {
     pub fn data_serialize<T: Serialize + ?Sized>(self, key: impl Into<String>, value: &T) -> Self {
         let value = serde_json::to_value(value).unwrap_or(Value::Null);
         self.data(key, value)
+    }
+
+    /// Adds (or replaces) every field of `payload` in `data`, in the
+    /// payload's field order, so the typed payload yields the same keys as
+    /// one `data` call per field. The span's name is not checked against
+    /// `P::NAME`.
+    pub fn payload<P: Payload>(mut self, payload: &P) -> Self {
+        self.insert_payload(payload);
+        self
+    }
+
+    /// [`SpanBuilder::payload`] in place.
+    pub fn insert_payload<P: Payload>(&mut self, payload: &P) {
+        match serde_json::to_value(payload) {
+            Ok(Value::Object(fields)) => self.span.data.extend(fields),
+            // A derived struct always serializes to an object; telemetry
+            // must never break the caller, so anything else is only logged.
+            Ok(other) => {
+                tracing::warn!(name = P::NAME, value = %other, "span payload is not a JSON object; ignored");
+            }
+            Err(e) => {
+                tracing::warn!(name = P::NAME, error = %e, "span payload cannot be encoded; ignored");
+            }
+        }
+    }
+
+    /// Adds `payload` and ends the span now with the payload's
+    /// [`status`](Payload::status).
+    pub fn finish_payload<P: Payload>(self, payload: &P) -> Event {
+        let status = payload.status();
+        self.payload(payload).finish(status)
     }
 
     /// Adds (or replaces) one `data` field in place, for code that builds

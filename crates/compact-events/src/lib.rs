@@ -1,10 +1,15 @@
-//! Events: every compaction decision as an Ariadne span (DESIGN §7), and
-//! the non-blocking delivery of those spans to exporters.
+//! compact's events: every compaction decision as an Ariadne span
+//! (`docs/design.md` §7), and the non-blocking delivery of those spans to
+//! exporters. A crate of its own so the trace server and the exporters can
+//! speak the wire format without compiling the middleware.
 //!
 //! - [`span`]: the wire types ([`Event`], [`TraceEvent`], [`SpanEvent`]),
 //!   RFC 3339 timestamps, span ids, [`SpanBuilder`].
-//! - [`names`]: the `compact.*` event names and their `data` keys
-//!   (`docs/events.md` is the schema reference).
+//! - [`names`]: the `compact.*` event names and the span kind.
+//! - [`payload`]: one struct per event name, the schema of its `data`
+//!   (`docs/events.md` is the reference), and [`SpanBuilder::for_payload`].
+//! - [`truncate`]: the size rule for names and `data` strings, shared by the
+//!   server (on ingest) and the exporters (before sending).
 //! - [`exporter`]: the [`Exporter`] trait and the in-memory [`CollectingExporter`].
 //! - [`dispatcher`]: the [`Dispatcher`], a bounded queue and a worker
 //!   thread; `emit` never waits on an exporter.
@@ -13,7 +18,7 @@
 //! ```
 //! use std::sync::Arc;
 //! use std::time::Duration;
-//! use compact_middleware::events::*;
+//! use compact_events::*;
 //!
 //! let collect = Arc::new(CollectingExporter::new());
 //! let events = Dispatcher::new(vec![collect.clone()], DispatchOptions::default());
@@ -21,7 +26,7 @@
 //! let decision = SpanBuilder::start("session-1", names::TRIGGER_DECISION)
 //!     .kind(names::KIND_COMPACTION)
 //!     .parent(preflight.span_id())
-//!     .data(names::data::TRIGGERED, false)
+//!     .data("triggered", false)
 //!     .finish(SpanStatus::Ok);
 //! events.emit(decision);
 //! events.emit(preflight.finish(SpanStatus::Ok));
@@ -34,7 +39,9 @@ pub mod dispatcher;
 pub mod exporter;
 pub mod jsonl;
 pub mod names;
+pub mod payload;
 pub mod span;
+pub mod truncate;
 
 pub use console::ConsoleExporter;
 pub use dispatcher::{DispatchOptions, DispatchStats, Dispatcher, ExporterStats};
@@ -44,3 +51,8 @@ pub use span::{
     Event, SpanBuilder, SpanEvent, SpanStatus, TraceEvent, format_rfc3339_millis, new_span_id,
     now_millis, now_rfc3339, parse_rfc3339_millis,
 };
+
+/// A boxed, sendable future: what the async traits here (`Exporter`) and in
+/// the middleware (`Summarizer`, `StorageAdapter`) return, so they stay
+/// object safe.
+pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;

@@ -5,8 +5,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::exporter::{ExportError, Exporter};
-use super::span::Event;
+use crate::exporter::{ExportError, Exporter};
+use crate::span::Event;
 
 /// Appends each event as one line of JSON (the Ariadne wire shape) to a file.
 ///

@@ -6,9 +6,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
 
-use super::exporter::{ExportError, Exporter};
-use super::names;
-use super::span::{Event, parse_rfc3339_millis};
+use crate::exporter::{ExportError, Exporter};
+use crate::payload::SummaryCreated;
+use crate::span::{Event, parse_rfc3339_millis};
 
 /// Most `key=value` pairs shown per line.
 const MAX_FIELDS: usize = 6;
@@ -74,7 +74,7 @@ impl ConsoleExporter {
                 push_pair(&mut line, "session", &span.trace_id);
                 let scalars = span.data.iter().filter(|(k, v)| {
                     // The summary text is long by nature; it has its own exporter.
-                    k.as_str() != names::data::OUTPUT_TEXT && !(v.is_object() || v.is_array())
+                    k.as_str() != SummaryCreated::OUTPUT_TEXT && !(v.is_object() || v.is_array())
                 });
                 for (key, value) in scalars.take(MAX_FIELDS) {
                     let text = match value {

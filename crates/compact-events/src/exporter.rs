@@ -3,7 +3,7 @@
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use super::span::Event;
+use crate::span::Event;
 
 /// Why an export (or an exporter's flush) failed.
 #[derive(Debug, thiserror::Error)]
@@ -31,7 +31,7 @@ pub enum ExportError {
 
 /// Somewhere events go: a terminal, a file, an Ariadne server, a collector.
 ///
-/// Called only by the [`Dispatcher`](super::Dispatcher), from its own
+/// Called only by the [`Dispatcher`](crate::Dispatcher), from its own
 /// thread, one batch at a time per exporter, in emission order. Exporters
 /// share that thread's tokio runtime (time and I/O enabled), so an exporter
 /// must not block it: do blocking work in `tokio::task::spawn_blocking`.
