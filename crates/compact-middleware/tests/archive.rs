@@ -579,6 +579,71 @@ fn step_numbering_survives_a_restart() {
     assert!(v.is_ok(), "{:?}", v.problem);
 }
 
+/// The audit step of docs/archive.md, run as an auditor would: the
+/// `manifest_head` of the session's last `compact.archival` event, as the
+/// exporter received it, is the head `verify` prints.
+#[test]
+fn the_last_archival_event_carries_the_head_verify_prints() {
+    let h = harness_with(100_000, |_| {});
+    let rt = rt();
+    let first = rt
+        .block_on(h.manager.manual_compact("audited", history(10), "first"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut next = first.messages.clone();
+    next.extend(history(3).into_iter().skip(1));
+    rt.block_on(h.manager.manual_compact("audited", next, "second"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(h.manager.dispatcher().flush(Duration::from_secs(5)));
+    let archivals: Vec<_> = h
+        .collect
+        .events()
+        .into_iter()
+        .filter(|e| e.name() == Some("compact.archival"))
+        .filter_map(|e| e.as_span().cloned())
+        .filter(|s| s.data.get("session_id") == Some(&json!("audited")))
+        .collect();
+    assert_eq!(archivals.len(), 2, "{archivals:#?}");
+    let exported_head = archivals
+        .last()
+        .and_then(|s| s.data.get("manifest_head"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    assert!(exported_head.is_some(), "{archivals:#?}");
+
+    let v = rt
+        .block_on(archive::verify(&FsAdapter::new(&h.root), &sid("audited")))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(v.is_ok(), "{:?}", v.problem);
+    assert_eq!(
+        exported_head, v.head,
+        "the last compact.archival event's manifest_head is the head verify prints"
+    );
+
+    // The copy inside events.jsonl cannot hold the hash of the entry that
+    // records it: it carries the head before its own batch, the `prev` of
+    // that entry.
+    let dir = h.root.join("audited");
+    let manifest =
+        archive::manifest::parse(&std::fs::read(dir.join("manifest.jsonl")).unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{e}"));
+    let events = std::fs::read(dir.join("events.jsonl")).unwrap_or_default();
+    let mut checked = 0;
+    for entry in manifest.iter().filter(|e| e.file == "events.jsonl") {
+        let (a, b) = (entry.offset as usize, (entry.offset + entry.len) as usize);
+        for line in events[a..b]
+            .split(|c| *c == b'\n')
+            .filter(|l| !l.is_empty())
+        {
+            let ev: Value = serde_json::from_slice(line).unwrap_or_default();
+            if ev["name"] == "compact.archival" {
+                assert_eq!(ev["data"]["manifest_head"], json!(entry.prev), "{ev}");
+                checked += 1;
+            }
+        }
+    }
+    assert_eq!(checked, 2);
+}
+
 #[test]
 fn a_failing_backend_spools_and_preflight_continues() {
     let h = harness_with(100_000, |_| {});
