@@ -132,3 +132,64 @@ fn preflight_archives_and_the_audit_commands_read_it() {
         assert_eq!(o.status.code(), Some(2), "{bad}: {}", text(&o));
     }
 }
+
+/// The audit step of docs/archive.md through the binary: the
+/// `manifest_head` of the last `compact.archival` event in the events file
+/// is the head `compact archive verify` prints.
+#[test]
+fn the_exported_manifest_head_matches_verify() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let archive = dir.path().join("arch");
+    let events = dir.path().join("events.jsonl");
+    let (arch, ev) = (
+        archive.to_str().unwrap_or_default(),
+        events.to_str().unwrap_or_default(),
+    );
+    let mut msgs = vec![serde_json::json!({"role": "system", "content": "Be careful."})];
+    for i in 0..10 {
+        msgs.push(
+            serde_json::json!({"role": "user", "content": format!("step {i}: run the migration")}),
+        );
+        msgs.push(serde_json::json!({"role": "assistant", "content": format!("migrated {i}")}));
+    }
+    let input = serde_json::to_string(&msgs).unwrap_or_default();
+    for _ in 0..2 {
+        let o = compact(
+            &[
+                "preflight",
+                "--force",
+                "--session",
+                "audit-2",
+                "--archive",
+                arch,
+                "--events",
+                ev,
+                "--max-context-tokens",
+                "100000",
+            ],
+            &input,
+            dir.path(),
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    }
+    let exported = std::fs::read_to_string(&events).unwrap_or_else(|e| panic!("{e}"));
+    let head = exported
+        .lines()
+        .rev()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| e["name"] == "compact.archival" && e["data"]["session_id"] == "audit-2")
+        .and_then(|e| e["data"]["manifest_head"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| panic!("no compact.archival with a manifest_head in {exported}"));
+    let o = compact(
+        &["archive", "verify", "audit-2", "--archive", arch],
+        "",
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.trim_end().ends_with(&format!("head {head}")),
+        "verify prints the head of the last compact.archival event ({head}): {}",
+        text(&o)
+    );
+}

@@ -84,8 +84,7 @@ impl Summarizer for FlakySummarizer {
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use compact_middleware::archive::{ArchiveError, SessionId, StorageAdapter, Stored};
-use serde_json::Value;
+use compact_middleware::archive::{ArchiveError, StorageAdapter};
 
 /// A storage adapter that refuses writes at random (as a flaky disk or an
 /// S3 outage would), in front of a real one. Reads always work, so the
@@ -117,6 +116,13 @@ impl FlakyStorage {
         f
     }
 
+    /// Whether a write to `key` fails. Only data writes fail, never the
+    /// manifest entry after one: a whole archive write is refused or not, as
+    /// a backend outage refuses it before anything lands.
+    fn refuses(&self, key: &str) -> bool {
+        !key.ends_with(compact_middleware::archive::layout::MANIFEST_FILE) && self.fail()
+    }
+
     fn refused() -> ArchiveError {
         ArchiveError::Backend {
             backend: "flaky".into(),
@@ -132,53 +138,33 @@ impl StorageAdapter for FlakyStorage {
     fn root(&self) -> String {
         self.inner.root()
     }
-    fn save_transcript<'a>(
-        &'a self,
-        s: &'a SessionId,
-        step: u32,
-        m: &'a [Value],
-    ) -> BoxFuture<'a, Result<Stored, ArchiveError>> {
-        if self.fail() {
+    fn location(&self, key: &str) -> String {
+        self.inner.location(key)
+    }
+    fn put<'a>(&'a self, key: &'a str, bytes: Vec<u8>) -> BoxFuture<'a, Result<(), ArchiveError>> {
+        if self.refuses(key) {
             return Box::pin(async { Err(Self::refused()) });
         }
-        self.inner.save_transcript(s, step, m)
+        self.inner.put(key, bytes)
     }
-    fn save_summary<'a>(
+    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Vec<u8>, ArchiveError>> {
+        self.inner.get(key)
+    }
+    fn list<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Vec<String>, ArchiveError>> {
+        self.inner.list(prefix)
+    }
+    fn append<'a>(
         &'a self,
-        s: &'a SessionId,
-        step: u32,
-        v: &'a Value,
-    ) -> BoxFuture<'a, Result<Stored, ArchiveError>> {
-        if self.fail() {
+        key: &'a str,
+        bytes: Vec<u8>,
+    ) -> BoxFuture<'a, Result<u64, ArchiveError>> {
+        if self.refuses(key) {
             return Box::pin(async { Err(Self::refused()) });
         }
-        self.inner.save_summary(s, step, v)
+        self.inner.append(key, bytes)
     }
-    fn save_event<'a>(
-        &'a self,
-        s: &'a SessionId,
-        e: &'a [Value],
-    ) -> BoxFuture<'a, Result<Stored, ArchiveError>> {
-        if self.fail() {
-            return Box::pin(async { Err(Self::refused()) });
-        }
-        self.inner.save_event(s, e)
-    }
-    fn list_sessions(&self) -> BoxFuture<'_, Result<Vec<String>, ArchiveError>> {
-        self.inner.list_sessions()
-    }
-    fn list_files<'a>(
-        &'a self,
-        s: &'a SessionId,
-    ) -> BoxFuture<'a, Result<Vec<String>, ArchiveError>> {
-        self.inner.list_files(s)
-    }
-    fn read_file<'a>(
-        &'a self,
-        s: &'a SessionId,
-        n: &'a str,
-    ) -> BoxFuture<'a, Result<Vec<u8>, ArchiveError>> {
-        self.inner.read_file(s, n)
+    fn native_append(&self) -> bool {
+        self.inner.native_append()
     }
 }
 

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use std::collections::HashSet;
 
 use ariadne_exporter::{AriadneExporter, HttpOptions};
-use compact_middleware::archive::{FsAdapter, SessionId, StorageAdapter};
+use compact_middleware::archive::{Archive, FsAdapter, SessionId, StorageAdapter};
 use compact_middleware::events::{CollectingExporter, names};
 use compact_middleware::invariants::{self, Violation};
 use compact_middleware::model::Message;
@@ -282,11 +282,12 @@ async fn check_archive(
         let Ok(id) = SessionId::parse(&t.id) else {
             continue;
         };
-        let files = fs.list_files(&id).await.unwrap_or_default();
+        let archive = Archive::new(fs);
+        let files = archive.files(&id).await.unwrap_or_default();
         let mut archived: HashSet<String> = HashSet::new();
         let mut all_text = String::new();
         for f in &files {
-            let Ok(bytes) = fs.read_file(&id, f).await else {
+            let Ok(bytes) = archive.read(&id, f).await else {
                 continue;
             };
             let text = String::from_utf8_lossy(&bytes).into_owned();

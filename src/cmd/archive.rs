@@ -1,10 +1,11 @@
-//! `compact archive list|show|verify`: the audit tools (DESIGN §9, §11).
+//! `compact archive list|show|verify`: the audit tools (docs/design.md §9,
+//! §11). The reading is the middleware's `Archive`; this prints it.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::{Context, anyhow};
-use compact_middleware::archive::{self, FileKind, FsAdapter, SessionId, StorageAdapter, layout};
+use anyhow::anyhow;
+use compact_middleware::archive::{self, Archive, FsAdapter, SessionId, StorageAdapter, layout};
 use compact_middleware::config::S3Settings;
 use serde_json::{Value, json};
 
@@ -110,7 +111,7 @@ pub fn run(cmd: Command) -> CliResult {
         match cmd {
             Command::List { target } => {
                 let a = target.adapter().await?;
-                for s in a.list_sessions().await.map_err(other)? {
+                for s in Archive::new(a.as_ref()).sessions().await.map_err(other)? {
                     println!("{s}");
                 }
                 Ok(())
@@ -122,12 +123,12 @@ pub fn run(cmd: Command) -> CliResult {
             } => {
                 let sid = session_id(&session)?;
                 let a = target.adapter().await?;
-                show(a.as_ref(), &sid, step).await
+                show(Archive::new(a.as_ref()), &sid, step).await
             }
             Command::Verify { session, target } => {
                 let sid = session_id(&session)?;
                 let a = target.adapter().await?;
-                let v = archive::verify(a.as_ref(), &sid).await.map_err(other)?;
+                let v = Archive::new(a.as_ref()).verify(&sid).await.map_err(other)?;
                 match &v.problem {
                     None => {
                         println!(
@@ -150,45 +151,31 @@ pub fn run(cmd: Command) -> CliResult {
     })
 }
 
-async fn show(a: &dyn StorageAdapter, sid: &SessionId, step: Option<u32>) -> CliResult {
-    let files = a.list_files(sid).await.map_err(other)?;
+async fn show(a: Archive<'_>, sid: &SessionId, step: Option<u32>) -> CliResult {
+    let files = a.files(sid).await.map_err(other)?;
     if files.is_empty() {
         return Err(CliError::Other(anyhow!(
             "no archive for session {sid} in {}",
-            a.root()
+            a.adapter().root()
         )));
     }
     let Some(step) = step else {
-        let steps: Vec<u32> = files
-            .iter()
-            .filter_map(|f| match FileKind::parse(f) {
-                Some(FileKind::Transcript(s)) => Some(s),
-                _ => None,
-            })
-            .collect();
-        return print_json(
-            &json!({"session_id": sid.as_str(), "root": a.root(), "steps": steps, "files": files}),
-        );
+        let steps = layout::transcript_steps(&files);
+        return print_json(&json!({
+            "session_id": sid.as_str(),
+            "root": a.adapter().root(),
+            "steps": steps,
+            "files": files,
+        }));
     };
-    let transcript = a
-        .read_file(sid, &layout::transcript_name(step))
-        .await
-        .map_err(other)?;
-    let messages: Vec<Value> = transcript
-        .split(|b| *b == b'\n')
-        .filter(|l| !l.is_empty())
-        .map(serde_json::from_slice)
-        .collect::<Result<_, _>>()
-        .context("transcript is not JSON Lines")?;
-    let summary = match a.read_file(sid, &layout::summary_name(step)).await {
-        Ok(b) => Some(serde_json::from_slice::<Value>(&b).context("summary is not JSON")?),
-        Err(e) if e.is_not_found() => None,
-        Err(e) => return Err(other(e)),
-    };
+    let archive::Step {
+        transcript,
+        summary,
+    } = a.step(sid, step).await.map_err(other)?;
     print_json(&json!({
         "session_id": sid.as_str(),
         "step": step,
         "summary": summary,
-        "transcript": messages,
+        "transcript": transcript,
     }))
 }

@@ -17,8 +17,9 @@
 //! - [`invariants`]: the checks of DESIGN §12, for tests, the soak harness and users.
 //! - [`bench`]: the workloads and timing harness behind `compact bench`.
 //! - [`manager`]: [`CompactManager`], sessions, the `before_model_call` hook.
-//! - [`archive`]: the `StorageAdapter` trait, the filesystem adapter, the
-//!   hash-chained manifest, `verify`, the spool.
+//! - [`archive`]: the `StorageAdapter` trait (bytes under keys), the
+//!   filesystem adapter, and the `Archive` on top: layout, hash-chained
+//!   manifest, `verify`, the spool.
 //! - [`redact`]: the `Redactor` applied to everything exported or archived.
 //! - [`memory`]: the memory store (SQLite), the seed 002 sliding window,
 //!   cross-session memory and memory files injected into the instructions.

@@ -6,7 +6,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use compact_middleware::archive::{self, FsAdapter, Problem, SessionId, StorageAdapter, layout};
+use compact_middleware::BoxFuture;
+use compact_middleware::archive::{
+    self, Archive, ArchiveError, FsAdapter, Problem, SessionId, StorageAdapter, layout,
+};
 use compact_middleware::config::Config;
 use compact_middleware::events::{CollectingExporter, Event};
 use compact_middleware::model::{Format, Request};
@@ -35,6 +38,7 @@ fn fixture_dir() -> PathBuf {
 
 /// The fixture session written through the adapter.
 async fn write_fixture(a: &FsAdapter) {
+    let a = Archive::new(a);
     let s = sid("session-abc-123");
     let t1 = vec![
         json!({"role": "system", "content": "You are a careful agent."}),
@@ -48,7 +52,7 @@ async fn write_fixture(a: &FsAdapter) {
     a.save_summary(&s, 1, &json!({"session_id": "session-abc-123", "step": 1, "summary_version": 1, "message": {"role": "system", "content": "COMPACT-SUMMARY v1\nGoal: rename foo to bar."}}))
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    a.save_event(&s, &[json!({"type": "span", "trace_id": "session-abc-123", "span_id": "s1", "name": "compact.archival", "started_at": "2026-01-01T00:00:00.000Z", "data": {"step": 1}, "status": "ok"})])
+    a.save_events(&s, &[json!({"type": "span", "trace_id": "session-abc-123", "span_id": "s1", "name": "compact.archival", "started_at": "2026-01-01T00:00:00.000Z", "data": {"step": 1}, "status": "ok"})])
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let mut t2 = t1.clone();
@@ -59,7 +63,7 @@ async fn write_fixture(a: &FsAdapter) {
     a.save_summary(&s, 2, &json!({"session_id": "session-abc-123", "step": 2, "summary_version": 2, "message": {"role": "system", "content": "COMPACT-SUMMARY v2\nGoal: rename foo to bar; run tests."}}))
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    a.save_event(&s, &[json!({"type": "span", "trace_id": "session-abc-123", "span_id": "s2", "name": "compact.archival", "started_at": "2026-01-01T00:00:01.000Z", "data": {"step": 2}, "status": "ok"}), json!({"type": "span", "trace_id": "session-abc-123", "span_id": "s3", "name": "compact.preflight", "started_at": "2026-01-01T00:00:01.000Z", "data": {}, "status": "ok"})])
+    a.save_events(&s, &[json!({"type": "span", "trace_id": "session-abc-123", "span_id": "s2", "name": "compact.archival", "started_at": "2026-01-01T00:00:01.000Z", "data": {"step": 2}, "status": "ok"}), json!({"type": "span", "trace_id": "session-abc-123", "span_id": "s3", "name": "compact.preflight", "started_at": "2026-01-01T00:00:01.000Z", "data": {}, "status": "ok"})])
         .await
         .unwrap_or_else(|e| panic!("{e}"));
 }
@@ -103,6 +107,153 @@ fn filesystem_layout_is_byte_for_byte_the_fixture() {
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(v.is_ok(), "{:?}", v.problem);
     assert_eq!(v.entries, 6);
+}
+
+/// The committed fixture, written by an earlier version, still verifies:
+/// archives already on disk stay valid.
+#[test]
+fn an_archive_written_earlier_still_verifies() {
+    let root = fixture_dir()
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let fs = FsAdapter::new(root);
+    let a = Archive::new(&fs);
+    let v = rt()
+        .block_on(a.verify(&sid("session-abc-123")))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(v.is_ok(), "{:?}", v.problem);
+    assert_eq!(v.entries, 6);
+    assert_eq!(
+        rt().block_on(a.last_step(&sid("session-abc-123"))).ok(),
+        Some(2)
+    );
+    let step = rt()
+        .block_on(a.step(&sid("session-abc-123"), 2))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(step.transcript.len(), 5);
+    assert_eq!(step.summary.map(|s| s["step"].clone()), Some(json!(2)));
+}
+
+#[test]
+fn adapters_refuse_unsafe_keys() {
+    let dir = tmp();
+    let root = dir.path().join("archive");
+    let fs = FsAdapter::new(&root);
+    let rt = rt();
+    for key in [
+        "../escaped",
+        "/tmp/absolute",
+        "s1/../../escaped",
+        "s1//x",
+        "s1/.hidden",
+        "s1\\x",
+        "s1/%2e%2e",
+        "",
+    ] {
+        let unsafe_key =
+            |r: Result<(), ArchiveError>| matches!(r, Err(ArchiveError::InvalidKey { .. }));
+        assert!(
+            unsafe_key(rt.block_on(fs.put(key, b"x\n".to_vec()))),
+            "put {key:?}"
+        );
+        assert!(
+            unsafe_key(rt.block_on(fs.append(key, b"x\n".to_vec())).map(|_| ())),
+            "append {key:?}"
+        );
+        assert!(
+            unsafe_key(rt.block_on(fs.get(key)).map(|_| ())),
+            "get {key:?}"
+        );
+    }
+    for prefix in ["..", "../", "s1", "/"] {
+        assert!(
+            matches!(
+                rt.block_on(fs.list(prefix)),
+                Err(ArchiveError::InvalidKey { .. })
+            ),
+            "list {prefix:?}"
+        );
+    }
+    assert!(!root.exists(), "nothing was written");
+    assert!(!dir.path().join("escaped").exists());
+    // Through the archive only layout names are readable.
+    assert!(matches!(
+        rt.block_on(Archive::new(&fs).read(&sid("s1"), "../manifest.jsonl")),
+        Err(ArchiveError::InvalidName(_))
+    ));
+}
+
+/// A backend that keeps bytes but cannot append (S3 is one): the trait's
+/// default `append` serves the manifest, and events become one object per
+/// batch.
+#[derive(Debug)]
+struct NoAppend(FsAdapter);
+
+impl StorageAdapter for NoAppend {
+    fn kind(&self) -> &str {
+        "no-append"
+    }
+    fn root(&self) -> String {
+        self.0.root()
+    }
+    fn location(&self, key: &str) -> String {
+        self.0.location(key)
+    }
+    fn put<'a>(&'a self, key: &'a str, bytes: Vec<u8>) -> BoxFuture<'a, Result<(), ArchiveError>> {
+        self.0.put(key, bytes)
+    }
+    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Vec<u8>, ArchiveError>> {
+        self.0.get(key)
+    }
+    fn list<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Vec<String>, ArchiveError>> {
+        self.0.list(prefix)
+    }
+}
+
+#[test]
+fn a_backend_without_append_gets_one_object_per_events_batch() {
+    let dir = tmp();
+    let root = dir.path().join("archive");
+    let backend = NoAppend(FsAdapter::new(&root));
+    let a = Archive::new(&backend);
+    let s = sid("objects");
+    let rt = rt();
+    let msgs = vec![json!({"role": "user", "content": "hello"})];
+    rt.block_on(a.save_transcript(&s, 1, &msgs))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let e1 = rt
+        .block_on(a.save_events(&s, &[json!({"n": 1})]))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let e2 = rt
+        .block_on(a.save_events(&s, &[json!({"n": 2}), json!({"n": 3})]))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(e1.name, "events-000001.jsonl");
+    assert_eq!(e2.name, "events-000002.jsonl");
+    assert_eq!(
+        e2.location,
+        root.join("objects/events-000002.jsonl")
+            .display()
+            .to_string()
+    );
+    assert_eq!(
+        rt.block_on(a.files(&s)).unwrap_or_default(),
+        [
+            "events-000001.jsonl",
+            "events-000002.jsonl",
+            "manifest.jsonl",
+            "transcript-pre-compact-001.jsonl"
+        ]
+    );
+    let v = rt.block_on(a.verify(&s)).unwrap_or_else(|e| panic!("{e}"));
+    assert!(v.is_ok(), "{:?}", v.problem);
+    assert_eq!(v.entries, 3);
+    assert_eq!(v.head, Some(e2.manifest_head));
+    // The same bytes as a backend that appends.
+    assert_eq!(
+        std::fs::read(root.join("objects/transcript-pre-compact-001.jsonl")).unwrap_or_default(),
+        layout::encode_lines(&msgs).unwrap_or_default()
+    );
 }
 
 #[test]
@@ -168,7 +319,8 @@ fn crash_child_writer() {
     let Some(dir) = std::env::var_os("COMPACT_CRASH_DIR") else {
         return;
     };
-    let a = FsAdapter::new(PathBuf::from(dir));
+    let fs = FsAdapter::new(PathBuf::from(dir));
+    let a = Archive::new(&fs);
     let s = sid("crash");
     let rt = rt();
     let docs = [
@@ -178,7 +330,7 @@ fn crash_child_writer() {
     let mut i = 0usize;
     loop {
         let _ = rt.block_on(a.save_summary(&s, 1, &docs[i % 2]));
-        let _ = rt.block_on(a.save_event(&s, &[json!({"i": i, "pad": "e".repeat(BIG / 4)})]));
+        let _ = rt.block_on(a.save_events(&s, &[json!({"i": i, "pad": "e".repeat(BIG / 4)})]));
         i += 1;
     }
 }
@@ -221,8 +373,9 @@ fn killed_writes_leave_old_or_new() {
             bytes.len()
         );
         // The next append repairs any torn tail; every line is then whole.
-        let a = FsAdapter::new(&root);
-        rt().block_on(a.save_event(&sid("crash"), &[json!({"after": round})]))
+        let fs = FsAdapter::new(&root);
+        let a = Archive::new(&fs);
+        rt().block_on(a.save_events(&sid("crash"), &[json!({"after": round})]))
             .unwrap_or_else(|e| panic!("append after crash: {e}"));
         let events = std::fs::read(root.join("crash/events.jsonl")).unwrap_or_default();
         assert!(events.ends_with(b"\n"));
@@ -241,9 +394,7 @@ fn killed_writes_leave_old_or_new() {
             archive::manifest::parse(&manifest).is_ok(),
             "round {round}: manifest chain broken"
         );
-        let files = rt()
-            .block_on(a.list_files(&sid("crash")))
-            .unwrap_or_default();
+        let files = rt().block_on(a.files(&sid("crash"))).unwrap_or_default();
         assert!(
             files.iter().all(|f| !f.starts_with('.')),
             "temp files are not listed: {files:?}"
@@ -501,7 +652,7 @@ fn nothing_is_lost_across_a_long_session() {
     );
     // Numbering is gapless and the archive verifies.
     let files = rt
-        .block_on(FsAdapter::new(&h.root).list_files(&sid("long-session")))
+        .block_on(Archive::new(&FsAdapter::new(&h.root)).files(&sid("long-session")))
         .unwrap_or_default();
     let steps: Vec<u32> = files
         .iter()
@@ -566,7 +717,7 @@ fn step_numbering_survives_a_restart() {
             .unwrap_or_else(|e| panic!("{e}"));
     }
     let files = rt
-        .block_on(FsAdapter::new(&root).list_files(&sid("restart")))
+        .block_on(Archive::new(&FsAdapter::new(&root)).files(&sid("restart")))
         .unwrap_or_default();
     assert!(
         files.contains(&"transcript-pre-compact-002.jsonl".to_string()),
@@ -577,6 +728,71 @@ fn step_numbering_survives_a_restart() {
         .block_on(archive::verify(&FsAdapter::new(&root), &sid("restart")))
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(v.is_ok(), "{:?}", v.problem);
+}
+
+/// The audit step of docs/archive.md, run as an auditor would: the
+/// `manifest_head` of the session's last `compact.archival` event, as the
+/// exporter received it, is the head `verify` prints.
+#[test]
+fn the_last_archival_event_carries_the_head_verify_prints() {
+    let h = harness_with(100_000, |_| {});
+    let rt = rt();
+    let first = rt
+        .block_on(h.manager.manual_compact("audited", history(10), "first"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut next = first.messages.clone();
+    next.extend(history(3).into_iter().skip(1));
+    rt.block_on(h.manager.manual_compact("audited", next, "second"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(h.manager.dispatcher().flush(Duration::from_secs(5)));
+    let archivals: Vec<_> = h
+        .collect
+        .events()
+        .into_iter()
+        .filter(|e| e.name() == Some("compact.archival"))
+        .filter_map(|e| e.as_span().cloned())
+        .filter(|s| s.data.get("session_id") == Some(&json!("audited")))
+        .collect();
+    assert_eq!(archivals.len(), 2, "{archivals:#?}");
+    let exported_head = archivals
+        .last()
+        .and_then(|s| s.data.get("manifest_head"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    assert!(exported_head.is_some(), "{archivals:#?}");
+
+    let v = rt
+        .block_on(archive::verify(&FsAdapter::new(&h.root), &sid("audited")))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(v.is_ok(), "{:?}", v.problem);
+    assert_eq!(
+        exported_head, v.head,
+        "the last compact.archival event's manifest_head is the head verify prints"
+    );
+
+    // The copy inside events.jsonl cannot hold the hash of the entry that
+    // records it: it carries the head before its own batch, the `prev` of
+    // that entry.
+    let dir = h.root.join("audited");
+    let manifest =
+        archive::manifest::parse(&std::fs::read(dir.join("manifest.jsonl")).unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{e}"));
+    let events = std::fs::read(dir.join("events.jsonl")).unwrap_or_default();
+    let mut checked = 0;
+    for entry in manifest.iter().filter(|e| e.file == "events.jsonl") {
+        let (a, b) = (entry.offset as usize, (entry.offset + entry.len) as usize);
+        for line in events[a..b]
+            .split(|c| *c == b'\n')
+            .filter(|l| !l.is_empty())
+        {
+            let ev: Value = serde_json::from_slice(line).unwrap_or_default();
+            if ev["name"] == "compact.archival" {
+                assert_eq!(ev["data"]["manifest_head"], json!(entry.prev), "{ev}");
+                checked += 1;
+            }
+        }
+    }
+    assert_eq!(checked, 2);
 }
 
 #[test]

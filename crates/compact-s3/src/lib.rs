@@ -1,13 +1,15 @@
-//! S3 (and S3-compatible) storage for the compact archive: an
-//! implementation of [`compact_middleware::archive::StorageAdapter`] on
-//! `aws-sdk-s3`. Kept in its own crate so the middleware never compiles the
-//! AWS SDK (DESIGN §2).
+//! S3 (and S3-compatible) storage for the compact archive: a
+//! [`compact_middleware::archive::StorageAdapter`] on `aws-sdk-s3`. Kept in
+//! its own crate so the middleware never compiles the AWS SDK
+//! (docs/design.md §2).
 //!
-//! - Objects: `s3://{bucket}/{prefix}/{session_id}/{file}` with the same
-//!   names and bytes as the filesystem archive, except that `events.jsonl`
-//!   becomes numbered objects `events-000001.jsonl`, … (S3 has no append).
-//! - `manifest.jsonl` is rewritten whole on every write (one writer per
-//!   session, see the trait's contract).
+//! It stores bytes: key `{session_id}/{file}` is the object
+//! `s3://{bucket}/{prefix}/{session_id}/{file}`. Names, encodings and the
+//! manifest are the middleware's `Archive`, the same as on a filesystem.
+//! S3 has no append: the trait's default (read, put back longer) rewrites
+//! `manifest.jsonl`, and the archive writes each events batch as its own
+//! object (`events-000001.jsonl`, …) rather than grow `events.jsonl`.
+//!
 //! - Credentials come from the standard AWS provider chain (environment,
 //!   shared profile, web identity, ECS, IMDS), never from configuration.
 //! - `kms_key_id` set: every object is written with SSE-KMS under that key.
@@ -15,8 +17,6 @@
 //!   throttling, 5xx and connection errors; what still fails goes to the
 //!   manager's spool.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use aws_sdk_s3::Client;
@@ -26,11 +26,8 @@ use aws_sdk_s3::error::DisplayErrorContext;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::ServerSideEncryption;
 use compact_middleware::BoxFuture;
-use compact_middleware::archive::layout::{self, FileKind, MANIFEST_FILE};
-use compact_middleware::archive::manifest::{self, Entry};
-use compact_middleware::archive::{ArchiveError, SessionId, StorageAdapter, Stored};
+use compact_middleware::archive::{ArchiveError, StorageAdapter, check_key, check_prefix};
 use compact_middleware::config::S3Settings;
-use serde_json::Value;
 
 /// Retry behaviour (the SDK's standard mode).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,8 +57,6 @@ pub struct S3Adapter {
     bucket: String,
     prefix: String,
     kms_key_id: Option<String>,
-    /// Next event object number per session, loaded from a listing on first use.
-    event_seq: Mutex<HashMap<String, u64>>,
 }
 
 fn backend(message: impl Into<String>) -> ArchiveError {
@@ -119,7 +114,6 @@ impl S3Adapter {
             bucket,
             prefix: settings.prefix.trim_matches('/').to_string(),
             kms_key_id: settings.kms_key_id.clone(),
-            event_seq: Mutex::new(HashMap::new()),
         })
     }
 
@@ -142,27 +136,22 @@ impl S3Adapter {
         }
     }
 
-    /// `{prefix}/{session_id}/`.
-    fn session_prefix(&self, session: &SessionId) -> String {
-        format!("{}{}/", self.base(), session.as_str())
+    /// The object key of archive key (or listing prefix) `key`: `{prefix}/{key}`.
+    pub fn object_key(&self, key: &str) -> String {
+        format!("{}{key}", self.base())
     }
 
-    /// The object key of one file.
-    pub fn key(&self, session: &SessionId, name: &str) -> String {
-        format!("{}{name}", self.session_prefix(session))
+    fn url(&self, object_key: &str) -> String {
+        format!("s3://{}/{object_key}", self.bucket)
     }
 
-    fn url(&self, key: &str) -> String {
-        format!("s3://{}/{key}", self.bucket)
-    }
-
-    async fn put(&self, key: &str, bytes: Vec<u8>, content_type: &str) -> Result<(), ArchiveError> {
+    async fn put_object(&self, object_key: &str, bytes: Vec<u8>) -> Result<(), ArchiveError> {
         let mut req = self
             .client
             .put_object()
             .bucket(&self.bucket)
-            .key(key)
-            .content_type(content_type)
+            .key(object_key)
+            .content_type(content_type(object_key))
             .body(ByteStream::from(bytes));
         if let Some(k) = &self.kms_key_id {
             req = req
@@ -172,27 +161,27 @@ impl S3Adapter {
         req.send().await.map(|_| ()).map_err(|e| {
             backend(format!(
                 "put {}: {}",
-                self.url(key),
+                self.url(object_key),
                 DisplayErrorContext(&e)
             ))
         })
     }
 
-    async fn get(&self, key: &str) -> Result<Vec<u8>, ArchiveError> {
+    async fn get_object(&self, object_key: &str) -> Result<Vec<u8>, ArchiveError> {
         let out = self
             .client
             .get_object()
             .bucket(&self.bucket)
-            .key(key)
+            .key(object_key)
             .send()
             .await
             .map_err(|e| {
                 if e.as_service_error().is_some_and(|s| s.is_no_such_key()) {
-                    ArchiveError::NotFound(self.url(key))
+                    ArchiveError::NotFound(self.url(object_key))
                 } else {
                     backend(format!(
                         "get {}: {}",
-                        self.url(key),
+                        self.url(object_key),
                         DisplayErrorContext(&e)
                     ))
                 }
@@ -201,28 +190,23 @@ impl S3Adapter {
             .body
             .collect()
             .await
-            .map_err(|e| backend(format!("read {}: {e}", self.url(key))))?;
+            .map_err(|e| backend(format!("read {}: {e}", self.url(object_key))))?;
         Ok(body.into_bytes().to_vec())
     }
 
-    /// Keys (relative to `prefix`) and common prefixes under `prefix`.
-    async fn list(
-        &self,
-        prefix: &str,
-        delimiter: bool,
-    ) -> Result<(Vec<String>, Vec<String>), ArchiveError> {
-        let mut keys = Vec::new();
-        let mut prefixes = Vec::new();
+    /// One level below the object key prefix `prefix`: the names, relative
+    /// to `prefix`, of its objects and of its common prefixes (those with
+    /// their trailing `/`).
+    async fn list_level(&self, prefix: &str) -> Result<Vec<String>, ArchiveError> {
+        let mut names = Vec::new();
         let mut token: Option<String> = None;
         loop {
             let mut req = self
                 .client
                 .list_objects_v2()
                 .bucket(&self.bucket)
-                .prefix(prefix);
-            if delimiter {
-                req = req.delimiter("/");
-            }
+                .prefix(prefix)
+                .delimiter("/");
             if let Some(t) = &token {
                 req = req.continuation_token(t);
             }
@@ -233,99 +217,38 @@ impl S3Adapter {
                     DisplayErrorContext(&e)
                 ))
             })?;
-            keys.extend(
+            names.extend(
                 out.contents()
                     .iter()
                     .filter_map(|o| o.key())
+                    .chain(out.common_prefixes().iter().filter_map(|p| p.prefix()))
                     .filter_map(|k| k.strip_prefix(prefix))
+                    // A "folder" marker object is the prefix itself.
+                    .filter(|k| !k.is_empty())
                     .map(str::to_owned),
-            );
-            prefixes.extend(
-                out.common_prefixes()
-                    .iter()
-                    .filter_map(|p| p.prefix())
-                    .filter_map(|p| p.strip_prefix(prefix))
-                    .map(|p| p.trim_end_matches('/').to_owned()),
             );
             match out.next_continuation_token() {
                 Some(t) if out.is_truncated() == Some(true) => token = Some(t.to_owned()),
                 _ => break,
             }
         }
-        Ok((keys, prefixes))
-    }
-
-    /// Appends an entry for `bytes` in `name` to the session's manifest.
-    async fn record(
-        &self,
-        session: &SessionId,
-        name: &str,
-        bytes: &[u8],
-    ) -> Result<String, ArchiveError> {
-        let key = self.key(session, MANIFEST_FILE);
-        let mut existing = match self.get(&key).await {
-            Ok(b) => b,
-            Err(e) if e.is_not_found() => Vec::new(),
-            Err(e) => return Err(e),
-        };
-        let entries = manifest::parse(&existing).map_err(|e| ArchiveError::Manifest {
-            session: session.to_string(),
-            reason: e.to_string(),
-        })?;
-        let entry = Entry::next(entries.last(), name, 0, bytes);
-        existing.extend_from_slice(entry.to_line().as_bytes());
-        self.put(&key, existing, "application/x-ndjson").await?;
-        Ok(entry.hash)
-    }
-
-    async fn save_whole(
-        &self,
-        session: &SessionId,
-        name: String,
-        bytes: Vec<u8>,
-        content_type: &str,
-    ) -> Result<Stored, ArchiveError> {
-        let key = self.key(session, &name);
-        let len = bytes.len() as u64;
-        let head = {
-            // The manifest records the bytes, so hash before handing them over.
-            let copy = bytes.clone();
-            self.put(&key, bytes, content_type).await?;
-            self.record(session, &name, &copy).await?
-        };
-        Ok(Stored {
-            location: self.url(&key),
-            name,
-            bytes: len,
-            manifest_head: head,
-        })
-    }
-
-    async fn next_event_seq(&self, session: &SessionId) -> Result<u64, ArchiveError> {
-        let cached = self
-            .event_seq
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(session.as_str())
-            .copied();
-        let next = match cached {
-            Some(n) => n,
-            None => {
-                let (keys, _) = self.list(&self.session_prefix(session), false).await?;
-                keys.iter()
-                    .filter_map(|k| match FileKind::parse(k) {
-                        Some(FileKind::EventObject(n)) => Some(n),
-                        _ => None,
-                    })
-                    .max()
-                    .unwrap_or(0)
-                    + 1
-            }
-        };
-        Ok(next)
+        Ok(names)
     }
 }
 
+/// The content type S3 serves an archive object with.
+fn content_type(object_key: &str) -> &'static str {
+    if object_key.ends_with(".jsonl") {
+        "application/x-ndjson"
+    } else if object_key.ends_with(".json") {
+        "application/json"
+    } else {
+        "application/octet-stream"
+    }
+}
+
+/// Keys are checked here too, not only by the archive that builds them:
+/// nothing unchecked becomes an object key.
 impl StorageAdapter for S3Adapter {
     fn kind(&self) -> &str {
         "s3"
@@ -335,96 +258,35 @@ impl StorageAdapter for S3Adapter {
         format!("s3://{}/{}", self.bucket, self.base())
     }
 
-    fn save_transcript<'a>(
-        &'a self,
-        session: &'a SessionId,
-        step: u32,
-        messages: &'a [Value],
-    ) -> BoxFuture<'a, Result<Stored, ArchiveError>> {
+    fn location(&self, key: &str) -> String {
+        self.url(&self.object_key(key))
+    }
+
+    fn put<'a>(&'a self, key: &'a str, bytes: Vec<u8>) -> BoxFuture<'a, Result<(), ArchiveError>> {
         Box::pin(async move {
-            let bytes = layout::encode_lines(messages)?;
-            self.save_whole(
-                session,
-                layout::transcript_name(step),
-                bytes,
-                "application/x-ndjson",
-            )
-            .await
+            check_key(key)?;
+            self.put_object(&self.object_key(key), bytes).await
         })
     }
 
-    fn save_summary<'a>(
-        &'a self,
-        session: &'a SessionId,
-        step: u32,
-        summary: &'a Value,
-    ) -> BoxFuture<'a, Result<Stored, ArchiveError>> {
+    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Vec<u8>, ArchiveError>> {
         Box::pin(async move {
-            let bytes = layout::encode_summary(summary)?;
-            self.save_whole(
-                session,
-                layout::summary_name(step),
-                bytes,
-                "application/json",
-            )
-            .await
+            check_key(key)?;
+            self.get_object(&self.object_key(key)).await
         })
     }
 
-    fn save_event<'a>(
-        &'a self,
-        session: &'a SessionId,
-        events: &'a [Value],
-    ) -> BoxFuture<'a, Result<Stored, ArchiveError>> {
+    fn list<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Vec<String>, ArchiveError>> {
         Box::pin(async move {
-            let bytes = layout::encode_lines(events)?;
-            let seq = self.next_event_seq(session).await?;
-            let stored = self
-                .save_whole(
-                    session,
-                    layout::event_object_name(seq),
-                    bytes,
-                    "application/x-ndjson",
-                )
-                .await?;
-            // Only advance once the object and its manifest entry are in:
-            // a failed attempt is retried under the same number.
-            self.event_seq
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .insert(session.as_str().to_string(), seq + 1);
-            Ok(stored)
-        })
-    }
-
-    fn list_sessions(&self) -> BoxFuture<'_, Result<Vec<String>, ArchiveError>> {
-        Box::pin(async move {
-            let (_, mut prefixes) = self.list(&self.base(), true).await?;
-            prefixes.retain(|p| SessionId::parse(p).is_ok());
-            prefixes.sort();
-            Ok(prefixes)
-        })
-    }
-
-    fn list_files<'a>(
-        &'a self,
-        session: &'a SessionId,
-    ) -> BoxFuture<'a, Result<Vec<String>, ArchiveError>> {
-        Box::pin(async move {
-            let (mut keys, _) = self.list(&self.session_prefix(session), true).await?;
-            keys.sort();
-            Ok(keys)
-        })
-    }
-
-    fn read_file<'a>(
-        &'a self,
-        session: &'a SessionId,
-        name: &'a str,
-    ) -> BoxFuture<'a, Result<Vec<u8>, ArchiveError>> {
-        Box::pin(async move {
-            let name = layout::check_name(name)?.name();
-            self.get(&self.key(session, &name)).await
+            check_prefix(prefix)?;
+            let mut out: Vec<String> = self
+                .list_level(&self.object_key(prefix))
+                .await?
+                .into_iter()
+                .map(|name| format!("{prefix}{name}"))
+                .collect();
+            out.sort();
+            Ok(out)
         })
     }
 }

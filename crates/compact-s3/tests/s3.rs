@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use aws_config::{BehaviorVersion, SdkConfig};
 use aws_sdk_s3::config::{Credentials, Region, SharedCredentialsProvider};
-use compact_middleware::archive::{self, SessionId, StorageAdapter, layout};
+use compact_middleware::archive::{self, Archive, ArchiveError, SessionId, StorageAdapter, layout};
 use compact_middleware::config::{Config, S3Settings};
 use compact_middleware::events::{CollectingExporter, Event};
 use compact_middleware::{CompactManager, Message};
@@ -75,7 +75,8 @@ async fn put_list_show_verify() {
     let Some(moto) = support::start_moto() else {
         return;
     };
-    let a = adapter(moto.addr, "audit", None).await;
+    let s3 = adapter(moto.addr, "audit", None).await;
+    let a = Archive::new(&s3);
     let s = sid("session-abc-123");
     let msgs = vec![
         json!({"role":"user","content":"hello"}),
@@ -93,11 +94,11 @@ async fn put_list_show_verify() {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let e1 = a
-        .save_event(&s, &[json!({"n":1})])
+        .save_events(&s, &[json!({"n":1})])
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let e2 = a
-        .save_event(&s, &[json!({"n":2}), json!({"n":3})])
+        .save_events(&s, &[json!({"n":2}), json!({"n":3})])
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(e1.name, "events-000001.jsonl");
@@ -107,10 +108,10 @@ async fn put_list_show_verify() {
         .unwrap_or_else(|e| panic!("{e}"));
 
     assert_eq!(
-        a.list_sessions().await.ok(),
+        a.sessions().await.ok(),
         Some(vec!["other".to_string(), "session-abc-123".to_string()])
     );
-    let files = a.list_files(&s).await.unwrap_or_default();
+    let files = a.files(&s).await.unwrap_or_default();
     assert_eq!(
         files,
         vec![
@@ -123,28 +124,28 @@ async fn put_list_show_verify() {
     );
     // Same bytes as the filesystem layout.
     let body = a
-        .read_file(&s, &layout::transcript_name(1))
+        .read(&s, &layout::transcript_name(1))
         .await
         .unwrap_or_default();
     assert_eq!(body, layout::encode_lines(&msgs).unwrap_or_default());
-    let v = archive::verify(&a, &s)
+    let v = archive::verify(&s3, &s)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(v.is_ok(), "{:?}", v.problem);
     assert_eq!(v.entries, 4);
-    assert_eq!(archive::last_step(&a, &s).await.ok(), Some(1));
+    assert_eq!(archive::last_step(&s3, &s).await.ok(), Some(1));
 
     // A fresh adapter (a restart) continues the event numbering.
     let b = S3Adapter::from_sdk_config(&sdk(), &settings(moto.addr, "audit", None), fast_retries())
         .unwrap_or_else(|e| panic!("{e}"));
-    let e3 = b
-        .save_event(&s, &[json!({"n":4})])
+    let e3 = Archive::new(&b)
+        .save_events(&s, &[json!({"n":4})])
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(e3.name, "events-000003.jsonl");
 
     // Tampering is detected through S3 as well.
-    a.client()
+    s3.client()
         .put_object()
         .bucket("audit")
         .key("archive/v1/session-abc-123/summary-001.json")
@@ -152,9 +153,7 @@ async fn put_list_show_verify() {
         .send()
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    let v = archive::verify(&a, &s)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let v = a.verify(&s).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         v.problem.map(|p| p.to_string()),
         Some("edited file summary-001.json (its SHA-256 does not match the manifest)".to_string())
@@ -168,12 +167,13 @@ async fn sse_kms_header_on_every_put() {
     };
     let (proxy, state) = support::start_proxy(moto.addr).await;
     let key_id = "arn:aws:kms:us-east-1:123456789012:key/compact-test-key";
-    let a = adapter(proxy, "encrypted", Some(key_id)).await;
+    let s3 = adapter(proxy, "encrypted", Some(key_id)).await;
+    let a = Archive::new(&s3);
     let s = sid("kms-session");
     a.save_transcript(&s, 1, &[json!({"role":"user","content":"x"})])
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    a.save_event(&s, &[json!({"n":1})])
+    a.save_events(&s, &[json!({"n":1})])
         .await
         .unwrap_or_else(|e| panic!("{e}"));
 
@@ -201,7 +201,7 @@ async fn sse_kms_header_on_every_put() {
         );
     }
     // And the server stored the objects encrypted under that key.
-    let head = a
+    let head = s3
         .client()
         .head_object()
         .bucket("encrypted")
@@ -217,7 +217,7 @@ async fn sse_kms_header_on_every_put() {
 
     // Without a key id no SSE header is sent.
     let plain = adapter(proxy, "plain", None).await;
-    plain
+    Archive::new(&plain)
         .save_transcript(&s, 1, &[json!({"role":"user","content":"x"})])
         .await
         .unwrap_or_else(|e| panic!("{e}"));
@@ -228,6 +228,39 @@ async fn sse_kms_header_on_every_put() {
             .filter(|h| h.starts_with("put /plain/archive/"))
             .all(|h| !h.contains("x-amz-server-side-encryption"))
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unsafe_keys_never_reach_s3() {
+    let Some(moto) = support::start_moto() else {
+        return;
+    };
+    let (proxy, state) = support::start_proxy(moto.addr).await;
+    let s3 = adapter(proxy, "guarded", None).await;
+    let requests = || state.heads.lock().map(|h| h.len()).unwrap_or(0);
+    let before = requests();
+    for key in [
+        "../other-prefix/x",
+        "s1/../../x",
+        "/abs",
+        "s1//x",
+        "s1/%2e%2e",
+        "s1/a?x=1",
+    ] {
+        let refused =
+            |r: Result<(), ArchiveError>| matches!(r, Err(ArchiveError::InvalidKey { .. }));
+        assert!(refused(s3.put(key, b"x\n".to_vec()).await), "put {key:?}");
+        assert!(refused(s3.get(key).await.map(|_| ())), "get {key:?}");
+        assert!(
+            refused(s3.append(key, b"x\n".to_vec()).await.map(|_| ())),
+            "append {key:?}"
+        );
+    }
+    assert!(matches!(
+        s3.list("../").await,
+        Err(ArchiveError::InvalidKey { .. })
+    ));
+    assert_eq!(requests(), before, "no request was sent for an unsafe key");
 }
 
 fn history(turns: usize) -> Vec<Message> {
@@ -335,6 +368,10 @@ async fn server_errors_spool_then_deliver() {
         })
         .sum();
     assert_eq!(delivered, 3, "{archival:#?}");
+    let exported_head = archival
+        .last()
+        .and_then(|s| s.data.get("manifest_head"))
+        .cloned();
 
     let check =
         S3Adapter::from_sdk_config(&sdk(), &settings(moto.addr, "flaky", None), fast_retries())
@@ -344,7 +381,9 @@ async fn server_errors_spool_then_deliver() {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(v.is_ok(), "{:?}", v.problem);
-    let files = check.list_files(&sid).await.unwrap_or_default();
+    // The audit step holds after a spool delivery too.
+    assert_eq!(exported_head, v.head.map(serde_json::Value::from));
+    let files = Archive::new(&check).files(&sid).await.unwrap_or_default();
     for f in [
         "transcript-pre-compact-001.jsonl",
         "summary-001.json",
@@ -357,7 +396,7 @@ async fn server_errors_spool_then_deliver() {
     }
     // Redacted before it reached S3.
     for f in &files {
-        let body = check.read_file(&sid, f).await.unwrap_or_default();
+        let body = Archive::new(&check).read(&sid, f).await.unwrap_or_default();
         let text = String::from_utf8_lossy(&body);
         assert!(
             !text.contains("hunter3") && !text.contains("sk-live-1234567890abcdef"),

@@ -15,6 +15,24 @@ pub enum ArchiveError {
     /// A file name that is not part of the archive layout.
     #[error("not an archive file name: {0:?}")]
     InvalidName(String),
+    /// A storage key or listing prefix that could leave the archive root or
+    /// name something other than one object (see [`super::check_key`]).
+    #[error("unsafe storage key {key}: {reason}")]
+    InvalidKey {
+        /// The key, escaped and shortened for display.
+        key: String,
+        /// Which rule it broke.
+        reason: String,
+    },
+    /// An archive file whose bytes do not decode (a transcript that is not
+    /// JSON Lines, a summary that is not JSON).
+    #[error("{file}: {reason}")]
+    Corrupt {
+        /// The file.
+        file: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The file, object or session does not exist.
     #[error("not found: {0}")]
     NotFound(String),

@@ -1,23 +1,20 @@
-//! The filesystem adapter: `{root}/{session_id}/{file}`.
+//! The filesystem adapter: key `{session_id}/{file}` is the file
+//! `{root}/{session_id}/{file}`.
 //!
-//! Durability: a transcript or summary is written to a temporary file in
-//! the same directory, fsynced, renamed over its final name and the
-//! directory fsynced, so a crash leaves the old file or the new one, never a
-//! mix. `events.jsonl` and `manifest.jsonl` are appended with one `write` per
-//! batch on an `O_APPEND` descriptor and fsynced; a tail left incomplete by
-//! a crash (no final newline) is cut off before the next append, so lines
-//! are never torn. Blocking I/O runs on tokio's blocking pool.
+//! Durability: `put` writes a temporary file in the same directory, fsyncs
+//! it, renames it over the final name and fsyncs the directory, so a crash
+//! leaves the old file or the new one, never a mix. `append` writes the
+//! whole batch with one `write` on an `O_APPEND` descriptor and fsyncs; a
+//! tail left incomplete by a crash (no final newline) is cut off before the
+//! next append, so lines are never torn, and the cost does not grow with the
+//! file. Blocking I/O runs on tokio's blocking pool.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use serde_json::Value;
-
-use super::layout::{self, EVENTS_FILE, FileKind, MANIFEST_FILE};
-use super::manifest::{self, Entry};
-use super::{ArchiveError, SessionId, StorageAdapter, Stored};
+use super::{ArchiveError, StorageAdapter, check_key, check_prefix};
 use crate::BoxFuture;
 
 /// Archives to a local directory (the default, `storage.adapter: fs`).
@@ -37,36 +34,22 @@ impl FsAdapter {
         &self.root
     }
 
-    /// `{root}/{session_id}`: the only way a session id reaches a path, and
-    /// only once validated.
-    pub fn session_dir(&self, session: &SessionId) -> PathBuf {
-        self.root.join(session.as_str())
-    }
-
-    fn save_whole(
-        &self,
-        session: &SessionId,
-        name: String,
-        bytes: Vec<u8>,
-    ) -> BoxFuture<'static, Result<Stored, ArchiveError>> {
-        let dir = self.session_dir(session);
-        let root = self.root.clone();
-        let sid = session.as_str().to_string();
-        Box::pin(blocking(move || {
-            ensure_dir(&root, &dir)?;
-            write_atomic(&dir, &name, &bytes)?;
-            let head = append_manifest(&sid, &dir, &name, 0, &bytes)?;
-            Ok(stored(&dir, name, bytes.len() as u64, head))
-        }))
+    /// `{root}/{key}` for a key [`check_key`] accepts: the only way a key
+    /// reaches a path.
+    fn file(&self, key: &str) -> Result<PathBuf, ArchiveError> {
+        check_key(key)?;
+        Ok(self.root.join(key))
     }
 }
 
-fn stored(dir: &Path, name: String, bytes: u64, manifest_head: String) -> Stored {
-    Stored {
-        location: dir.join(&name).display().to_string(),
-        name,
-        bytes,
-        manifest_head,
+/// The directory and the file name of `path` (a checked key has both).
+fn split(path: &Path) -> Result<(PathBuf, String), ArchiveError> {
+    match (path.parent(), path.file_name().and_then(|n| n.to_str())) {
+        (Some(dir), Some(name)) => Ok((dir.to_path_buf(), name.to_string())),
+        _ => Err(ArchiveError::InvalidKey {
+            key: path.display().to_string(),
+            reason: "has no file name".into(),
+        }),
     }
 }
 
@@ -79,23 +62,27 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| ArchiveError::Task(e.to_string()))?
 }
 
-/// Creates `dir` (and `root`) if needed, fsyncing each new directory's
-/// parent so the directory entry itself survives a crash.
-pub(crate) fn ensure_dir(root: &Path, dir: &Path) -> Result<(), ArchiveError> {
-    if dir.is_dir() {
+/// Creates `dir` and its missing parents, fsyncing the parent of each
+/// directory created so the new entry itself survives a crash.
+pub(crate) fn ensure_dir(dir: &Path) -> Result<(), ArchiveError> {
+    let mut missing = Vec::new();
+    let mut d = dir;
+    while !d.is_dir() {
+        missing.push(d);
+        match d.parent() {
+            Some(p) if !p.as_os_str().is_empty() => d = p,
+            _ => break,
+        }
+    }
+    if missing.is_empty() {
         return Ok(());
     }
-    let root_existed = root.is_dir();
     fs::create_dir_all(dir).map_err(|e| ArchiveError::io("create directory", dir, e))?;
-    if !root_existed && let Some(parent) = root.parent() {
-        sync_dir(if parent.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            parent
-        })?;
-    }
-    if dir != root {
-        sync_dir(root)?;
+    for created in missing.iter().rev() {
+        match created.parent() {
+            Some(p) if !p.as_os_str().is_empty() => sync_dir(p)?,
+            _ => sync_dir(Path::new("."))?,
+        }
     }
     Ok(())
 }
@@ -202,36 +189,6 @@ fn repair_tail(f: &mut File, path: &Path, len: u64) -> Result<u64, ArchiveError>
     Ok(0)
 }
 
-/// Records `bytes` written to `file` at `offset` in the session's manifest;
-/// returns the new head hash.
-fn append_manifest(
-    session: &str,
-    dir: &Path,
-    file: &str,
-    offset: u64,
-    bytes: &[u8],
-) -> Result<String, ArchiveError> {
-    let path = dir.join(MANIFEST_FILE);
-    let existing = match fs::read(&path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => return Err(ArchiveError::io("read", &path, e)),
-    };
-    // A torn last line is an interrupted append of ours, not tampering:
-    // the next append cuts it (see `append_lines`), so parse without it.
-    let complete = match existing.iter().rposition(|b| *b == b'\n') {
-        Some(i) => &existing[..=i],
-        None => &existing[..0],
-    };
-    let entries = manifest::parse(complete).map_err(|e| ArchiveError::Manifest {
-        session: session.to_string(),
-        reason: e.to_string(),
-    })?;
-    let entry = Entry::next(entries.last(), file, offset, bytes);
-    append_lines(dir, MANIFEST_FILE, entry.to_line().as_bytes())?;
-    Ok(entry.hash)
-}
-
 impl StorageAdapter for FsAdapter {
     fn kind(&self) -> &str {
         "filesystem"
@@ -241,85 +198,38 @@ impl StorageAdapter for FsAdapter {
         self.root.display().to_string()
     }
 
-    fn save_transcript<'a>(
-        &'a self,
-        session: &'a SessionId,
-        step: u32,
-        messages: &'a [Value],
-    ) -> BoxFuture<'a, Result<Stored, ArchiveError>> {
-        match layout::encode_lines(messages) {
-            Ok(bytes) => self.save_whole(session, layout::transcript_name(step), bytes),
-            Err(e) => Box::pin(async move { Err(e) }),
-        }
+    fn location(&self, key: &str) -> String {
+        self.root.join(key).display().to_string()
     }
 
-    fn save_summary<'a>(
-        &'a self,
-        session: &'a SessionId,
-        step: u32,
-        summary: &'a Value,
-    ) -> BoxFuture<'a, Result<Stored, ArchiveError>> {
-        match layout::encode_summary(summary) {
-            Ok(bytes) => self.save_whole(session, layout::summary_name(step), bytes),
-            Err(e) => Box::pin(async move { Err(e) }),
-        }
-    }
-
-    fn save_event<'a>(
-        &'a self,
-        session: &'a SessionId,
-        events: &'a [Value],
-    ) -> BoxFuture<'a, Result<Stored, ArchiveError>> {
-        let bytes = layout::encode_lines(events);
-        let dir = self.session_dir(session);
-        let root = self.root.clone();
-        let sid = session.as_str().to_string();
-        Box::pin(async move {
-            let bytes = bytes?;
-            blocking(move || {
-                ensure_dir(&root, &dir)?;
-                let offset = append_lines(&dir, EVENTS_FILE, &bytes)?;
-                let head = append_manifest(&sid, &dir, EVENTS_FILE, offset, &bytes)?;
-                Ok(stored(
-                    &dir,
-                    EVENTS_FILE.to_string(),
-                    bytes.len() as u64,
-                    head,
-                ))
-            })
-            .await
-        })
-    }
-
-    fn list_sessions(&self) -> BoxFuture<'_, Result<Vec<String>, ArchiveError>> {
-        let root = self.root.clone();
+    fn put<'a>(&'a self, key: &'a str, bytes: Vec<u8>) -> BoxFuture<'a, Result<(), ArchiveError>> {
+        let path = self.file(key);
         Box::pin(blocking(move || {
-            let rd = match fs::read_dir(&root) {
-                Ok(rd) => rd,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-                Err(e) => return Err(ArchiveError::io("list", &root, e)),
-            };
-            let mut out = Vec::new();
-            for entry in rd {
-                let entry = entry.map_err(|e| ArchiveError::io("list", &root, e))?;
-                let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
-                    continue;
-                };
-                if entry.path().is_dir() && SessionId::parse(&name).is_ok() {
-                    out.push(name);
-                }
-            }
-            out.sort();
-            Ok(out)
+            let (dir, name) = split(&path?)?;
+            ensure_dir(&dir)?;
+            write_atomic(&dir, &name, &bytes)
         }))
     }
 
-    fn list_files<'a>(
-        &'a self,
-        session: &'a SessionId,
-    ) -> BoxFuture<'a, Result<Vec<String>, ArchiveError>> {
-        let dir = self.session_dir(session);
+    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Vec<u8>, ArchiveError>> {
+        let path = self.file(key);
         Box::pin(blocking(move || {
+            let path = path?;
+            match fs::read(&path) {
+                Ok(b) => Ok(b),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    Err(ArchiveError::NotFound(path.display().to_string()))
+                }
+                Err(e) => Err(ArchiveError::io("read", &path, e)),
+            }
+        }))
+    }
+
+    fn list<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Vec<String>, ArchiveError>> {
+        let dir = check_prefix(prefix).map(|()| self.root.join(prefix));
+        let prefix = prefix.to_string();
+        Box::pin(blocking(move || {
+            let dir = dir?;
             let rd = match fs::read_dir(&dir) {
                 Ok(rd) => rd,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -330,9 +240,15 @@ impl StorageAdapter for FsAdapter {
                 let entry = entry.map_err(|e| ArchiveError::io("list", &dir, e))?;
                 let name = entry.file_name().to_string_lossy().into_owned();
                 // Temp files of interrupted writes start with `.`; they are
-                // not part of the archive.
-                if !name.starts_with('.') && entry.path().is_file() {
-                    out.push(name);
+                // not part of the store.
+                if name.starts_with('.') {
+                    continue;
+                }
+                let path = entry.path();
+                if path.is_dir() {
+                    out.push(format!("{prefix}{name}/"));
+                } else if path.is_file() {
+                    out.push(format!("{prefix}{name}"));
                 }
             }
             out.sort();
@@ -340,26 +256,20 @@ impl StorageAdapter for FsAdapter {
         }))
     }
 
-    fn read_file<'a>(
+    fn append<'a>(
         &'a self,
-        session: &'a SessionId,
-        name: &'a str,
-    ) -> BoxFuture<'a, Result<Vec<u8>, ArchiveError>> {
-        let checked = layout::check_name(name).map(FileKind::name);
-        let dir = self.session_dir(session);
-        Box::pin(async move {
-            let name = checked?;
-            blocking(move || {
-                let path = dir.join(&name);
-                match fs::read(&path) {
-                    Ok(b) => Ok(b),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                        Err(ArchiveError::NotFound(path.display().to_string()))
-                    }
-                    Err(e) => Err(ArchiveError::io("read", &path, e)),
-                }
-            })
-            .await
-        })
+        key: &'a str,
+        bytes: Vec<u8>,
+    ) -> BoxFuture<'a, Result<u64, ArchiveError>> {
+        let path = self.file(key);
+        Box::pin(blocking(move || {
+            let (dir, name) = split(&path?)?;
+            ensure_dir(&dir)?;
+            append_lines(&dir, &name, &bytes)
+        }))
+    }
+
+    fn native_append(&self) -> bool {
+        true
     }
 }

@@ -22,41 +22,13 @@ impl SessionId {
     /// percent-encoded `%2e%2e` is not decoded into a traversal by some
     /// later layer) and anything outside the allow-list.
     pub fn parse(id: &str) -> Result<Self, ArchiveError> {
-        let reject = |reason: String| ArchiveError::InvalidSessionId {
-            id: display_id(id),
-            reason,
-        };
-        if id.is_empty() {
-            return Err(reject("is empty".into()));
+        match segment_problem(id) {
+            None => Ok(SessionId(id.to_string())),
+            Some(reason) => Err(ArchiveError::InvalidSessionId {
+                id: display_id(id),
+                reason,
+            }),
         }
-        if id.len() > MAX_SESSION_ID_LEN {
-            return Err(reject(format!(
-                "is {} bytes long (at most {MAX_SESSION_ID_LEN})",
-                id.len()
-            )));
-        }
-        if id.contains("..") {
-            return Err(reject("contains `..`".into()));
-        }
-        for c in id.chars() {
-            let why = match c {
-                '/' | '\\' => Some(format!("contains a path separator {c:?}")),
-                '\0' => Some("contains a NUL byte".to_string()),
-                c if c.is_control() => Some(format!("contains a control character {c:?}")),
-                '%' => Some("contains `%` (percent-encoding is not decoded)".to_string()),
-                c if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') => None,
-                c => Some(format!(
-                    "contains {c:?}; allowed are ASCII letters, digits, `.`, `_` and `-`"
-                )),
-            };
-            if let Some(why) = why {
-                return Err(reject(why));
-            }
-        }
-        if !id.starts_with(|c: char| c.is_ascii_alphanumeric()) {
-            return Err(reject("must start with a letter or a digit".into()));
-        }
-        Ok(SessionId(id.to_string()))
     }
 
     /// The id.
@@ -77,9 +49,46 @@ impl AsRef<str> for SessionId {
     }
 }
 
+/// Why `s` cannot be one path component or key segment (the rule of
+/// [`SessionId`], which every segment of a storage key follows too), or
+/// `None` when it can.
+pub(super) fn segment_problem(s: &str) -> Option<String> {
+    if s.is_empty() {
+        return Some("is empty".into());
+    }
+    if s.len() > MAX_SESSION_ID_LEN {
+        return Some(format!(
+            "is {} bytes long (at most {MAX_SESSION_ID_LEN})",
+            s.len()
+        ));
+    }
+    if s.contains("..") {
+        return Some("contains `..`".into());
+    }
+    for c in s.chars() {
+        let why = match c {
+            '/' | '\\' => Some(format!("contains a path separator {c:?}")),
+            '\0' => Some("contains a NUL byte".to_string()),
+            c if c.is_control() => Some(format!("contains a control character {c:?}")),
+            '%' => Some("contains `%` (percent-encoding is not decoded)".to_string()),
+            c if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') => None,
+            c => Some(format!(
+                "contains {c:?}; allowed are ASCII letters, digits, `.`, `_` and `-`"
+            )),
+        };
+        if why.is_some() {
+            return why;
+        }
+    }
+    if !s.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+        return Some("must start with a letter or a digit".into());
+    }
+    None
+}
+
 /// The id quoted with control characters escaped, shortened: error messages
 /// must not carry terminal escapes or megabytes of attacker input.
-fn display_id(id: &str) -> String {
+pub(super) fn display_id(id: &str) -> String {
     const SHOW: usize = 64;
     let mut shown: String = id.chars().take(SHOW).collect();
     let cut = shown.len() < id.len();

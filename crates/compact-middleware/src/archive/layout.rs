@@ -1,17 +1,18 @@
-//! File names and byte encodings of the archive (seed 004 §7), shared by
-//! every backend so the same session is byte-identical on disk and in S3:
+//! Names, keys and byte encodings of the archive (docs/archive.md, "Layout"),
+//! the same for every backend so a session is byte-identical on disk and in
+//! S3. Keys are `{session_id}/{name}`:
 //!
 //! ```text
 //! {session_id}/transcript-pre-compact-001.jsonl   one message per line
 //!              summary-001.json                   pretty JSON, trailing newline
-//!              events.jsonl                       one event per line (filesystem)
-//!              events-000001.jsonl                one batch per object (S3)
+//!              events.jsonl                       one event per line (backends that append)
+//!              events-000001.jsonl                one batch per object (backends that do not)
 //!              manifest.jsonl                     the hash chain
 //! ```
 
 use serde_json::Value;
 
-use super::ArchiveError;
+use super::{ArchiveError, SessionId};
 
 /// The event log on a filesystem.
 pub const EVENTS_FILE: &str = "events.jsonl";
@@ -118,7 +119,30 @@ impl FileKind {
     }
 }
 
-/// Checks that `name` is an archive file name (the only names a backend
+/// `{session_id}/`: the listing prefix of one session.
+pub fn session_prefix(session: &SessionId) -> String {
+    format!("{session}/")
+}
+
+/// `{session_id}/{name}`: the storage key of one archive file.
+pub fn key(session: &SessionId, kind: FileKind) -> String {
+    format!("{session}/{}", kind.name())
+}
+
+/// The transcript steps among `names` (file names of one session), sorted.
+pub fn transcript_steps(names: &[String]) -> Vec<u32> {
+    let mut steps: Vec<u32> = names
+        .iter()
+        .filter_map(|n| match FileKind::parse(n) {
+            Some(FileKind::Transcript(s)) => Some(s),
+            _ => None,
+        })
+        .collect();
+    steps.sort_unstable();
+    steps
+}
+
+/// Checks that `name` is an archive file name (the only names the archive
 /// reads), so a caller-supplied name can never point elsewhere.
 pub fn check_name(name: &str) -> Result<FileKind, ArchiveError> {
     FileKind::parse(name).ok_or_else(|| ArchiveError::InvalidName(name.to_string()))
@@ -132,6 +156,30 @@ pub fn encode_lines(values: &[Value]) -> Result<Vec<u8>, ArchiveError> {
         out.push(b'\n');
     }
     Ok(out)
+}
+
+/// The values of a JSON Lines file (blank lines skipped). `file` names it
+/// in the error.
+pub fn decode_lines(file: &str, bytes: &[u8]) -> Result<Vec<Value>, ArchiveError> {
+    bytes
+        .split(|b| *b == b'\n')
+        .enumerate()
+        .filter(|(_, l)| !l.is_empty())
+        .map(|(i, l)| {
+            serde_json::from_slice(l).map_err(|e| ArchiveError::Corrupt {
+                file: file.to_string(),
+                reason: format!("line {} is not JSON: {e}", i + 1),
+            })
+        })
+        .collect()
+}
+
+/// A JSON document (a summary file). `file` names it in the error.
+pub fn decode_document(file: &str, bytes: &[u8]) -> Result<Value, ArchiveError> {
+    serde_json::from_slice(bytes).map_err(|e| ArchiveError::Corrupt {
+        file: file.to_string(),
+        reason: format!("not JSON: {e}"),
+    })
 }
 
 /// A summary file: pretty JSON and a trailing newline (it is read by people).
@@ -159,6 +207,23 @@ mod tests {
         }
         assert_eq!(transcript_name(1), "transcript-pre-compact-001.jsonl");
         assert_eq!(summary_name(12), "summary-012.json");
+        let s = SessionId::parse("s1").ok();
+        assert_eq!(
+            s.map(|s| key(&s, FileKind::Transcript(1))).as_deref(),
+            Some("s1/transcript-pre-compact-001.jsonl")
+        );
+    }
+
+    #[test]
+    fn lines_round_trip() {
+        let values = vec![serde_json::json!({"a": 1}), serde_json::json!("x\ny")];
+        let bytes = encode_lines(&values).unwrap_or_default();
+        assert_eq!(decode_lines("t", &bytes).ok(), Some(values));
+        let err = decode_lines("t.jsonl", b"{}\nnot json\n").err();
+        assert_eq!(
+            err.map(|e| e.to_string().starts_with("t.jsonl: line 2 is not JSON")),
+            Some(true)
+        );
     }
 
     #[test]

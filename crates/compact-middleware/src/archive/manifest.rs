@@ -15,7 +15,8 @@
 //! The chain has no secret key: someone who can rewrite every file can
 //! rewrite the manifest too. What catches that is comparing the head hash
 //! with one kept elsewhere: every `compact.archival` event carries
-//! `manifest_head`, and exporters ship it off the machine.
+//! `manifest_head`, and exporters ship it off the machine (docs/archive.md,
+//! "Auditing").
 
 use serde::{Deserialize, Serialize};
 
@@ -47,12 +48,25 @@ pub struct Entry {
 impl Entry {
     /// The entry after `prev` for `data` written to `file` at `offset`.
     pub fn next(prev: Option<&Entry>, file: &str, offset: u64, data: &[u8]) -> Entry {
+        Entry::chained(prev, file, offset, data.len() as u64, sha256_hex(data))
+    }
+
+    /// The entry after `prev` for `len` bytes with SHA-256 `sha256` written
+    /// to `file` at `offset` (when the bytes were handed over before the
+    /// offset was known).
+    pub fn chained(
+        prev: Option<&Entry>,
+        file: &str,
+        offset: u64,
+        len: u64,
+        sha256: String,
+    ) -> Entry {
         let mut e = Entry {
             seq: prev.map_or(1, |p| p.seq + 1),
             file: file.to_string(),
             offset,
-            len: data.len() as u64,
-            sha256: sha256_hex(data),
+            len,
+            sha256,
             prev: prev.map_or_else(|| GENESIS.to_string(), |p| p.hash.clone()),
             hash: String::new(),
         };
@@ -156,6 +170,18 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<Entry>, ManifestError> {
         entries.push(e);
     }
     Ok(entries)
+}
+
+/// Parses a manifest about to be extended. A last line without its newline
+/// is an append of ours that a crash interrupted, not tampering: the next
+/// append cuts it (backends that append in place repair their tail), so it
+/// is left out here rather than refused.
+pub fn parse_for_append(bytes: &[u8]) -> Result<Vec<Entry>, ManifestError> {
+    let complete = match bytes.iter().rposition(|b| *b == b'\n') {
+        Some(i) => &bytes[..=i],
+        None => &bytes[..0],
+    };
+    parse(complete)
 }
 
 #[cfg(test)]

@@ -15,27 +15,27 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::fs::{ensure_dir, sync_dir, write_atomic};
-use super::{ArchiveError, SessionId, StorageAdapter, Stored};
+use super::{Archive, ArchiveError, SessionId, StorageAdapter, Stored};
 
 /// What a spooled write was.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum SpoolPayload {
-    /// A [`StorageAdapter::save_transcript`].
+    /// An [`Archive::save_transcript`].
     Transcript {
         /// The compaction step.
         step: u32,
         /// The messages.
         messages: Vec<Value>,
     },
-    /// A [`StorageAdapter::save_summary`].
+    /// An [`Archive::save_summary`].
     Summary {
         /// The compaction step.
         step: u32,
         /// The summary document.
         summary: Value,
     },
-    /// A [`StorageAdapter::save_event`].
+    /// An [`Archive::save_events`].
     Events {
         /// The events.
         events: Vec<Value>,
@@ -53,17 +53,18 @@ pub struct SpoolItem {
 }
 
 impl SpoolItem {
-    /// Performs the write on `adapter`.
+    /// Performs the write on the archive in `adapter`.
     pub async fn deliver(&self, adapter: &dyn StorageAdapter) -> Result<Stored, ArchiveError> {
         let session = SessionId::parse(&self.session)?;
+        let archive = Archive::new(adapter);
         match &self.payload {
             SpoolPayload::Transcript { step, messages } => {
-                adapter.save_transcript(&session, *step, messages).await
+                archive.save_transcript(&session, *step, messages).await
             }
             SpoolPayload::Summary { step, summary } => {
-                adapter.save_summary(&session, *step, summary).await
+                archive.save_summary(&session, *step, summary).await
             }
-            SpoolPayload::Events { events } => adapter.save_event(&session, events).await,
+            SpoolPayload::Events { events } => archive.save_events(&session, events).await,
         }
     }
 
@@ -132,7 +133,7 @@ impl Spool {
             seq
         };
         tokio::task::spawn_blocking(move || {
-            ensure_dir(&dir, &dir)?;
+            ensure_dir(&dir)?;
             let name = format!("{seq:012}.json");
             write_atomic(&dir, &name, &body)?;
             Ok(dir.join(name))

@@ -5,7 +5,7 @@ use std::fmt;
 
 use super::layout::{FileKind, MANIFEST_FILE};
 use super::manifest::{self, Entry, ManifestError};
-use super::{ArchiveError, SessionId, StorageAdapter, sha256_hex};
+use super::{Archive, ArchiveError, SessionId, StorageAdapter, sha256_hex};
 
 /// The first thing wrong with a session's archive.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,48 +113,65 @@ impl Verification {
 /// Checks one session: the manifest's chain, every recorded file's bytes,
 /// the order of appended chunks, and that nothing unrecorded is present.
 /// Reports the first problem in manifest order. `Err` only for a session
-/// with no files at all or a backend failure.
+/// with no files at all or a backend failure. Short for
+/// `Archive::new(adapter).verify(session)`.
 pub async fn verify(
     adapter: &dyn StorageAdapter,
     session: &SessionId,
 ) -> Result<Verification, ArchiveError> {
-    let files = adapter.list_files(session).await?;
-    if files.is_empty() {
-        return Err(ArchiveError::NotFound(format!(
-            "no archive for session {session} in {}",
-            adapter.root()
-        )));
+    Archive::new(adapter).verify(session).await
+}
+
+/// The highest compaction step archived for `session` (0 when none). Short
+/// for `Archive::new(adapter).last_step(session)`.
+pub async fn last_step(
+    adapter: &dyn StorageAdapter,
+    session: &SessionId,
+) -> Result<u32, ArchiveError> {
+    Archive::new(adapter).last_step(session).await
+}
+
+impl Archive<'_> {
+    /// See [`verify()`].
+    pub async fn verify(&self, session: &SessionId) -> Result<Verification, ArchiveError> {
+        let files = self.files(session).await?;
+        if files.is_empty() {
+            return Err(ArchiveError::NotFound(format!(
+                "no archive for session {session} in {}",
+                self.adapter().root()
+            )));
+        }
+        let mut v = Verification {
+            session: session.to_string(),
+            files: files.clone(),
+            entries: 0,
+            head: None,
+            problem: None,
+        };
+        let manifest_bytes = match self.read(session, MANIFEST_FILE).await {
+            Ok(b) => b,
+            Err(e) if e.is_not_found() => {
+                v.problem = Some(Problem::ManifestMissing);
+                return Ok(v);
+            }
+            Err(e) => return Err(e),
+        };
+        let entries = match manifest::parse(&manifest_bytes) {
+            Ok(es) => es,
+            Err(e) => {
+                v.problem = Some(Problem::Manifest(e));
+                return Ok(v);
+            }
+        };
+        v.entries = entries.len();
+        v.head = entries.last().map(|e| e.hash.clone());
+        v.problem = check_entries(self, session, &files, &entries).await?;
+        Ok(v)
     }
-    let mut v = Verification {
-        session: session.to_string(),
-        files: files.clone(),
-        entries: 0,
-        head: None,
-        problem: None,
-    };
-    let manifest_bytes = match adapter.read_file(session, MANIFEST_FILE).await {
-        Ok(b) => b,
-        Err(e) if e.is_not_found() => {
-            v.problem = Some(Problem::ManifestMissing);
-            return Ok(v);
-        }
-        Err(e) => return Err(e),
-    };
-    let entries = match manifest::parse(&manifest_bytes) {
-        Ok(es) => es,
-        Err(e) => {
-            v.problem = Some(Problem::Manifest(e));
-            return Ok(v);
-        }
-    };
-    v.entries = entries.len();
-    v.head = entries.last().map(|e| e.hash.clone());
-    v.problem = check_entries(adapter, session, &files, &entries).await?;
-    Ok(v)
 }
 
 async fn check_entries(
-    adapter: &dyn StorageAdapter,
+    archive: &Archive<'_>,
     session: &SessionId,
     files: &[String],
     entries: &[Entry],
@@ -181,7 +198,7 @@ async fn check_entries(
             })));
         }
         if !cache.contains_key(e.file.as_str()) {
-            let data = match adapter.read_file(session, &e.file).await {
+            let data = match archive.read(session, &e.file).await {
                 Ok(b) => Some(b),
                 Err(err) if err.is_not_found() => None,
                 Err(err) => return Err(err),
@@ -251,19 +268,4 @@ async fn check_entries(
         }
     }
     Ok(None)
-}
-
-/// The highest compaction step archived for `session` (0 when none), from
-/// the transcript and summary names present.
-pub async fn last_step(
-    adapter: &dyn StorageAdapter,
-    session: &SessionId,
-) -> Result<u32, ArchiveError> {
-    Ok(adapter
-        .list_files(session)
-        .await?
-        .iter()
-        .filter_map(|n| FileKind::parse(n).and_then(FileKind::step))
-        .max()
-        .unwrap_or(0))
 }

@@ -363,9 +363,21 @@ impl CompactManager {
         let delivered: Vec<Value> = out
             .delivered
             .iter()
-            .map(|(s, st)| json!({"session_id": s, "key": st.location}))
+            .map(|(s, st)| json!({"session_id": s, "key": st.location, "manifest_head": st.manifest_head}))
             .collect();
-        let head = out.stored.last().map(|s| s.manifest_head.clone());
+        // Without a write of its own, the newest head of this session is
+        // that of its last item delivered from the spool.
+        let head = out
+            .stored
+            .last()
+            .or_else(|| {
+                out.delivered
+                    .iter()
+                    .rev()
+                    .find(|(s, _)| s == session_id)
+                    .map(|(_, st)| st)
+            })
+            .map(|s| s.manifest_head.clone());
         emitted.push(
             span(events::names::ARCHIVAL)
                 .data("session_id", json!(session_id))
@@ -442,6 +454,7 @@ impl CompactManager {
                         vec![SpoolPayload::Events { events: values }],
                     )
                     .await;
+                let head = out.stored.last().map(|s| s.manifest_head.clone());
                 // Only failures and spool deliveries are news here: the
                 // archival event of this compaction is already in the batch.
                 if !out.errors.is_empty() || !out.delivered.is_empty() {
@@ -450,6 +463,10 @@ impl CompactManager {
                         ..out
                     };
                     self.report_archival(session_id, &root_id, None, &report, &mut extra);
+                }
+                if let Some(head) = head {
+                    stamp_manifest_head(&mut emitted, session_id, &head);
+                    stamp_manifest_head(&mut extra, session_id, &head);
                 }
             } else if a.spool_dirty.load(Ordering::Acquire) {
                 let _w = a.writes.lock().await;
@@ -472,5 +489,21 @@ impl CompactManager {
             emitted.extend(extra.iter().map(|e| st.redactor.redact_event(e)));
         }
         self.inner.dispatcher.emit_all(emitted);
+    }
+}
+
+/// Sets `manifest_head` on the session's `compact.archival` events to `head`,
+/// the head after the events batch was archived: what `compact archive
+/// verify` prints until the next write. The copies inside that batch keep the
+/// head before it (an entry's hash cannot be inside the bytes it covers); see
+/// docs/archive.md, "Auditing".
+fn stamp_manifest_head(batch: &mut [Event], session_id: &str, head: &str) {
+    for e in batch {
+        if let Event::Span(s) = e
+            && s.name.as_deref() == Some(events::names::ARCHIVAL)
+            && s.data.get("session_id").and_then(Value::as_str) == Some(session_id)
+        {
+            s.data.insert("manifest_head".into(), json!(head));
+        }
     }
 }
