@@ -246,8 +246,11 @@ pub struct Archival {
     pub keys: Vec<String>,
     /// Bytes written.
     pub bytes: u64,
-    /// The session manifest's newest entry hash after these writes (an
-    /// external anchor for `compact archive verify`), or `null`.
+    /// The session manifest's newest entry hash: in the copy exporters get,
+    /// after everything the preflight archived (its events batch included),
+    /// so it equals the head `compact archive verify` prints until the next
+    /// write; in the copy inside `events.jsonl`, the head before that batch.
+    /// `null` when nothing was written.
     pub manifest_head: Option<String>,
     /// Whether redaction was applied to the archived copy.
     pub redacted: bool,
@@ -264,6 +267,9 @@ pub struct SpoolDelivery {
     pub session_id: String,
     /// Where it was stored.
     pub key: String,
+    /// The session manifest's head after this write.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manifest_head: Option<String>,
 }
 
 impl Payload for Archival {
@@ -702,6 +708,7 @@ mod tests {
             delivered_from_spool: vec![SpoolDelivery {
                 session_id: "s-0".into(),
                 key: "s3://b/s-0/summary-001.json".into(),
+                manifest_head: Some("ab12".into()),
             }],
         };
         let empty: Vec<&str> = Vec::new();
@@ -720,7 +727,7 @@ mod tests {
                 .data("spooled", json!(["/spool/0001.json"]))
                 .data(
                     "delivered_from_spool",
-                    json!([json!({"session_id": "s-0", "key": "s3://b/s-0/summary-001.json"})]),
+                    json!([json!({"session_id": "s-0", "key": "s3://b/s-0/summary-001.json", "manifest_head": "ab12"})]),
                 ),
         );
         assert_eq!(spool_only.status(), SpanStatus::Error);

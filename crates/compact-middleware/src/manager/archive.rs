@@ -18,7 +18,7 @@ use crate::archive::{
     Stored,
 };
 use crate::config::{Config, StorageAdapterKind};
-use crate::events::{self, Event, SpanBuilder, SpanStatus};
+use crate::events::{Event, SpanBuilder, names, payload};
 use crate::model::Message;
 use crate::pipeline::NewSummary;
 use crate::redact::{RedactCallback, Redactor};
@@ -342,29 +342,23 @@ impl CompactManager {
         let span = |name: &str| {
             SpanBuilder::start(session_id, name)
                 .parent(root_id)
-                .kind(events::names::KIND_COMPACTION)
+                .kind(names::KIND_COMPACTION)
         };
         for e in &out.errors {
             tracing::warn!(session = session_id, error = %e, "archive write failed; spooled for retry");
-            emitted.push(
-                span(events::names::ERROR)
-                    .data("error_type", json!("ArchiveFailed"))
-                    .data("message", json!(e.to_string()))
-                    .data("storage_adapter", json!(kind))
-                    .data("fallback", json!("spool"))
-                    .data("spool_path", json!(a.spool.path().display().to_string()))
-                    .finish(SpanStatus::Error),
-            );
+            emitted.push(span(names::ERROR).finish_payload(&payload::Failure {
+                error_type: "ArchiveFailed".into(),
+                message: e.to_string(),
+                storage_adapter: Some(kind.clone()),
+                fallback: "spool".into(),
+                spool_path: Some(a.spool.path().display().to_string()),
+                ..Default::default()
+            }));
         }
         if out.stored.is_empty() && out.spooled.is_empty() && out.delivered.is_empty() {
             return;
         }
-        let keys: Vec<&str> = out.stored.iter().map(|s| s.location.as_str()).collect();
-        let delivered: Vec<Value> = out
-            .delivered
-            .iter()
-            .map(|(s, st)| json!({"session_id": s, "key": st.location, "manifest_head": st.manifest_head}))
-            .collect();
+        let keys: Vec<String> = out.stored.iter().map(|s| s.location.clone()).collect();
         // Without a write of its own, the newest head of this session is
         // that of its last item delivered from the spool.
         let head = out
@@ -379,26 +373,27 @@ impl CompactManager {
             })
             .map(|s| s.manifest_head.clone());
         emitted.push(
-            span(events::names::ARCHIVAL)
-                .data("session_id", json!(session_id))
-                .data("step", json!(step))
-                .data("storage_adapter", json!(kind))
-                .data("storage", json!(kind))
-                .data("path", json!(keys.first()))
-                .data("keys", json!(keys))
-                .data(
-                    "bytes",
-                    json!(out.stored.iter().map(|s| s.bytes).sum::<u64>()),
-                )
-                .data("manifest_head", json!(head))
-                .data("redacted", json!(self.inner.archive.redactor.is_enabled()))
-                .data("spooled", json!(out.spooled))
-                .data("delivered_from_spool", json!(delivered))
-                .finish(if out.spooled.is_empty() {
-                    SpanStatus::Ok
-                } else {
-                    SpanStatus::Error
-                }),
+            span(names::ARCHIVAL).finish_payload(&payload::Archival {
+                session_id: session_id.to_owned(),
+                step: step.map(u64::from),
+                storage_adapter: kind.clone(),
+                storage: kind,
+                path: keys.first().cloned(),
+                bytes: out.stored.iter().map(|s| s.bytes).sum(),
+                keys,
+                manifest_head: head,
+                redacted: self.inner.archive.redactor.is_enabled(),
+                spooled: out.spooled.clone(),
+                delivered_from_spool: out
+                    .delivered
+                    .iter()
+                    .map(|(s, st)| payload::SpoolDelivery {
+                        session_id: s.clone(),
+                        key: st.location.clone(),
+                        manifest_head: Some(st.manifest_head.clone()),
+                    })
+                    .collect(),
+            }),
         );
     }
 
@@ -422,17 +417,15 @@ impl CompactManager {
         if !st.redactor.is_enabled() && !st.disabled_reported.swap(true, Ordering::AcqRel) {
             emitted.insert(
                 0,
-                SpanBuilder::start(session_id, events::names::REDACTION_DISABLED)
-                    .kind(events::names::KIND_COMPACTION)
-                    .data("severity", json!("high"))
-                    .data(
-                        "message",
-                        json!(format!(
+                SpanBuilder::for_payload::<payload::RedactionDisabled>(session_id).finish_payload(
+                    &payload::RedactionDisabled {
+                        severity: "high".into(),
+                        message: format!(
                             "redaction.enabled is false{}: events and archives are exported without secret scrubbing",
                             st.redaction_source
-                        )),
-                    )
-                    .finish(SpanStatus::Error),
+                        ),
+                    },
+                ),
             );
         }
         if let Some(a) = &st.archiver {
@@ -500,7 +493,7 @@ impl CompactManager {
 fn stamp_manifest_head(batch: &mut [Event], session_id: &str, head: &str) {
     for e in batch {
         if let Event::Span(s) = e
-            && s.name.as_deref() == Some(events::names::ARCHIVAL)
+            && s.name.as_deref() == Some(names::ARCHIVAL)
             && s.data.get("session_id").and_then(Value::as_str) == Some(session_id)
         {
             s.data.insert("manifest_head".into(), json!(head));

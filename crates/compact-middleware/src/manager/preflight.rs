@@ -58,7 +58,7 @@ impl CompactManager {
         let input_problems = validate(&input.messages);
         if strict && !input_problems.is_empty() {
             let err = CompactError::InvalidInput(join(&input_problems));
-            trail.failed(err.kind(), &err);
+            trail.failed(&err);
             return Err(err);
         }
 
@@ -98,7 +98,7 @@ impl CompactManager {
                 .await?;
             if let Err(e) = check_output(&input.messages, &c.messages, &report.input_problems) {
                 tracing::error!(session = %session.id(), error = %e, "compaction produced an invalid history");
-                trail.failed(e.kind(), &e);
+                trail.failed(&e);
                 return Err(e);
             }
             self.commit(session, &c).await;

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use crate::config::Policy;
 use crate::estimate::Estimate;
-use crate::events::{Event, SpanBuilder, SpanStatus, TraceEvent, names};
+use crate::events::{Event, SpanBuilder, TraceEvent, names, payload};
 use crate::pipeline::{Compaction, Insufficient};
 use crate::trigger::{Decision, Forced};
 
@@ -86,18 +86,17 @@ impl Trail {
         input: &Recognised,
         injected: &[String],
     ) {
-        self.events.push(
-            span.0
-                .data("model", json!(est.model))
-                .data("t_est", json!(est.t_est))
-                .data("max_tokens", json!(est.max_tokens))
-                .data("usage_pct", json!(est.usage_pct))
-                .data("breakdown", json!(est.breakdown))
-                .data("messages", json!(input.messages.len()))
-                .data("reused_messages", json!(input.reused))
-                .data("injected", json!(injected))
-                .finish(SpanStatus::Ok),
-        );
+        self.events
+            .push(span.0.finish_payload(&payload::TokenEstimate {
+                model: est.model.clone(),
+                t_est: est.t_est as u64,
+                max_tokens: est.max_tokens as u64,
+                usage_pct: est.usage_pct,
+                breakdown: json!(est.breakdown),
+                messages: input.messages.len() as u64,
+                reused_messages: input.reused as u64,
+                injected: injected.to_vec(),
+            }));
     }
 
     /// `compact.trigger_decision`.
@@ -112,57 +111,51 @@ impl Trail {
         forced: Option<Forced>,
         note: Option<&str>,
     ) {
-        self.events.push(
-            span.0
-                .data("triggered", json!(decision.triggered))
-                .data("reason", json!(decision.reason))
-                .data("t_est", json!(est.t_est))
-                .data("max_tokens", json!(est.max_tokens))
-                .data("trigger_pct", json!(policy.trigger_pct))
-                .data("user_turns", json!(user_turns))
-                .data(
-                    "policy",
-                    json!({
-                        "mode": policy.mode,
-                        "trigger_pct": policy.trigger_pct,
-                        "target_pct": policy.target_pct,
-                        "hard_cap_buffer": policy.hard_cap_buffer,
-                        "keep_recent_turns": policy.keep_recent_turns,
-                        "keep_tool_io_pairs": policy.keep_tool_io_pairs,
-                        "strategy": policy.strategy,
-                    }),
-                )
-                .data("forced", json!(forced))
-                .data("note", json!(note))
-                .finish(SpanStatus::Ok),
-        );
+        self.events
+            .push(span.0.finish_payload(&payload::TriggerDecision {
+                triggered: decision.triggered,
+                reason: decision.reason.clone(),
+                t_est: est.t_est as u64,
+                max_tokens: est.max_tokens as u64,
+                trigger_pct: policy.trigger_pct,
+                user_turns: user_turns as u64,
+                policy: json!({
+                    "mode": policy.mode,
+                    "trigger_pct": policy.trigger_pct,
+                    "target_pct": policy.target_pct,
+                    "hard_cap_buffer": policy.hard_cap_buffer,
+                    "keep_recent_turns": policy.keep_recent_turns,
+                    "keep_tool_io_pairs": policy.keep_tool_io_pairs,
+                    "strategy": policy.strategy,
+                }),
+                forced: json!(forced),
+                note: note.map(str::to_owned),
+            }));
     }
 
     /// `compact.error` for a budget the pinned messages do not fit.
     pub(super) fn insufficient(&mut self, ins: &Insufficient, err: &CompactError) {
         let span = self.start(names::ERROR);
-        self.events.push(
-            span.0
-                .data("error_type", json!("InsufficientBudget"))
-                .data("message", json!(err.to_string()))
-                .data("pinned_tokens", json!(ins.pinned_tokens))
-                .data("tail_tokens", json!(ins.tail_tokens))
-                .data("budget", json!(ins.budget))
-                .data("fallback", json!("none"))
-                .finish(SpanStatus::Error),
-        );
+        self.events.push(span.0.finish_payload(&payload::Failure {
+            error_type: err.kind().into(),
+            message: err.to_string(),
+            pinned_tokens: Some(ins.pinned_tokens as u64),
+            tail_tokens: Some(ins.tail_tokens as u64),
+            budget: Some(ins.budget as u64),
+            fallback: "none".into(),
+            ..Default::default()
+        }));
     }
 
     /// `compact.error` for a call that failed outside the pipeline.
-    pub(super) fn failed(&mut self, error_type: &str, err: &CompactError) {
+    pub(super) fn failed(&mut self, err: &CompactError) {
         let span = self.start(names::ERROR);
-        self.events.push(
-            span.0
-                .data("error_type", json!(error_type))
-                .data("message", json!(err.to_string()))
-                .data("fallback", json!("none"))
-                .finish(SpanStatus::Error),
-        );
+        self.events.push(span.0.finish_payload(&payload::Failure {
+            error_type: err.kind().into(),
+            message: err.to_string(),
+            fallback: "none".into(),
+            ..Default::default()
+        }));
     }
 
     /// The spans of a compaction: a `compact.error` per fallback, then
@@ -170,13 +163,12 @@ impl Trail {
     pub(super) fn compacted(&mut self, c: &Compaction) {
         for f in &c.fallbacks {
             let span = self.start(names::ERROR);
-            self.events.push(
-                span.0
-                    .data("error_type", json!(f.error_type))
-                    .data("message", json!(f.message))
-                    .data("fallback", json!(f.fallback))
-                    .finish(SpanStatus::Error),
-            );
+            self.events.push(span.0.finish_payload(&payload::Failure {
+                error_type: f.error_type.clone(),
+                message: f.message.clone(),
+                fallback: f.fallback.clone(),
+                ..Default::default()
+            }));
         }
         if let Some(s) = &c.summary {
             let span = self.child(SpanBuilder::started_ago(
@@ -184,41 +176,40 @@ impl Trail {
                 names::SUMMARY_CREATED,
                 s.latency_ms,
             ));
-            self.events.push(
-                span.data("strategy", json!(s.strategy))
-                    .data("summarizer", json!(s.summarizer))
-                    .data("version", json!(s.version))
-                    .data("input_messages", json!(s.input_messages))
-                    .data("input_tokens", json!(s.input_tokens))
-                    .data("summary_tokens", json!(s.summary_tokens))
-                    .data("compression_ratio", json!(s.compression_ratio))
-                    .data("model", json!(s.model))
-                    .data("latency_ms", json!(s.latency_ms))
-                    .data("prompt_tokens", json!(s.prompt_tokens))
-                    .data("completion_tokens", json!(s.completion_tokens))
-                    .data("output_text", json!(s.body))
-                    .finish(SpanStatus::Ok),
-            );
+            self.events
+                .push(span.finish_payload(&payload::SummaryCreated {
+                    strategy: s.strategy.to_string(),
+                    summarizer: s.summarizer.clone(),
+                    version: u64::from(s.version),
+                    input_messages: s.input_messages as u64,
+                    input_tokens: s.input_tokens as u64,
+                    summary_tokens: s.summary_tokens as u64,
+                    compression_ratio: s.compression_ratio,
+                    model: s.model.clone(),
+                    latency_ms: s.latency_ms,
+                    prompt_tokens: s.prompt_tokens,
+                    completion_tokens: s.completion_tokens,
+                    output_text: s.body.clone(),
+                }));
         }
     }
 
     /// `compact.pruned_messages`: what left the context at archive `step`.
     pub(super) fn pruned(&mut self, c: &Compaction, tokens_before: usize, step: u32) {
         let span = self.start(names::PRUNED_MESSAGES);
-        self.events.push(
-            span.0
-                .data("pruned_count", json!(c.summarized + c.dropped))
-                .data("capped", json!(c.capped))
-                .data("cleared", json!(c.cleared))
-                .data("summarized", json!(c.summarized))
-                .data("dropped", json!(c.dropped))
-                .data("kept", json!(c.kept))
-                .data("tiers", json!(c.tiers))
-                .data("tokens_before", json!(tokens_before))
-                .data("tokens_after", json!(c.tokens_after))
-                .data("step", json!(step))
-                .finish(SpanStatus::Ok),
-        );
+        self.events
+            .push(span.0.finish_payload(&payload::PrunedMessages {
+                pruned_count: (c.summarized + c.dropped) as u64,
+                capped: c.capped as u64,
+                cleared: c.cleared as u64,
+                summarized: c.summarized as u64,
+                dropped: c.dropped as u64,
+                kept: json!(c.kept),
+                tiers: json!(c.tiers),
+                tokens_before: tokens_before as u64,
+                tokens_after: c.tokens_after as u64,
+                step: u64::from(step),
+            }));
     }
 
     /// Finishes the preflight span with the outcome and returns every event.
@@ -229,25 +220,24 @@ impl Trail {
             mut events,
             archived,
         } = self;
-        let root = root.data("session_id", json!(session_id));
         let root = match outcome {
-            Ok(r) => root
-                .data("triggered", json!(r.triggered))
-                .data("reason", json!(r.reason))
-                .data("tokens_before", json!(r.tokens_before))
-                .data("tokens_after", json!(r.tokens_after))
-                .data("tiers", json!(r.tiers))
-                .data("duration_us", json!(r.duration_us))
-                .finish(SpanStatus::Ok),
-            Err(e) => {
-                let root = if matches!(e, CompactError::InsufficientBudget { .. }) {
-                    root.data("triggered", json!(true))
-                } else {
-                    root
-                };
-                root.data("error", json!(e.kind()))
-                    .finish(SpanStatus::Error)
-            }
+            Ok(r) => root.finish_payload(&payload::Preflight {
+                session_id,
+                triggered: r.triggered,
+                reason: Some(r.reason.clone()),
+                tokens_before: Some(r.tokens_before as u64),
+                tokens_after: Some(r.tokens_after as u64),
+                tiers: Some(json!(r.tiers)),
+                duration_us: Some(r.duration_us),
+                error: None,
+            }),
+            Err(e) => root.finish_payload(&payload::Preflight {
+                session_id,
+                // Only a budget failure is known to have triggered.
+                triggered: matches!(e, CompactError::InsufficientBudget { .. }),
+                error: Some(e.kind().into()),
+                ..Default::default()
+            }),
         };
         events.push(root);
         Closed { events, archived }
