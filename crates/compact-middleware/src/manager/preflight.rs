@@ -96,23 +96,7 @@ impl CompactManager {
             let c = self
                 .compact(session, trail, &input, &tools, &decision, forced, limits)
                 .await?;
-            if let Err(e) = check_output(&input.messages, &c.messages, &report.input_problems) {
-                tracing::error!(session = %session.id(), error = %e, "compaction produced an invalid history");
-                trail.failed(&e);
-                return Err(e);
-            }
-            self.commit(session, &c).await;
-            trail.compacted(&c);
-            if c.changed() {
-                let step = self.next_step(session).await;
-                trail.pruned(&c, estimate.t_est, step);
-                // Everything that may leave the context is archived before
-                // the compacted history is returned.
-                self.archive_compaction(session, trail, step, &input.messages, c.summary.as_ref())
-                    .await;
-            }
-            report.apply(&c);
-            c.messages
+            self.settle(session, trail, &input, c, &mut report).await?
         } else {
             input.messages
         };
@@ -160,6 +144,35 @@ impl CompactManager {
             trail.insufficient(&ins, &err);
             err
         })
+    }
+
+    /// After the pipeline: check the output, commit what the session keeps,
+    /// archive everything that may leave the context before the compacted
+    /// history is returned, and account for it all in the report and the
+    /// trail.
+    async fn settle(
+        &self,
+        session: &mut Session,
+        trail: &mut Trail,
+        input: &Recognised,
+        c: Compaction,
+        report: &mut Report,
+    ) -> Result<Vec<Message>, CompactError> {
+        if let Err(e) = check_output(&input.messages, &c.messages, &report.input_problems) {
+            tracing::error!(session = %session.id(), error = %e, "compaction produced an invalid history");
+            trail.failed(&e);
+            return Err(e);
+        }
+        self.commit(session, &c).await;
+        trail.compacted(&c);
+        if c.changed() {
+            let step = self.next_step(session).await;
+            trail.pruned(&c, report.tokens_before, step);
+            self.archive_compaction(session, trail, step, &input.messages, c.summary.as_ref())
+                .await;
+        }
+        report.apply(&c);
+        Ok(c.messages)
     }
 
     /// What the session keeps of a compaction: the breaker's count, the new
