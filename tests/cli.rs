@@ -371,3 +371,57 @@ fn demo_runs_scripted() {
         "{text}"
     );
 }
+
+#[test]
+fn bench_prints_one_document_of_the_documented_shape() {
+    // The shape is a public contract (docs/performance.md); the figures are not tested.
+    let keys = |v: &Value| -> Vec<String> {
+        v.as_object()
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default()
+    };
+    let o = compact(&["bench", "tokens", "--quick"], "");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = stdout_json(&o);
+    assert_eq!(keys(&v), ["machine", "tokens"]);
+    assert_eq!(keys(&v["machine"]), ["cores", "os", "arch"]);
+    assert_eq!(
+        keys(&v["tokens"]),
+        [
+            "counting_1mb_mixed",
+            "history",
+            "reestimate_after_append",
+            "cold_estimate"
+        ]
+    );
+    assert_eq!(
+        keys(&v["tokens"]["counting_1mb_mixed"]),
+        ["bpe", "tiktoken"]
+    );
+    assert_eq!(
+        keys(&v["tokens"]["cold_estimate"]),
+        ["runs", "p50_us", "p90_us", "p99_us", "min_us", "max_us"]
+    );
+
+    let o = compact(&["bench", "preflight", "--quick", "--json"], "");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = stdout_json(&o);
+    assert_eq!(keys(&v), ["machine", "preflight"]);
+    assert_eq!(
+        keys(&v["preflight"]),
+        [
+            "history",
+            "no_trigger_warm",
+            "forced_summary_extractive",
+            "raw_history_mode_b",
+            "triggered_auto"
+        ]
+    );
+    assert_eq!(
+        keys(&v["preflight"]["triggered_auto"]),
+        ["stats", "tokens_after"]
+    );
+
+    let o = compact(&["bench", "nonsense"], "");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
