@@ -4,12 +4,17 @@
 //! the one JSON document the CLI prints (its shape is a public contract; see
 //! `docs/performance.md`).
 //!
+//! [`rng`] is the seeded generator every synthetic session uses: the
+//! benchmarks, `compact demo` and the soak harness.
+//!
 //! - [`harness`]: [`measure`](harness::measure), [`Stats`](harness::Stats).
 //! - [`workload`]: mixed text and tool-heavy chat histories.
 //! - [`tokens`], [`preflight`], [`server`]: the suites.
+//! - [`rng`]: [`Rng`](rng::Rng), seeded and reproducible.
 
 pub mod harness;
 pub mod preflight;
+pub mod rng;
 pub mod server;
 pub mod tokens;
 pub mod workload;
