@@ -2,15 +2,38 @@
 //! exit codes 0 / 2 bad input / 3 insufficient budget / 1 other.
 
 use std::io::Write;
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
-fn compact(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_compact"))
-        .args(args)
+/// `compact` confined to `sandbox`: it runs there, and the places it writes
+/// by default (the archive, the spool) are under it too, never in the
+/// source tree or the user's data directory.
+fn cli(sandbox: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_compact"));
+    c.current_dir(sandbox)
+        .env("XDG_DATA_HOME", sandbox.join("data"))
+        .env("HOME", sandbox.join("home"))
         .env_remove("COMPACT_MODEL")
         .env_remove("COMPACT_TRIGGER_PCT")
+        .env_remove("COMPACT_STORAGE_PATH");
+    c
+}
+
+fn sandbox() -> tempfile::TempDir {
+    tempfile::tempdir().expect("a temporary directory")
+}
+
+/// Runs `compact args` in a fresh sandbox with `stdin`.
+fn compact(args: &[&str], stdin: &str) -> Output {
+    let dir = sandbox();
+    compact_in(dir.path(), args, stdin)
+}
+
+fn compact_in(dir: &Path, args: &[&str], stdin: &str) -> Output {
+    let mut child = cli(dir)
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -196,8 +219,8 @@ fn strict_rejects_orphans_and_lenient_reports_them() {
 
 #[test]
 fn force_summarizes_and_writes_events() {
-    let dir = std::env::temp_dir().join(format!("compact-cli-{}", std::process::id()));
-    let events = dir.join("events.jsonl");
+    let dir = sandbox();
+    let events = dir.path().join("events.jsonl");
     let h = history(10, 200);
     let o = compact(
         &[
@@ -242,13 +265,12 @@ fn force_summarizes_and_writes_events() {
     ] {
         assert!(names.iter().any(|x| x == n), "{n} missing from {names:?}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn replay_drives_a_recorded_transcript_turn_by_turn() {
-    let dir = std::env::temp_dir().join(format!("compact-replay-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("dir");
+    let sandbox = sandbox();
+    let dir = sandbox.path();
     // JSONL, one message per line, as the archive stores transcripts.
     let path = dir.join("transcript.jsonl");
     let lines: Vec<String> = history(30, 3000)
@@ -258,7 +280,7 @@ fn replay_drives_a_recorded_transcript_turn_by_turn() {
         .map(Value::to_string)
         .collect();
     std::fs::write(&path, lines.join("\n")).expect("write");
-    let o = Command::new(env!("CARGO_BIN_EXE_compact"))
+    let o = cli(dir)
         .args([
             "replay",
             path.to_str().expect("utf8"),
@@ -287,7 +309,7 @@ fn replay_drives_a_recorded_transcript_turn_by_turn() {
 
     let bad = dir.join("bad.jsonl");
     std::fs::write(&bad, "{\"role\":\"user\",\"content\":\"a\"}\nnot json\n").expect("write");
-    let o = Command::new(env!("CARGO_BIN_EXE_compact"))
+    let o = cli(dir)
         .args(["replay", bad.to_str().expect("utf8")])
         .output()
         .expect("run");
@@ -297,13 +319,12 @@ fn replay_drives_a_recorded_transcript_turn_by_turn() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn config_check_and_print() {
-    let dir = std::env::temp_dir().join(format!("compact-cfg-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("dir");
+    let sandbox = sandbox();
+    let dir = sandbox.path();
     let good = dir.join("good.yaml");
     std::fs::write(&good, "model: gpt-4o\npolicy:\n  trigger_pct: 0.9\n").expect("write");
     let o = compact(&["config", "check", good.to_str().expect("utf8")], "");
@@ -319,7 +340,7 @@ fn config_check_and_print() {
         "{e}"
     );
 
-    let o = Command::new(env!("CARGO_BIN_EXE_compact"))
+    let o = cli(dir)
         .args(["config", "print", "--config", good.to_str().expect("utf8")])
         .env("COMPACT_TARGET_PCT", "0.5")
         .output()
@@ -345,12 +366,12 @@ fn config_check_and_print() {
         line("policy.keep_recent_turns").contains("default"),
         "{text}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn demo_runs_scripted() {
-    let o = Command::new(env!("CARGO_BIN_EXE_compact"))
+    let sandbox = sandbox();
+    let o = cli(sandbox.path())
         .args(["demo", "--turns", "12", "--no-serve"])
         .output()
         .expect("run");
