@@ -17,7 +17,9 @@ fn cli(sandbox: &Path) -> Command {
         .env("HOME", sandbox.join("home"))
         .env_remove("COMPACT_MODEL")
         .env_remove("COMPACT_TRIGGER_PCT")
-        .env_remove("COMPACT_STORAGE_PATH");
+        .env_remove("COMPACT_STORAGE_PATH")
+        .env_remove("COMPACT_LOG")
+        .env_remove("NO_COLOR");
     c
 }
 
@@ -445,4 +447,28 @@ fn bench_prints_one_document_of_the_documented_shape() {
 
     let o = compact(&["bench", "nonsense"], "");
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+#[test]
+fn logs_on_a_pipe_carry_no_colour_codes() {
+    let dir = sandbox();
+    // An events file under a regular file: the exporter fails and the
+    // dispatcher logs a warning on stderr, which here is a pipe.
+    let not_a_dir = dir.path().join("not-a-dir");
+    std::fs::write(&not_a_dir, "x").expect("write");
+    let events = not_a_dir.join("events.jsonl");
+    let o = compact_in(
+        dir.path(),
+        &[
+            "preflight",
+            "--force",
+            "--events",
+            events.to_str().expect("utf8"),
+        ],
+        &history(4, 100).to_string(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("export failed"), "a warning was logged: {e}");
+    assert!(!e.contains('\u{1b}'), "ANSI escape codes on a pipe: {e:?}");
 }
