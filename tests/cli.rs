@@ -472,3 +472,30 @@ fn logs_on_a_pipe_carry_no_colour_codes() {
     assert!(e.contains("export failed"), "a warning was logged: {e}");
     assert!(!e.contains('\u{1b}'), "ANSI escape codes on a pipe: {e:?}");
 }
+
+#[test]
+fn replay_of_a_transcript_without_turns_is_bad_input() {
+    let sandbox = sandbox();
+    let dir = sandbox.path();
+    for (name, content) in [
+        ("empty.jsonl", ""),
+        ("blank.jsonl", "\n  \n"),
+        ("empty-array.json", "[]"),
+        ("no-messages.json", r#"{"messages": []}"#),
+        (
+            "no-user-turn.json",
+            r#"[{"role": "system", "content": "You are terse."}]"#,
+        ),
+    ] {
+        let path = dir.join(name);
+        std::fs::write(&path, content).expect("write");
+        let o = cli(dir)
+            .args(["replay", path.to_str().expect("utf8")])
+            .output()
+            .expect("run");
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{name}: {e}");
+        assert!(e.contains(name), "{name}: the message names the file: {e}");
+        assert!(o.stdout.is_empty(), "{name}: no table");
+    }
+}
