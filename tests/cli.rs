@@ -499,3 +499,102 @@ fn replay_of_a_transcript_without_turns_is_bad_input() {
         assert!(o.stdout.is_empty(), "{name}: no table");
     }
 }
+
+#[test]
+fn one_shot_commands_archive_under_the_data_directory_not_the_working_directory() {
+    let sandbox = sandbox();
+    let (cwd, data, home) = (
+        sandbox.path().join("cwd"),
+        sandbox.path().join("data"),
+        sandbox.path().join("home"),
+    );
+    std::fs::create_dir_all(&cwd).expect("cwd");
+    let entries = |dir: &Path| -> Vec<String> {
+        std::fs::read_dir(dir)
+            .map(|d| {
+                d.filter_map(|e| Some(e.ok()?.file_name().to_string_lossy().into_owned()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let input = history(12, 200).to_string();
+    let run = |cmd: &mut Command, args: &[&str]| -> Output {
+        let mut child = cmd
+            .current_dir(&cwd)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input.as_bytes())
+            .expect("stdin");
+        child.wait_with_output().expect("wait")
+    };
+    let preflight = |session: &'static str| ["preflight", "--force", "--session", session];
+
+    // $XDG_DATA_HOME/compact/archive; the working directory stays empty.
+    let o = run(&mut cli(sandbox.path()), &preflight("s1"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(entries(&cwd), Vec::<String>::new());
+    assert!(data.join("compact/archive/s1/manifest.jsonl").is_file());
+    // replay archives too (session "replay"); the transcript sits outside cwd.
+    std::fs::write(sandbox.path().join("t.json"), history(12, 2000).to_string()).expect("write");
+    let o = run(
+        &mut cli(sandbox.path()),
+        &["replay", "../t.json", "--max-context-tokens", "8000"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(entries(&cwd), Vec::<String>::new());
+    let mut archived = entries(&data.join("compact/archive"));
+    archived.sort();
+    assert_eq!(archived, ["replay", "s1"]);
+
+    // The audit commands read the same place.
+    let o = run(&mut cli(sandbox.path()), &["archive", "list"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let listed = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(listed.lines().any(|l| l == "s1"), "{listed}");
+
+    // --archive DIR still wins.
+    let explicit = sandbox.path().join("explicit");
+    let o = run(
+        &mut cli(sandbox.path()),
+        &[
+            "preflight",
+            "--force",
+            "--session",
+            "s2",
+            "--archive",
+            explicit.to_str().expect("utf8"),
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(explicit.join("s2/manifest.jsonl").is_file());
+    assert!(!data.join("compact/archive/s2").exists());
+
+    // So does a configured path (here from the environment).
+    let configured = sandbox.path().join("configured");
+    let o = run(
+        cli(sandbox.path()).env("COMPACT_STORAGE_PATH", &configured),
+        &preflight("s3"),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(configured.join("s3/manifest.jsonl").is_file());
+
+    // Without XDG_DATA_HOME: $HOME/.local/share/compact/archive.
+    let o = run(
+        cli(sandbox.path()).env_remove("XDG_DATA_HOME"),
+        &preflight("s4"),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        home.join(".local/share/compact/archive/s4/manifest.jsonl")
+            .is_file()
+    );
+    assert_eq!(entries(&cwd), Vec::<String>::new());
+}
