@@ -24,9 +24,10 @@ pub struct ConfigFlags {
 }
 
 impl ConfigFlags {
-    /// Defaults < file < env < these flags.
+    /// Defaults < file < env < these flags, with [`cli_defaults`] applied.
     pub fn load(&self) -> CliResult<Loaded> {
         let mut loaded = Loaded::from_process_env(self.config.as_deref())?;
+        cli_defaults(&mut loaded)?;
         if let Some(m) = &self.model {
             loaded.set(
                 "model",
@@ -43,6 +44,47 @@ impl ConfigFlags {
         }
         Ok(loaded)
     }
+}
+
+/// The keys whose built-in defaults live under `./.compact/`, and where the
+/// CLI puts them instead, relative to [`data_dir`].
+const DATA_PATHS: [(&str, &str); 4] = [
+    ("storage.path", "archive"),
+    ("storage.spool_path", "spool"),
+    ("telemetry.jsonl_path", "events.jsonl"),
+    ("memory.store_path", "memory.sqlite3"),
+];
+
+/// The CLI's own defaults on top of the library's: a one-shot command run
+/// in some directory must not leave `./.compact/` there, so the paths whose
+/// value is still the built-in default (no file, variable or flag set them)
+/// move under the user's data directory. They keep the source `default`.
+/// Without a data directory (no absolute `XDG_DATA_HOME` or `HOME`) the
+/// library defaults stay.
+pub fn cli_defaults(loaded: &mut Loaded) -> CliResult {
+    let Some(dir) = data_dir() else {
+        return Ok(());
+    };
+    for (key, name) in DATA_PATHS {
+        if loaded.source_of(key) == Some(Source::Default) {
+            let path = dir.join(name).to_string_lossy().into_owned();
+            loaded.set(key, Value::String(path), Source::Default)?;
+        }
+    }
+    Ok(())
+}
+
+/// `$XDG_DATA_HOME/compact`, else `$HOME/.local/share/compact` (XDG Base
+/// Directory: a relative or empty value is ignored).
+pub fn data_dir() -> Option<PathBuf> {
+    let absolute = |var: &str| {
+        std::env::var_os(var)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    absolute("XDG_DATA_HOME")
+        .map(|d| d.join("compact"))
+        .or_else(|| absolute("HOME").map(|h| h.join(".local/share/compact")))
 }
 
 /// Reads and decodes a request from stdin.

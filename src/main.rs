@@ -45,12 +45,17 @@ enum Command {
 }
 
 fn main() {
+    use std::io::IsTerminal;
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("COMPACT_LOG")
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(colour(
+            std::io::stderr().is_terminal(),
+            std::env::var_os("NO_COLOR"),
+        ))
         .init();
     let cli = Cli::parse();
     let result = match cli.command {
@@ -67,5 +72,26 @@ fn main() {
     if let Err(e) = result {
         eprintln!("compact: {e}");
         std::process::exit(e.code());
+    }
+}
+
+/// Whether log lines on stderr get colour: only on a terminal, and not when
+/// `NO_COLOR` is set to anything but the empty string (no-color.org), so
+/// logs piped to a file or another program are plain text.
+fn colour(stderr_is_terminal: bool, no_color: Option<std::ffi::OsString>) -> bool {
+    stderr_is_terminal && no_color.is_none_or(|v| v.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::colour;
+
+    #[test]
+    fn colour_only_on_a_terminal_without_no_color() {
+        assert!(colour(true, None));
+        assert!(colour(true, Some("".into())));
+        assert!(!colour(true, Some("1".into())));
+        assert!(!colour(false, None));
+        assert!(!colour(false, Some("1".into())));
     }
 }

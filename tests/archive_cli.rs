@@ -8,6 +8,7 @@ fn compact(args: &[&str], stdin: &str, cwd: &std::path::Path) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_compact"))
         .args(args)
         .current_dir(cwd)
+        .env("XDG_DATA_HOME", cwd.join("data"))
         .env_remove("COMPACT_STORAGE_PATH")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -2,15 +2,40 @@
 //! exit codes 0 / 2 bad input / 3 insufficient budget / 1 other.
 
 use std::io::Write;
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
-fn compact(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_compact"))
-        .args(args)
+/// `compact` confined to `sandbox`: it runs there, and the places it writes
+/// by default (the archive, the spool) are under it too, never in the
+/// source tree or the user's data directory.
+fn cli(sandbox: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_compact"));
+    c.current_dir(sandbox)
+        .env("XDG_DATA_HOME", sandbox.join("data"))
+        .env("HOME", sandbox.join("home"))
         .env_remove("COMPACT_MODEL")
         .env_remove("COMPACT_TRIGGER_PCT")
+        .env_remove("COMPACT_STORAGE_PATH")
+        .env_remove("COMPACT_LOG")
+        .env_remove("NO_COLOR");
+    c
+}
+
+fn sandbox() -> tempfile::TempDir {
+    tempfile::tempdir().expect("a temporary directory")
+}
+
+/// Runs `compact args` in a fresh sandbox with `stdin`.
+fn compact(args: &[&str], stdin: &str) -> Output {
+    let dir = sandbox();
+    compact_in(dir.path(), args, stdin)
+}
+
+fn compact_in(dir: &Path, args: &[&str], stdin: &str) -> Output {
+    let mut child = cli(dir)
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -196,8 +221,8 @@ fn strict_rejects_orphans_and_lenient_reports_them() {
 
 #[test]
 fn force_summarizes_and_writes_events() {
-    let dir = std::env::temp_dir().join(format!("compact-cli-{}", std::process::id()));
-    let events = dir.join("events.jsonl");
+    let dir = sandbox();
+    let events = dir.path().join("events.jsonl");
     let h = history(10, 200);
     let o = compact(
         &[
@@ -242,13 +267,12 @@ fn force_summarizes_and_writes_events() {
     ] {
         assert!(names.iter().any(|x| x == n), "{n} missing from {names:?}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn replay_drives_a_recorded_transcript_turn_by_turn() {
-    let dir = std::env::temp_dir().join(format!("compact-replay-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("dir");
+    let sandbox = sandbox();
+    let dir = sandbox.path();
     // JSONL, one message per line, as the archive stores transcripts.
     let path = dir.join("transcript.jsonl");
     let lines: Vec<String> = history(30, 3000)
@@ -258,7 +282,7 @@ fn replay_drives_a_recorded_transcript_turn_by_turn() {
         .map(Value::to_string)
         .collect();
     std::fs::write(&path, lines.join("\n")).expect("write");
-    let o = Command::new(env!("CARGO_BIN_EXE_compact"))
+    let o = cli(dir)
         .args([
             "replay",
             path.to_str().expect("utf8"),
@@ -287,7 +311,7 @@ fn replay_drives_a_recorded_transcript_turn_by_turn() {
 
     let bad = dir.join("bad.jsonl");
     std::fs::write(&bad, "{\"role\":\"user\",\"content\":\"a\"}\nnot json\n").expect("write");
-    let o = Command::new(env!("CARGO_BIN_EXE_compact"))
+    let o = cli(dir)
         .args(["replay", bad.to_str().expect("utf8")])
         .output()
         .expect("run");
@@ -297,13 +321,12 @@ fn replay_drives_a_recorded_transcript_turn_by_turn() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn config_check_and_print() {
-    let dir = std::env::temp_dir().join(format!("compact-cfg-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("dir");
+    let sandbox = sandbox();
+    let dir = sandbox.path();
     let good = dir.join("good.yaml");
     std::fs::write(&good, "model: gpt-4o\npolicy:\n  trigger_pct: 0.9\n").expect("write");
     let o = compact(&["config", "check", good.to_str().expect("utf8")], "");
@@ -319,7 +342,7 @@ fn config_check_and_print() {
         "{e}"
     );
 
-    let o = Command::new(env!("CARGO_BIN_EXE_compact"))
+    let o = cli(dir)
         .args(["config", "print", "--config", good.to_str().expect("utf8")])
         .env("COMPACT_TARGET_PCT", "0.5")
         .output()
@@ -345,12 +368,12 @@ fn config_check_and_print() {
         line("policy.keep_recent_turns").contains("default"),
         "{text}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn demo_runs_scripted() {
-    let o = Command::new(env!("CARGO_BIN_EXE_compact"))
+    let sandbox = sandbox();
+    let o = cli(sandbox.path())
         .args(["demo", "--turns", "12", "--no-serve"])
         .output()
         .expect("run");
@@ -370,4 +393,208 @@ fn demo_runs_scripted() {
         12,
         "{text}"
     );
+}
+
+#[test]
+fn bench_prints_one_document_of_the_documented_shape() {
+    // The shape is a public contract (docs/performance.md); the figures are not tested.
+    let keys = |v: &Value| -> Vec<String> {
+        v.as_object()
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default()
+    };
+    let o = compact(&["bench", "tokens", "--quick"], "");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = stdout_json(&o);
+    assert_eq!(keys(&v), ["machine", "tokens"]);
+    assert_eq!(keys(&v["machine"]), ["cores", "os", "arch"]);
+    assert_eq!(
+        keys(&v["tokens"]),
+        [
+            "counting_1mb_mixed",
+            "history",
+            "reestimate_after_append",
+            "cold_estimate"
+        ]
+    );
+    assert_eq!(
+        keys(&v["tokens"]["counting_1mb_mixed"]),
+        ["bpe", "tiktoken"]
+    );
+    assert_eq!(
+        keys(&v["tokens"]["cold_estimate"]),
+        ["runs", "p50_us", "p90_us", "p99_us", "min_us", "max_us"]
+    );
+
+    let o = compact(&["bench", "preflight", "--quick", "--json"], "");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = stdout_json(&o);
+    assert_eq!(keys(&v), ["machine", "preflight"]);
+    assert_eq!(
+        keys(&v["preflight"]),
+        [
+            "history",
+            "no_trigger_warm",
+            "forced_summary_extractive",
+            "raw_history_mode_b",
+            "triggered_auto"
+        ]
+    );
+    assert_eq!(
+        keys(&v["preflight"]["triggered_auto"]),
+        ["stats", "tokens_after"]
+    );
+
+    let o = compact(&["bench", "nonsense"], "");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+#[test]
+fn logs_on_a_pipe_carry_no_colour_codes() {
+    let dir = sandbox();
+    // An events file under a regular file: the exporter fails and the
+    // dispatcher logs a warning on stderr, which here is a pipe.
+    let not_a_dir = dir.path().join("not-a-dir");
+    std::fs::write(&not_a_dir, "x").expect("write");
+    let events = not_a_dir.join("events.jsonl");
+    let o = compact_in(
+        dir.path(),
+        &[
+            "preflight",
+            "--force",
+            "--events",
+            events.to_str().expect("utf8"),
+        ],
+        &history(4, 100).to_string(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("export failed"), "a warning was logged: {e}");
+    assert!(!e.contains('\u{1b}'), "ANSI escape codes on a pipe: {e:?}");
+}
+
+#[test]
+fn replay_of_a_transcript_without_turns_is_bad_input() {
+    let sandbox = sandbox();
+    let dir = sandbox.path();
+    for (name, content) in [
+        ("empty.jsonl", ""),
+        ("blank.jsonl", "\n  \n"),
+        ("empty-array.json", "[]"),
+        ("no-messages.json", r#"{"messages": []}"#),
+        (
+            "no-user-turn.json",
+            r#"[{"role": "system", "content": "You are terse."}]"#,
+        ),
+    ] {
+        let path = dir.join(name);
+        std::fs::write(&path, content).expect("write");
+        let o = cli(dir)
+            .args(["replay", path.to_str().expect("utf8")])
+            .output()
+            .expect("run");
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{name}: {e}");
+        assert!(e.contains(name), "{name}: the message names the file: {e}");
+        assert!(o.stdout.is_empty(), "{name}: no table");
+    }
+}
+
+#[test]
+fn one_shot_commands_archive_under_the_data_directory_not_the_working_directory() {
+    let sandbox = sandbox();
+    let (cwd, data, home) = (
+        sandbox.path().join("cwd"),
+        sandbox.path().join("data"),
+        sandbox.path().join("home"),
+    );
+    std::fs::create_dir_all(&cwd).expect("cwd");
+    let entries = |dir: &Path| -> Vec<String> {
+        std::fs::read_dir(dir)
+            .map(|d| {
+                d.filter_map(|e| Some(e.ok()?.file_name().to_string_lossy().into_owned()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let input = history(12, 200).to_string();
+    let run = |cmd: &mut Command, args: &[&str]| -> Output {
+        let mut child = cmd
+            .current_dir(&cwd)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input.as_bytes())
+            .expect("stdin");
+        child.wait_with_output().expect("wait")
+    };
+    let preflight = |session: &'static str| ["preflight", "--force", "--session", session];
+
+    // $XDG_DATA_HOME/compact/archive; the working directory stays empty.
+    let o = run(&mut cli(sandbox.path()), &preflight("s1"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(entries(&cwd), Vec::<String>::new());
+    assert!(data.join("compact/archive/s1/manifest.jsonl").is_file());
+    // replay archives too (session "replay"); the transcript sits outside cwd.
+    std::fs::write(sandbox.path().join("t.json"), history(12, 2000).to_string()).expect("write");
+    let o = run(
+        &mut cli(sandbox.path()),
+        &["replay", "../t.json", "--max-context-tokens", "8000"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(entries(&cwd), Vec::<String>::new());
+    let mut archived = entries(&data.join("compact/archive"));
+    archived.sort();
+    assert_eq!(archived, ["replay", "s1"]);
+
+    // The audit commands read the same place.
+    let o = run(&mut cli(sandbox.path()), &["archive", "list"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let listed = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(listed.lines().any(|l| l == "s1"), "{listed}");
+
+    // --archive DIR still wins.
+    let explicit = sandbox.path().join("explicit");
+    let o = run(
+        &mut cli(sandbox.path()),
+        &[
+            "preflight",
+            "--force",
+            "--session",
+            "s2",
+            "--archive",
+            explicit.to_str().expect("utf8"),
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(explicit.join("s2/manifest.jsonl").is_file());
+    assert!(!data.join("compact/archive/s2").exists());
+
+    // So does a configured path (here from the environment).
+    let configured = sandbox.path().join("configured");
+    let o = run(
+        cli(sandbox.path()).env("COMPACT_STORAGE_PATH", &configured),
+        &preflight("s3"),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(configured.join("s3/manifest.jsonl").is_file());
+
+    // Without XDG_DATA_HOME: $HOME/.local/share/compact/archive.
+    let o = run(
+        cli(sandbox.path()).env_remove("XDG_DATA_HOME"),
+        &preflight("s4"),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        home.join(".local/share/compact/archive/s4/manifest.jsonl")
+            .is_file()
+    );
+    assert_eq!(entries(&cwd), Vec::<String>::new());
 }

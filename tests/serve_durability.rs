@@ -32,7 +32,9 @@ fn start(dir: &std::path::Path, port: u16) -> Child {
 }
 
 async fn wait_healthy(client: &reqwest::Client, base: &str) {
-    for _ in 0..400 {
+    // A hang guard only (2 minutes): a debug build on a loaded machine may
+    // take a while to start.
+    for _ in 0..4800 {
         if let Ok(r) = client.get(format!("{base}/healthz")).send().await
             && r.status().is_success()
         {

@@ -9,7 +9,7 @@ use compact_middleware::summarize::{
     ExtractiveSummarizer, SummarizeError, Summarizer, Summary, SummaryRequest,
 };
 
-use crate::rng::Rng;
+use compact_bench::rng::Rng;
 
 /// A summarizer standing in for an LLM that fails in every way an LLM
 /// endpoint does: errors, timeouts, refusals, empty, over-long summaries.

@@ -5,7 +5,6 @@
 
 mod faults;
 mod report;
-mod rng;
 mod run;
 mod workload;
 

@@ -16,8 +16,8 @@ use compact_middleware::{CompactError, CompactManager, PreflightRequest};
 use serde::Serialize;
 
 use crate::faults::{FaultServer, FlakyStorage, FlakySummarizer, SLOW_EXPORTER};
-use crate::rng::Rng;
 use crate::workload::{self, RunPlan};
+use compact_bench::rng::Rng;
 
 /// Simulated model time for one call: a fixed round trip plus prefill.
 fn model_time(tokens: usize) -> Duration {

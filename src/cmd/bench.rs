@@ -1,7 +1,7 @@
-//! `compact bench`: in-process benchmarks, one JSON document out.
+//! `compact bench`: in-process benchmarks, one JSON document out. The
+//! benchmarks live in the `compact-bench` crate.
 
-use compact_middleware::bench;
-use serde_json::json;
+use compact_bench::Suite;
 
 use crate::exit::{CliError, CliResult};
 use crate::input::print_json;
@@ -9,7 +9,7 @@ use crate::input::print_json;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Which suite: tokens, preflight, server, all.
-    #[arg(default_value = "all", value_parser = ["tokens", "preflight", "server", "all"])]
+    #[arg(default_value = "all", value_parser = Suite::NAMES)]
     suite: String,
     /// JSON output (the only format; accepted for scripts).
     #[arg(long)]
@@ -23,33 +23,9 @@ pub fn run(args: Args) -> CliResult {
     if cfg!(debug_assertions) {
         eprintln!("compact: warning: benchmarks of a debug build are meaningless; use --release");
     }
-    let mut doc = serde_json::Map::new();
-    doc.insert(
-        "machine".into(),
-        json!({
-            "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
-            "os": std::env::consts::OS,
-            "arch": std::env::consts::ARCH,
-        }),
-    );
-    if matches!(args.suite.as_str(), "tokens" | "all") {
-        doc.insert("tokens".into(), bench::tokens_suite(args.quick));
-    }
-    if matches!(args.suite.as_str(), "preflight" | "all") {
-        doc.insert("preflight".into(), bench::preflight_suite(args.quick));
-    }
-    if matches!(args.suite.as_str(), "server" | "all") {
-        let rt = tokio::runtime::Runtime::new()?;
-        let report = rt.block_on(ariadne_server::bench::run(
-            ariadne_server::bench::BenchOptions::default(),
-        ));
-        doc.insert("server".into(), report);
-    }
-    if doc.len() == 1 {
-        return Err(CliError::BadInput(format!(
-            "unknown suite {:?}",
-            args.suite
-        )));
-    }
-    print_json(&serde_json::Value::Object(doc))
+    let suite: Suite = args
+        .suite
+        .parse()
+        .map_err(|e: compact_bench::UnknownSuite| CliError::BadInput(e.to_string()))?;
+    print_json(&compact_bench::run(suite, args.quick)?)
 }

@@ -35,7 +35,9 @@ pub fn run(cmd: Command) -> CliResult {
             Ok(())
         }
         Command::Print { config, json } => {
-            let loaded = load(config.as_deref(), &env())?;
+            let mut loaded = load(config.as_deref(), &env())?;
+            // What the other commands would use, the CLI's defaults included.
+            crate::input::cli_defaults(&mut loaded)?;
             let rows = loaded.sources();
             if json {
                 let v: Vec<serde_json::Value> = rows

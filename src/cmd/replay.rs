@@ -31,9 +31,22 @@ pub fn run(args: Args) -> CliResult {
     let value =
         parse(&text).map_err(|e| CliError::BadInput(format!("{}: {e}", args.file.display())))?;
     let req = Request::from_value(value, args.format)?;
+    let (opening, batches) = turns::split_turns(req.messages.clone());
+    // Nothing to replay is bad input, not a session that saved everything.
+    if req.messages.is_empty() {
+        return Err(CliError::BadInput(format!(
+            "{}: the transcript has no messages",
+            args.file.display()
+        )));
+    }
+    if batches.is_empty() {
+        return Err(CliError::BadInput(format!(
+            "{}: the transcript has no turns to replay (no user message)",
+            args.file.display()
+        )));
+    }
     let rt = tokio::runtime::Runtime::new()?;
     let manager = crate::wiring::manager(args.config.load()?.config, &rt)?;
-    let (opening, batches) = turns::split_turns(req.messages.clone());
     turns::header();
     let totals = rt.block_on(turns::drive(
         &manager,

@@ -17,11 +17,9 @@
 //! - [`metrics`]: Prometheus counters.
 //! - [`map`]: OpenAI Agents SDK and OTLP JSON to events.
 //! - [`ui`]: the timeline web UI.
-//! - [`bench`]: the server benchmarks behind `compact bench server`.
 //! - [`error`]: [`ServerError`], [`StoreError`].
 
 pub mod app;
-pub mod bench;
 pub mod body;
 pub mod config;
 pub mod error;

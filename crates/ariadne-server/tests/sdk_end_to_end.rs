@@ -5,8 +5,6 @@
 
 mod common;
 
-use std::time::Duration;
-
 use common::TestServer;
 use serde_json::Value;
 
@@ -63,7 +61,7 @@ async fn sdk_export_is_stored_and_served() {
     }
     // And it streamed live.
     let mut names = Vec::new();
-    while let Some((_, v)) = sse.next_data(Duration::from_secs(2)).await {
+    while let Some((_, v)) = sse.next_data(common::WAIT).await {
         if let Some(n) = v["name"].as_str() {
             names.push(n.to_string());
         }

@@ -104,7 +104,7 @@ async fn compaction_spans_arrive_on_the_event_stream_in_order() {
         .expect("manual compaction");
     let flushed = {
         let d = manager.dispatcher().clone();
-        tokio::task::spawn_blocking(move || d.flush(Duration::from_secs(10)))
+        tokio::task::spawn_blocking(move || d.flush(Duration::from_secs(120)))
             .await
             .unwrap()
     };

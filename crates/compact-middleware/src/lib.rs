@@ -15,7 +15,6 @@
 //! - [`trigger`]: whether a call compacts, and why.
 //! - [`pipeline`]: the tiers (budgeting, clearing, summarizing, reducing) and modes.
 //! - [`invariants`]: the checks of DESIGN §12, for tests, the soak harness and users.
-//! - [`bench`]: the workloads and timing harness behind `compact bench`.
 //! - [`manager`]: [`CompactManager`], sessions, the `before_model_call` hook.
 //! - [`archive`]: the `StorageAdapter` trait (bytes under keys), the
 //!   filesystem adapter, and the `Archive` on top: layout, hash-chained
@@ -25,7 +24,6 @@
 //!   cross-session memory and memory files injected into the instructions.
 //! - [`strategy`]: per request > per conversation > per agent > defaults.
 pub mod archive;
-pub mod bench;
 pub mod config;
 pub mod estimate;
 pub mod invariants;

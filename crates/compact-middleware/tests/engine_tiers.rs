@@ -13,7 +13,9 @@ use compact_middleware::config::{Config, Mode, Policy, Role as CfgRole};
 use compact_middleware::manager::ContinuationKind;
 use compact_middleware::model::{Format, Message, Request, Role};
 use compact_middleware::pipeline::Tier;
+use compact_middleware::pipeline::tiers::cap_text;
 use compact_middleware::{CompactError, CompactManager, PreflightOutcome, PreflightRequest};
+use proptest::prelude::*;
 use serde_json::{Value, json};
 use support::invariants::{Tracker, check_call, is_capped_form, is_summary_shaped};
 
@@ -126,6 +128,138 @@ fn summaries(out: &[Message]) -> Vec<&Message> {
 
 fn policy() -> Policy {
     Policy::default()
+}
+
+// ------------------------------------------------------ tier 1: cap_text
+
+/// The parts of a capped output: head, removed, original total, tail. The
+/// kept head may itself contain marker-like text, so the marker is the one
+/// whose counts add up.
+fn parse_capped(capped: &str) -> Option<(&str, usize, usize, &str)> {
+    capped.match_indices("\n⟦truncated: ").find_map(|(at, m)| {
+        let rest = &capped[at + m.len()..];
+        let (removed, rest) = rest.split_once(" of ")?;
+        let (total, rest) = rest.split_once(" chars")?;
+        let end = rest.find("⟧\n")?;
+        let tail = &rest[end + "⟧\n".len()..];
+        let (removed, total): (usize, usize) = (removed.parse().ok()?, total.parse().ok()?);
+        let head = &capped[..at];
+        (removed + head.chars().count() + tail.chars().count() == total)
+            .then_some((head, removed, total, tail))
+    })
+}
+
+/// The shortest marker `cap_text` may write for an output of `total` chars.
+fn minimal_marker_chars(total: usize) -> usize {
+    format!("\n⟦truncated: {total} of {total} chars⟧\n")
+        .chars()
+        .count()
+}
+
+fn arb_output() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "[a-z \n]{0,2000}",
+        "(\\PC|\n){0,600}",
+        // Text that looks like our marker but is not ours.
+        "[a-z]{0,300}\n⟦truncated: [0-9]{1,4} of [0-9]{1,4} chars⟧\n[a-z]{0,300}",
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn cap_text_never_grows_and_stays_within_its_bound(
+        text in arb_output(),
+        max_chars in 0usize..1500,
+        name in "[a-z_]{1,40}",
+        call_id in "[A-Za-z0-9_]{1,40}",
+    ) {
+        let total = text.chars().count();
+        match cap_text(&text, max_chars, &name, &call_id) {
+            Some(capped) => {
+                let n = capped.chars().count();
+                prop_assert!(n < total, "{n} >= original {total}");
+                prop_assert!(n <= max_chars.max(minimal_marker_chars(total)), "{n} chars, max {max_chars}");
+                let (head, removed, original, tail) = parse_capped(&capped).expect("a marker");
+                prop_assert_eq!(original, total);
+                prop_assert!(text.starts_with(head) && text.ends_with(tail));
+                prop_assert_eq!(removed + head.chars().count() + tail.chars().count(), total);
+            }
+            None => prop_assert!(
+                total <= max_chars || minimal_marker_chars(total) >= total,
+                "{total} chars left uncapped at {max_chars}"
+            ),
+        }
+    }
+
+    #[test]
+    fn cap_text_is_idempotent(
+        text in arb_output(),
+        max_chars in 0usize..1500,
+        name in "[a-z_]{1,40}",
+        call_id in "[A-Za-z0-9_]{1,40}",
+    ) {
+        let once = cap_text(&text, max_chars, &name, &call_id).unwrap_or(text);
+        prop_assert_eq!(cap_text(&once, max_chars, &name, &call_id), None);
+    }
+
+    #[test]
+    fn recapping_keeps_the_original_size_and_ends(
+        text in "[a-z \n]{200,3000}",
+        first in 100usize..2000,
+        second in 0usize..2000,
+        name in "[a-z_]{1,40}",
+        call_id in "[A-Za-z0-9_]{1,40}",
+    ) {
+        let total = text.chars().count();
+        let Some(once) = cap_text(&text, first, &name, &call_id) else {
+            return Ok(());
+        };
+        let Some(twice) = cap_text(&once, second, &name, &call_id) else {
+            return Ok(());
+        };
+        let n = twice.chars().count();
+        prop_assert!(n < once.chars().count());
+        prop_assert!(n <= second.max(minimal_marker_chars(total)));
+        let (head, removed, original, tail) = parse_capped(&twice).expect("a marker");
+        prop_assert_eq!(original, total, "the marker keeps the original size");
+        prop_assert!(text.starts_with(head) && text.ends_with(tail));
+        prop_assert_eq!(removed + head.chars().count() + tail.chars().count(), total);
+        // And a third cap at the same size changes nothing.
+        prop_assert_eq!(cap_text(&twice, second, &name, &call_id), None);
+    }
+}
+
+#[test]
+fn a_cap_below_the_marker_never_lengthens_the_output() {
+    let text = "x".repeat(25);
+    // Even the minimal marker is longer than the text: nothing to gain.
+    assert_eq!(cap_text(&text, 10, "read_file", "call_0"), None);
+    let text = "y".repeat(400);
+    let capped = cap_text(&text, 10, "read_file", "call_0").expect("capped");
+    assert_eq!(capped, "\n⟦truncated: 400 of 400 chars⟧\n");
+    // A larger cap that still cannot hold the full marker keeps what fits.
+    let capped = cap_text(&text, 60, "read_file", "call_0").expect("capped");
+    assert_eq!(capped.chars().count(), 60);
+    assert!(capped.starts_with('y') && capped.ends_with('y'), "{capped}");
+}
+
+#[test]
+fn recapping_reports_the_original_size() {
+    let text: String = (0..5000).map(|i| format!("line {i}\n")).collect();
+    let total = text.chars().count();
+    let once = cap_text(&text, 2000, "read_file", "call_0").expect("capped");
+    assert!(once.contains(&format!(
+        " of {total} chars removed from tool output for read_file (call_id=call_0)"
+    )));
+    let twice = cap_text(&once, 500, "read_file", "call_0").expect("recapped");
+    assert!(twice.chars().count() <= 500);
+    let (head, removed, original, tail) = parse_capped(&twice).expect("a marker");
+    assert_eq!(original, total);
+    assert_eq!(removed, total - head.chars().count() - tail.chars().count());
+    assert!(text.starts_with(head) && text.ends_with(tail));
+    assert!(twice.contains(&format!("{removed} of {total} chars removed from tool output for read_file (call_id=call_0); reason=tool_result_budget⟧")));
 }
 
 // ---------------------------------------------------------------- tier 1

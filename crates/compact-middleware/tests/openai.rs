@@ -32,7 +32,9 @@ fn settings(base_url: &str) -> SummarizerSettings {
         seed: Some(7),
         retries: 2,
         retry_backoff_ms: 1,
-        timeout_ms: 5_000,
+        // Far beyond what a loopback answer needs on a loaded machine; the
+        // timeout test sets its own.
+        timeout_ms: 60_000,
         ..SummarizerSettings::default()
     }
 }
@@ -684,40 +686,33 @@ async fn a_configured_openai_summarizer_is_used_by_the_manager() {
     );
 }
 
-#[tokio::test]
-async fn the_circuit_breaker_opens_after_consecutive_failures_and_closes_after_the_cooldown() {
+/// A manager whose summarizer endpoint answers 500, with the breaker's
+/// cooldown set to `cooldown_secs`, after two failed compactions (which
+/// open the breaker). Returns the history for the next round.
+async fn breaker_after_two_failures(
+    cooldown_secs: u64,
+) -> (FakeServer, CompactManager, Vec<Message>, usize) {
     let server = FakeServer::start(vec![]).await;
     server.set_default(status(500));
-    let manager = CompactManager::builder(manager_config(&server.base_url(), ""))
+    let mut config = manager_config(&server.base_url(), "");
+    config.summarizer.breaker_cooldown_secs = cooldown_secs;
+    let manager = CompactManager::builder(config)
         .without_config_exporters()
         .without_storage()
         .build()
         .expect("manager");
     let mut history = vec![Message::system("You are a coding agent.")];
     let mut next = 0;
-    let mut round = |history: &mut Vec<Message>| {
-        history.extend(turns(next, next + 2));
-        next += 2;
-        history.push(Message::user(format!("Continue {next}.")));
-    };
-    let fallbacks = |o: &compact_middleware::PreflightOutcome| -> Vec<(String, String)> {
-        o.report
-            .fallbacks
-            .iter()
-            .map(|f| (f.error_type.clone(), f.fallback.clone()))
-            .collect()
-    };
-
     // Two failures: each hits the server and falls back to extractive.
     for expected_hits in [1, 2] {
-        round(&mut history);
+        next = breaker_round(&mut history, next);
         let out = manager
             .manual_compact("s", history.clone(), "t")
             .await
             .expect("compact");
         assert_eq!(server.hits(), expected_hits);
         assert_eq!(
-            fallbacks(&out),
+            breaker_fallbacks(&out),
             [("Http".to_owned(), "extractive".to_owned())]
         );
         assert!(
@@ -725,30 +720,61 @@ async fn the_circuit_breaker_opens_after_consecutive_failures_and_closes_after_t
             "extractive summary committed"
         );
     }
-    // Open: the model is skipped.
-    round(&mut history);
-    let out = manager
-        .manual_compact("s", history.clone(), "t")
-        .await
-        .expect("compact");
-    assert_eq!(server.hits(), 2, "breaker open: no request");
-    assert_eq!(
-        fallbacks(&out),
-        [("CircuitOpen".to_owned(), "extractive".to_owned())]
-    );
+    (server, manager, history, next)
+}
 
-    // After the cooldown one attempt goes through (half-open) and succeeds.
+fn breaker_round(history: &mut Vec<Message>, next: usize) -> usize {
+    history.extend(turns(next, next + 2));
+    history.push(Message::user(format!("Continue {}.", next + 2)));
+    next + 2
+}
+
+fn breaker_fallbacks(o: &compact_middleware::PreflightOutcome) -> Vec<(String, String)> {
+    o.report
+        .fallbacks
+        .iter()
+        .map(|f| (f.error_type.clone(), f.fallback.clone()))
+        .collect()
+}
+
+#[tokio::test]
+async fn the_circuit_breaker_opens_after_consecutive_failures() {
+    // A cooldown no test run reaches: the breaker is open for every later call.
+    let (server, manager, mut history, mut next) = breaker_after_two_failures(3600).await;
+    for _ in 0..2 {
+        next = breaker_round(&mut history, next);
+        let out = manager
+            .manual_compact("s", history.clone(), "t")
+            .await
+            .expect("compact");
+        assert_eq!(server.hits(), 2, "breaker open: no request");
+        assert_eq!(
+            breaker_fallbacks(&out),
+            [("CircuitOpen".to_owned(), "extractive".to_owned())]
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_circuit_breaker_lets_one_attempt_through_after_the_cooldown() {
+    let (server, manager, mut history, mut next) = breaker_after_two_failures(1).await;
+    // After the cooldown (waited for, not raced against) one attempt goes
+    // through (half-open) and succeeds.
     server.set_default(ok("Goals: recovered."));
     tokio::time::sleep(Duration::from_millis(1_100)).await;
-    round(&mut history);
+    next = breaker_round(&mut history, next);
     let out = manager
         .manual_compact("s", history.clone(), "t")
         .await
         .expect("compact");
     assert_eq!(server.hits(), 3);
-    assert!(fallbacks(&out).is_empty(), "{:?}", fallbacks(&out));
+    assert!(
+        breaker_fallbacks(&out).is_empty(),
+        "{:?}",
+        breaker_fallbacks(&out)
+    );
     // Closed: the next compaction uses the model again.
-    round(&mut history);
+    breaker_round(&mut history, next);
     manager
         .manual_compact("s", history.clone(), "t")
         .await
@@ -776,10 +802,13 @@ async fn summary_created_event_carries_model_usage_and_ratio() {
         .manual_compact("s", history, "t")
         .await
         .expect("compact");
-    manager
-        .dispatcher()
-        .flush_async(Duration::from_secs(5))
-        .await;
+    // A hang guard only: flush returns as soon as the file has every event.
+    assert!(
+        manager
+            .dispatcher()
+            .flush_async(Duration::from_secs(120))
+            .await
+    );
     let text = std::fs::read_to_string(&events).expect("events written");
     let created: serde_json::Value = text
         .lines()

@@ -6,7 +6,6 @@
 //! regenerates the goldens under `tests/fixtures/summarize/`.
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use compact_middleware::summarize::{
     ExtractiveSummarizer, Strategy, Summarizer, Summary, SummaryEntry, SummaryRequest, TokenCountFn,
@@ -738,19 +737,16 @@ proptest! {
 
 // ---------------------------------------------------------------- pathological
 
-fn timed(label: &str, req: &SummaryRequest, limit: Duration) -> Summary {
-    let start = Instant::now();
+/// Summarizes a pathological input: it must finish and fit its budget.
+/// (How fast is measured by `compact bench`, never asserted in a test.)
+fn within_budget(label: &str, req: &SummaryRequest) -> Summary {
     let out = run(req);
-    let took = start.elapsed();
-    assert!(took < limit, "{label}: took {took:?}");
     assert!(out.tokens <= req.max_tokens, "{label}");
     out
 }
 
 #[test]
 fn pathological_inputs() {
-    // Generous limits: debug builds of the test run on shared CI cores.
-    let limit = Duration::from_secs(20);
     let mut log = String::with_capacity(1 << 20);
     let mut i = 0u64;
     while log.len() < 1 << 20 {
@@ -763,7 +759,7 @@ fn pathological_inputs() {
         }
         i += 1;
     }
-    let out = timed(
+    let out = within_budget(
         "1 MB log",
         &request(
             None,
@@ -771,7 +767,6 @@ fn pathological_inputs() {
             Strategy::TaskState,
             2000,
         ),
-        limit,
     );
     assert!(
         out.text.contains("connection reset by peer"),
@@ -780,7 +775,7 @@ fn pathological_inputs() {
     );
 
     let one_line = "x".repeat(1 << 20);
-    timed(
+    within_budget(
         "1 MB line",
         &request(
             None,
@@ -788,9 +783,8 @@ fn pathological_inputs() {
             Strategy::Brief,
             500,
         ),
-        limit,
     );
-    timed(
+    within_budget(
         "1 MB tool line",
         &request(
             None,
@@ -798,11 +792,10 @@ fn pathological_inputs() {
             Strategy::TaskState,
             500,
         ),
-        limit,
     );
 
     let spaces = " ".repeat(1 << 20);
-    timed(
+    within_budget(
         "1 MB whitespace",
         &request(
             None,
@@ -813,11 +806,10 @@ fn pathological_inputs() {
             Strategy::TaskState,
             500,
         ),
-        limit,
     );
 
     let words = "must because error TODO src/a.rs ABC-1 250 ms. ".repeat(20_000);
-    let out = timed(
+    let out = within_budget(
         "1 MB of cue words",
         &request(
             None,
@@ -825,7 +817,6 @@ fn pathological_inputs() {
             Strategy::DecisionLog,
             1000,
         ),
-        limit,
     );
     assert!(!out.text.is_empty());
 
@@ -836,7 +827,7 @@ fn pathological_inputs() {
             .collect::<Vec<_>>()
             .join(",")
     );
-    timed(
+    within_budget(
         "1 MB JSON",
         &request(
             None,
@@ -844,7 +835,6 @@ fn pathological_inputs() {
             Strategy::CodeDelta,
             800,
         ),
-        limit,
     );
 
     let empties = vec![
@@ -857,10 +847,9 @@ fn pathological_inputs() {
         },
         SummaryEntry::tool("", ""),
     ];
-    let out = timed(
+    let out = within_budget(
         "empty entries",
         &request(Some(""), empties, Strategy::TaskState, 100),
-        limit,
     );
     assert_eq!(out.text, "");
     assert_eq!(out.tokens, 0);
@@ -879,11 +868,7 @@ fn pathological_inputs() {
     ];
     for strategy in Strategy::ALL {
         for budget in [3, 50, 400] {
-            timed(
-                "unicode",
-                &request(None, unicode.clone(), strategy, budget),
-                limit,
-            );
+            within_budget("unicode", &request(None, unicode.clone(), strategy, budget));
         }
     }
 }
@@ -971,7 +956,8 @@ async fn trait_object_summarizes() {
 }
 
 #[test]
-fn span_of_400_entries_is_fast() {
+fn a_span_of_400_entries_fits_its_budget() {
+    // The speed of this is `compact bench preflight`'s forced_summary_extractive.
     let mut entries = Vec::new();
     for _ in 0..7 {
         for f in FIXTURES {
@@ -980,15 +966,7 @@ fn span_of_400_entries_is_fast() {
     }
     entries.truncate(400);
     let req = request(None, entries, Strategy::TaskState, 2000);
-    run(&req); // warm the tokenizer
-    let start = Instant::now();
     let out = run(&req);
-    let took = start.elapsed();
-    eprintln!("400 entries: {took:?}, {} tokens", out.tokens);
-    let limit = if cfg!(debug_assertions) {
-        Duration::from_secs(5)
-    } else {
-        Duration::from_millis(50)
-    };
-    assert!(took < limit, "{took:?}");
+    assert!(out.tokens <= 2000, "{}", out.tokens);
+    assert_eq!(out, run(&req), "deterministic");
 }

@@ -2,30 +2,8 @@
 //! and log tool outputs, parallel tool calls, requirements planted early that
 //! must survive compaction. Deterministic for a given seed.
 
+use compact_bench::rng::Rng;
 use serde_json::{Value, json};
-
-/// A tiny deterministic generator (xorshift64*), so the demo needs no RNG crate.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Self(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-    pub fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    pub fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
-        &xs[self.below(xs.len() as u64) as usize]
-    }
-}
 
 const FILES: &[&str] = &[
     "src/auth/session.rs",

@@ -42,33 +42,131 @@ pub fn result_name<'a>(m: &'a Message, names: &'a HashMap<String, String>) -> &'
         .unwrap_or("tool")
 }
 
+/// What every truncation marker starts with; the invariant checks look for it.
+const MARKER_START: &str = "\n⟦truncated: ";
+/// How the full marker ends after the call it names.
+const FULL_MARKER_END: &str = "; reason=tool_result_budget⟧\n";
+
+/// The full marker: the counts and the call.
+fn full_marker(removed: usize, total: usize, name: &str, call_id: &str) -> String {
+    format!(
+        "{MARKER_START}{removed} of {total} chars removed from tool output for {name} (call_id={call_id}){FULL_MARKER_END}"
+    )
+}
+
+/// The minimal marker, for caps too small for the full one: the counts only.
+fn short_marker(removed: usize, total: usize) -> String {
+    format!("{MARKER_START}{removed} of {total} chars⟧\n")
+}
+
+/// An output `cap_text` already cut: the original's head and tail it kept,
+/// and the original's size in characters.
+struct Capped<'a> {
+    head: &'a str,
+    tail: &'a str,
+    total: usize,
+}
+
+/// Finds our marker in `text`. Only a marker whose counts agree with the
+/// text around it is ours (tool output may contain look-alikes):
+/// `removed + head + tail == total`.
+fn parse_capped(text: &str) -> Option<Capped<'_>> {
+    text.match_indices(MARKER_START).find_map(|(at, _)| {
+        let rest = &text[at + MARKER_START.len()..];
+        let digits = |s: &str| s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+        let n = digits(rest);
+        let removed: usize = rest[..n].parse().ok()?;
+        let rest = rest[n..].strip_prefix(" of ")?;
+        let n = digits(rest);
+        let total: usize = rest[..n].parse().ok()?;
+        let rest = rest[n..].strip_prefix(" chars")?;
+        let tail = match rest.strip_prefix("⟧\n") {
+            Some(tail) => tail,
+            None => {
+                let rest = rest.strip_prefix(" removed from tool output for ")?;
+                let end = rest.find(FULL_MARKER_END)?;
+                &rest[end + FULL_MARKER_END.len()..]
+            }
+        };
+        let head = &text[..at];
+        let kept = head.chars().count() + tail.chars().count();
+        (kept.checked_add(removed)? == total).then_some(Capped { head, tail, total })
+    })
+}
+
+/// The first `n` characters of `s`.
+fn first_chars(s: &str, n: usize) -> &str {
+    &s[..s.char_indices().nth(n).map_or(s.len(), |(i, _)| i)]
+}
+
+/// The last `n` characters of `s`.
+fn last_chars(s: &str, n: usize) -> &str {
+    let len = s.chars().count();
+    &s[s.char_indices()
+        .nth(len.saturating_sub(n))
+        .map_or(s.len(), |(i, _)| i)..]
+}
+
 /// Cuts `text` to about `max_chars` characters, keeping the head and the tail
-/// (errors and totals tend to sit at the end of logs) and marking the cut.
-/// Returns `None` when the text already fits.
+/// (errors and totals tend to sit at the end of logs) and marking the cut
+/// with the original size. Returns `None` when the text already fits, or
+/// when no cut would make it shorter.
+///
+/// The result is shorter than `text` and at most `max_chars` characters,
+/// or, when `max_chars` cannot hold even the minimal marker, exactly that
+/// marker. An output this function cut before is cut again from the head
+/// and tail it kept, and its marker keeps the original size; capping twice
+/// at the same size is a no-op.
 pub fn cap_text(text: &str, max_chars: usize, name: &str, call_id: &str) -> Option<String> {
-    let total = text.chars().count();
-    if total <= max_chars {
+    let len = text.chars().count();
+    if len <= max_chars {
         return None;
     }
-    // The result, marker included, fits `max_chars`, so capping twice is a no-op.
-    let marker_for = |removed: usize| {
-        format!(
-            "\n⟦truncated: {removed} of {total} chars removed from tool output for {name} (call_id={call_id}); reason=tool_result_budget⟧\n"
-        )
+    let (Capped { head, tail, total }, fresh) = match parse_capped(text) {
+        Some(capped) => (capped, false),
+        None => (
+            Capped {
+                head: text,
+                tail: text,
+                total: len,
+            },
+            true,
+        ),
     };
-    let marker_len = marker_for(total).chars().count();
+    // Sized for `removed == total`, the most digits it can have, so the
+    // marker actually written is never longer.
+    let full = full_marker(total, total, name, call_id).chars().count();
+    let (marker_len, use_full) = if full <= max_chars {
+        (full, true)
+    } else {
+        (short_marker(total, total).chars().count(), false)
+    };
     let keep = max_chars.saturating_sub(marker_len);
-    let head_chars = keep * 3 / 5;
-    let tail_chars = keep - head_chars;
-    let byte_at = |n: usize| text.char_indices().nth(n).map_or(text.len(), |(i, _)| i);
-    let head_end = byte_at(head_chars);
-    let tail_start = byte_at(total - tail_chars);
-    let marker = marker_for(total - head_chars - tail_chars);
-    Some(format!(
+    let (head_avail, tail_avail) = if fresh {
+        (len, len)
+    } else {
+        (head.chars().count(), tail.chars().count())
+    };
+    // Three fifths to the head, as far as what is available allows.
+    let mut head_chars = (keep * 3 / 5).min(head_avail);
+    let tail_chars = (keep - head_chars).min(tail_avail);
+    head_chars = (keep - tail_chars).min(head_avail);
+    if fresh {
+        // One text: head and tail must not overlap, and something must go.
+        head_chars = head_chars.min(len.saturating_sub(tail_chars + 1));
+    }
+    let removed = total - head_chars - tail_chars;
+    let marker = if use_full {
+        full_marker(removed, total, name, call_id)
+    } else {
+        short_marker(removed, total)
+    };
+    let out = format!(
         "{}{marker}{}",
-        &text[..head_end],
-        &text[tail_start..]
-    ))
+        first_chars(head, head_chars),
+        last_chars(tail, tail_chars)
+    );
+    (out.chars().count() < len).then_some(out)
 }
 
 /// Tier 1: caps every tool result in `indices` longer than `max_chars`.

@@ -17,8 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::app::spawn;
-use crate::config::ServerConfig;
+use ariadne_server::{ServerConfig, spawn};
 
 /// What to run, and how long.
 #[derive(Debug, Clone)]

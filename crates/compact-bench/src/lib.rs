@@ -1,0 +1,121 @@
+//! The benchmarks behind `compact bench`, kept out of the production crates:
+//! synthetic workloads, a small timing harness (medians and tails), the
+//! token-counting, preflight and server suites, and [`run`], which assembles
+//! the one JSON document the CLI prints (its shape is a public contract; see
+//! `docs/performance.md`).
+//!
+//! [`rng`] is the seeded generator every synthetic session uses: the
+//! benchmarks, `compact demo` and the soak harness.
+//!
+//! - [`harness`]: [`measure`](harness::measure), [`Stats`](harness::Stats).
+//! - [`workload`]: mixed text and tool-heavy chat histories.
+//! - [`tokens`], [`preflight`], [`server`]: the suites.
+//! - [`rng`]: [`Rng`](rng::Rng), seeded and reproducible.
+
+pub mod harness;
+pub mod preflight;
+pub mod rng;
+pub mod server;
+pub mod tokens;
+pub mod workload;
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde_json::{Map, Value, json};
+
+/// Which benchmarks `compact bench` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Suite {
+    /// Token counting and whole-history estimates.
+    Tokens,
+    /// The preflight path.
+    Preflight,
+    /// The trace server over loopback HTTP.
+    Server,
+    /// All of the above.
+    All,
+}
+
+impl Suite {
+    /// Every name [`Suite::from_str`] accepts.
+    pub const NAMES: [&'static str; 4] = ["tokens", "preflight", "server", "all"];
+
+    fn includes(self, other: Suite) -> bool {
+        self == Suite::All || self == other
+    }
+}
+
+/// A suite name that is none of [`Suite::NAMES`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownSuite(pub String);
+
+impl fmt::Display for UnknownSuite {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unknown suite {:?}", self.0)
+    }
+}
+
+impl std::error::Error for UnknownSuite {}
+
+impl FromStr for Suite {
+    type Err = UnknownSuite;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "tokens" => Ok(Suite::Tokens),
+            "preflight" => Ok(Suite::Preflight),
+            "server" => Ok(Suite::Server),
+            "all" => Ok(Suite::All),
+            other => Err(UnknownSuite(other.to_owned())),
+        }
+    }
+}
+
+/// The machine the figures come from.
+pub fn machine() -> Value {
+    json!({
+        "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        "os": std::env::consts::OS,
+        "arch": std::env::consts::ARCH,
+    })
+}
+
+/// Runs `suite` and returns `{"machine", "tokens"?, "preflight"?, "server"?}`.
+/// `quick` means fewer runs (a smoke test, not a measurement); the server
+/// suite has no quick form. A failing measurement is reported inside the
+/// document; the only error is a tokio runtime that cannot start.
+pub fn run(suite: Suite, quick: bool) -> std::io::Result<Value> {
+    let mut doc = Map::new();
+    doc.insert("machine".into(), machine());
+    if suite.includes(Suite::Tokens) {
+        doc.insert("tokens".into(), tokens::run(quick));
+    }
+    if suite.includes(Suite::Preflight) {
+        doc.insert("preflight".into(), preflight::run(quick));
+    }
+    if suite.includes(Suite::Server) {
+        let rt = tokio::runtime::Runtime::new()?;
+        let report = rt.block_on(server::run(server::BenchOptions::default()));
+        doc.insert("server".into(), report);
+    }
+    Ok(Value::Object(doc))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suite_names_parse_and_nothing_else_does() {
+        for name in Suite::NAMES {
+            assert!(name.parse::<Suite>().is_ok(), "{name}");
+        }
+        assert_eq!(
+            "bogus".parse::<Suite>(),
+            Err(UnknownSuite("bogus".to_owned()))
+        );
+        assert!(Suite::All.includes(Suite::Server));
+        assert!(!Suite::Tokens.includes(Suite::Preflight));
+    }
+}
