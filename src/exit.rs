@@ -8,7 +8,7 @@ use compact_middleware::model::InputError;
 
 /// An error and the exit code it maps to.
 #[derive(Debug)]
-pub enum CliError {
+pub(crate) enum CliError {
     /// Exit 2: bad input or configuration; the message names the JSON path or field.
     BadInput(String),
     /// Exit 3: the pinned messages do not fit; the message carries guidance.
@@ -18,7 +18,7 @@ pub enum CliError {
 }
 
 impl CliError {
-    pub fn code(&self) -> i32 {
+    pub(crate) fn code(&self) -> i32 {
         match self {
             CliError::BadInput(_) => 2,
             CliError::Insufficient(_) => 3,
@@ -73,4 +73,4 @@ impl From<CompactError> for CliError {
     }
 }
 
-pub type CliResult<T = ()> = Result<T, CliError>;
+pub(crate) type CliResult<T = ()> = Result<T, CliError>;

@@ -11,7 +11,7 @@ use crate::exit::{CliError, CliResult};
 
 /// Flags every command that compacts or counts takes.
 #[derive(clap::Args, Debug, Clone)]
-pub struct ConfigFlags {
+pub(crate) struct ConfigFlags {
     /// YAML configuration file (defaults and COMPACT_* env apply without it).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -25,7 +25,7 @@ pub struct ConfigFlags {
 
 impl ConfigFlags {
     /// Defaults < file < env < these flags, with [`cli_defaults`] applied.
-    pub fn load(&self) -> CliResult<Loaded> {
+    pub(crate) fn load(&self) -> CliResult<Loaded> {
         let mut loaded = Loaded::from_process_env(self.config.as_deref())?;
         cli_defaults(&mut loaded)?;
         if let Some(m) = &self.model {
@@ -61,7 +61,7 @@ const DATA_PATHS: [(&str, &str); 4] = [
 /// move under the user's data directory. They keep the source `default`.
 /// Without a data directory (no absolute `XDG_DATA_HOME` or `HOME`) the
 /// library defaults stay.
-pub fn cli_defaults(loaded: &mut Loaded) -> CliResult {
+pub(crate) fn cli_defaults(loaded: &mut Loaded) -> CliResult {
     let Some(dir) = data_dir() else {
         return Ok(());
     };
@@ -76,7 +76,7 @@ pub fn cli_defaults(loaded: &mut Loaded) -> CliResult {
 
 /// `$XDG_DATA_HOME/compact`, else `$HOME/.local/share/compact` (XDG Base
 /// Directory: a relative or empty value is ignored).
-pub fn data_dir() -> Option<PathBuf> {
+pub(crate) fn data_dir() -> Option<PathBuf> {
     let absolute = |var: &str| {
         std::env::var_os(var)
             .map(PathBuf::from)
@@ -88,7 +88,7 @@ pub fn data_dir() -> Option<PathBuf> {
 }
 
 /// Reads and decodes a request from stdin.
-pub fn read_request(format: Format) -> CliResult<Request> {
+pub(crate) fn read_request(format: Format) -> CliResult<Request> {
     let mut text = String::new();
     std::io::stdin()
         .read_to_string(&mut text)
@@ -104,7 +104,7 @@ pub fn read_request(format: Format) -> CliResult<Request> {
 }
 
 /// Pretty JSON on stdout.
-pub fn print_json(v: &impl serde::Serialize) -> CliResult {
+pub(crate) fn print_json(v: &impl serde::Serialize) -> CliResult {
     let s = serde_json::to_string_pretty(v).map_err(|e| CliError::Other(e.into()))?;
     println!("{s}");
     Ok(())

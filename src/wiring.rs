@@ -12,7 +12,7 @@ use crate::exit::{CliError, CliResult};
 
 /// A manager for `config`, with the exporter `telemetry.exporter` names and
 /// the S3 adapter when `storage.adapter` is `s3` (connected on `rt`).
-pub fn manager(config: Config, rt: &tokio::runtime::Runtime) -> CliResult<CompactManager> {
+pub(crate) fn manager(config: Config, rt: &tokio::runtime::Runtime) -> CliResult<CompactManager> {
     let mut builder = CompactManager::builder(config.clone());
     if config.storage.adapter == StorageAdapterKind::S3 {
         let s3 = rt

@@ -79,11 +79,11 @@ pub(crate) struct Counters {
 }
 
 impl Counters {
-    pub fn add(c: &AtomicU64, n: u64) {
+    pub(crate) fn add(c: &AtomicU64, n: u64) {
         c.fetch_add(n, Ordering::Relaxed);
     }
 
-    pub fn snapshot(&self) -> SendStats {
+    pub(crate) fn snapshot(&self) -> SendStats {
         let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
         SendStats {
             requests: g(&self.requests),
@@ -107,7 +107,7 @@ pub(crate) struct FailureLog {
 }
 
 impl FailureLog {
-    pub fn failure(&self, what: &str, message: &str) {
+    pub(crate) fn failure(&self, what: &str, message: &str) {
         let mut st = self
             .state
             .lock()
@@ -175,7 +175,11 @@ enum Attempt {
 }
 
 impl Sender {
-    pub fn new(url: &str, opts: HttpOptions, what: &'static str) -> Result<Self, BuildError> {
+    pub(crate) fn new(
+        url: &str,
+        opts: HttpOptions,
+        what: &'static str,
+    ) -> Result<Self, BuildError> {
         let url = parse_url(url)?;
         let auth = match opts.token.as_deref().filter(|t| !t.is_empty()) {
             None => None,
@@ -206,7 +210,7 @@ impl Sender {
         })
     }
 
-    pub fn url(&self) -> &reqwest::Url {
+    pub(crate) fn url(&self) -> &reqwest::Url {
         &self.url
     }
 
@@ -245,7 +249,7 @@ impl Sender {
 
     /// POSTs one body, retrying retryable failures with backoff until
     /// `max_attempts` or the export's `deadline` runs out.
-    pub async fn post(
+    pub(crate) async fn post(
         &self,
         body: &[u8],
         events: u64,

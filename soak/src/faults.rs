@@ -15,13 +15,13 @@ use compact_bench::rng::Rng;
 /// endpoint does: errors, timeouts, refusals, empty, over-long summaries.
 /// When it succeeds it answers like the extractive one.
 #[derive(Debug)]
-pub struct FlakySummarizer {
+pub(crate) struct FlakySummarizer {
     rng: Mutex<Rng>,
     failure_rate: f64,
 }
 
 impl FlakySummarizer {
-    pub fn new(seed: u64, failure_rate: f64) -> Self {
+    pub(crate) fn new(seed: u64, failure_rate: f64) -> Self {
         Self {
             rng: Mutex::new(Rng::new(seed)),
             failure_rate,
@@ -90,7 +90,7 @@ use compact_middleware::archive::{ArchiveError, StorageAdapter};
 /// S3 outage would), in front of a real one. Reads always work, so the
 /// harness can check what finally landed.
 #[derive(Debug)]
-pub struct FlakyStorage {
+pub(crate) struct FlakyStorage {
     inner: Arc<dyn StorageAdapter>,
     rng: Mutex<Rng>,
     failure_rate: f64,
@@ -98,7 +98,7 @@ pub struct FlakyStorage {
 }
 
 impl FlakyStorage {
-    pub fn new(inner: Arc<dyn StorageAdapter>, seed: u64, failure_rate: f64) -> Self {
+    pub(crate) fn new(inner: Arc<dyn StorageAdapter>, seed: u64, failure_rate: f64) -> Self {
         Self {
             inner,
             rng: Mutex::new(Rng::new(seed)),
@@ -170,7 +170,7 @@ impl StorageAdapter for FlakyStorage {
 
 /// How a run's telemetry server behaves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExporterFault {
+pub(crate) enum ExporterFault {
     /// Answers 200.
     Healthy,
     /// Answers 500 to everything.
@@ -182,11 +182,11 @@ pub enum ExporterFault {
 }
 
 /// The slow server's delay; a preflight this long means it waited on an exporter.
-pub const SLOW_EXPORTER: Duration = Duration::from_secs(10);
+pub(crate) const SLOW_EXPORTER: Duration = Duration::from_secs(10);
 
 /// A real HTTP server on loopback standing in for Ariadne: `/ok/ingest`,
 /// `/fail/ingest`, `/slow/ingest`. One per soak process.
-pub struct FaultServer {
+pub(crate) struct FaultServer {
     pub base: String,
     /// A loopback port nothing listens on.
     pub down: String,
@@ -194,7 +194,7 @@ pub struct FaultServer {
 }
 
 impl FaultServer {
-    pub fn start() -> anyhow::Result<Self> {
+    pub(crate) fn start() -> anyhow::Result<Self> {
         use axum::routing::post;
         let received = Arc::new(AtomicU64::new(0));
         let (r1, r2) = (received.clone(), received.clone());
@@ -256,7 +256,7 @@ impl FaultServer {
         })
     }
 
-    pub fn url(&self, fault: ExporterFault) -> String {
+    pub(crate) fn url(&self, fault: ExporterFault) -> String {
         match fault {
             ExporterFault::Healthy => format!("{}/ok/ingest", self.base),
             ExporterFault::Failing => format!("{}/fail/ingest", self.base),

@@ -10,7 +10,7 @@ use crate::run::RunResult;
 
 /// Everything the runs did, aggregated.
 #[derive(Debug, Default, Serialize)]
-pub struct Report {
+pub(crate) struct Report {
     pub runs: usize,
     pub successful_runs: usize,
     pub success_rate: f64,
@@ -35,7 +35,7 @@ pub struct Report {
 }
 
 #[derive(Debug, Default, Serialize)]
-pub struct ViolationSummary {
+pub(crate) struct ViolationSummary {
     pub count: usize,
     pub invariant: u8,
     pub seeds: Vec<u64>,
@@ -43,7 +43,7 @@ pub struct ViolationSummary {
 }
 
 impl Report {
-    pub fn build(results: &[RunResult], wall: Duration) -> Self {
+    pub(crate) fn build(results: &[RunResult], wall: Duration) -> Self {
         let mut r = Report {
             runs: results.len(),
             wall_secs: (wall.as_secs_f64() * 10.0).round() / 10.0,
@@ -112,7 +112,7 @@ impl Report {
     }
 
     /// The human table.
-    pub fn table(&self) -> String {
+    pub(crate) fn table(&self) -> String {
         let mut rows: Vec<(String, String)> = vec![
             ("runs".into(), self.runs.to_string()),
             (
@@ -202,7 +202,7 @@ impl Report {
         s
     }
 
-    pub fn json(&self) -> serde_json::Value {
+    pub(crate) fn json(&self) -> serde_json::Value {
         serde_json::to_value(self).unwrap_or_else(|e| json!({"error": e.to_string()}))
     }
 }

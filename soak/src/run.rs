@@ -26,7 +26,7 @@ fn model_time(tokens: usize) -> Duration {
 
 /// What one run did.
 #[derive(Debug, Default, Clone, Serialize)]
-pub struct RunResult {
+pub(crate) struct RunResult {
     pub seed: u64,
     pub mode: String,
     pub preflights: usize,
@@ -54,7 +54,7 @@ struct Trace {
     secrets: Vec<String>,
 }
 
-pub async fn run(seed: u64, turns: (usize, usize), server: Arc<FaultServer>) -> RunResult {
+pub(crate) async fn run(seed: u64, turns: (usize, usize), server: Arc<FaultServer>) -> RunResult {
     let mut rng = Rng::new(seed);
     let plan = workload::plan(&mut rng, turns);
     let collector = Arc::new(CollectingExporter::new());

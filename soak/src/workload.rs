@@ -18,11 +18,11 @@ const TOOLS: &[&str] = &[
 
 /// A fact planted in a user or assistant message, to measure retention.
 #[derive(Debug, Clone)]
-pub struct Fact(pub String);
+pub(crate) struct Fact(pub String);
 
 /// The shape of one run.
 #[derive(Debug, Clone)]
-pub struct RunPlan {
+pub(crate) struct RunPlan {
     pub config: Config,
     pub wire: Format,
     pub turns: usize,
@@ -40,7 +40,7 @@ pub struct RunPlan {
 }
 
 /// Draws a policy and a session shape.
-pub fn plan(rng: &mut Rng, turns: (usize, usize)) -> RunPlan {
+pub(crate) fn plan(rng: &mut Rng, turns: (usize, usize)) -> RunPlan {
     let mut c = Config {
         model: rng
             .pick(&["gpt-4o", "gpt-4.1-mini", "gpt-4", "o3"])
@@ -105,7 +105,7 @@ pub fn plan(rng: &mut Rng, turns: (usize, usize)) -> RunPlan {
 }
 
 /// The opening messages: a system prompt and sometimes a protected policy.
-pub fn opening(rng: &mut Rng) -> Vec<Value> {
+pub(crate) fn opening(rng: &mut Rng) -> Vec<Value> {
     let mut v = vec![
         json!({"role": "system", "content": "You are an autonomous engineering agent. Use tools; be precise."}),
     ];
@@ -129,7 +129,7 @@ fn text(rng: &mut Rng, words: usize) -> String {
 /// A secret of a kind the default redaction patterns cover: the raw secret
 /// (what must never reach an exporter or the archive) and the text that
 /// carries it.
-pub fn secret(rng: &mut Rng) -> (String, String) {
+pub(crate) fn secret(rng: &mut Rng) -> (String, String) {
     const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     const UPPER_DIGITS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     let kind = rng.below(5);
@@ -169,7 +169,7 @@ pub fn secret(rng: &mut Rng) -> (String, String) {
 
 /// Turn `t`: items in the run's wire format, plus the facts planted in it;
 /// with `plant`, secrets too (returned in `secrets`).
-pub fn turn(
+pub(crate) fn turn(
     rng: &mut Rng,
     wire: Format,
     t: usize,
@@ -284,6 +284,6 @@ fn tool_output(rng: &mut Rng, name: &str, size: usize) -> String {
 }
 
 /// Decodes generated items (they are valid by construction).
-pub fn decode(items: Vec<Value>, wire: Format) -> anyhow::Result<Vec<Message>> {
+pub(crate) fn decode(items: Vec<Value>, wire: Format) -> anyhow::Result<Vec<Message>> {
     Ok(Request::from_value(Value::Array(items), wire)?.messages)
 }

@@ -14,7 +14,7 @@ use crate::input::ConfigFlags;
 
 /// Which archive to read: a directory, S3, or what the configuration says.
 #[derive(clap::Args, Debug, Clone)]
-pub struct Target {
+pub(crate) struct Target {
     #[command(flatten)]
     config: ConfigFlags,
     /// Filesystem archive root (default: `storage.path`).
@@ -35,7 +35,7 @@ pub struct Target {
 }
 
 #[derive(clap::Subcommand, Debug)]
-pub enum Command {
+pub(crate) enum Command {
     /// List archived sessions.
     List {
         #[command(flatten)]
@@ -105,7 +105,7 @@ fn other(e: archive::ArchiveError) -> CliError {
     CliError::Other(e.into())
 }
 
-pub fn run(cmd: Command) -> CliResult {
+pub(crate) fn run(cmd: Command) -> CliResult {
     let rt = tokio::runtime::Runtime::new()?;
     rt.block_on(async move {
         match cmd {

@@ -7,7 +7,7 @@ use crate::exit::{CliError, CliResult};
 use crate::input::print_json;
 
 #[derive(clap::Args, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     /// Which suite: tokens, preflight, server, all.
     #[arg(default_value = "all", value_parser = Suite::NAMES)]
     suite: String,
@@ -19,7 +19,7 @@ pub struct Args {
     quick: bool,
 }
 
-pub fn run(args: Args) -> CliResult {
+pub(crate) fn run(args: Args) -> CliResult {
     if cfg!(debug_assertions) {
         eprintln!("compact: warning: benchmarks of a debug build are meaningless; use --release");
     }

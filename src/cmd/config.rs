@@ -8,7 +8,7 @@ use compact_middleware::estimate::ModelLimits;
 use crate::exit::{CliError, CliResult};
 
 #[derive(clap::Subcommand, Debug)]
-pub enum Command {
+pub(crate) enum Command {
     /// Validate FILE (with COMPACT_* env applied): exit 0, or 2 naming each bad field.
     Check { file: PathBuf },
     /// Print every effective value and where it came from (default, file, env).
@@ -25,7 +25,7 @@ fn env() -> Vec<(String, String)> {
     std::env::vars().collect()
 }
 
-pub fn run(cmd: Command) -> CliResult {
+pub(crate) fn run(cmd: Command) -> CliResult {
     match cmd {
         Command::Check { file } => {
             let loaded = load(Some(&file), &env())?;

@@ -7,7 +7,7 @@ use crate::exit::CliResult;
 use crate::input::{ConfigFlags, print_json, read_request};
 
 #[derive(clap::Args, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(flatten)]
     config: ConfigFlags,
     /// Wire format of the messages.
@@ -15,7 +15,7 @@ pub struct Args {
     format: Format,
 }
 
-pub fn run(args: Args) -> CliResult {
+pub(crate) fn run(args: Args) -> CliResult {
     let loaded = args.config.load()?;
     let manager = CompactManager::builder(loaded.config)
         .without_config_exporters()

@@ -1,11 +1,11 @@
 //! One module per subcommand.
-pub mod archive;
-pub mod bench;
-pub mod config;
-pub mod demo;
-pub mod estimate;
-pub mod preflight;
-pub mod replay;
-pub mod serve;
-pub mod tail;
+pub(crate) mod archive;
+pub(crate) mod bench;
+pub(crate) mod config;
+pub(crate) mod demo;
+pub(crate) mod estimate;
+pub(crate) mod preflight;
+pub(crate) mod replay;
+pub(crate) mod serve;
+pub(crate) mod tail;
 mod turns;

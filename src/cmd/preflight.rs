@@ -12,7 +12,7 @@ use crate::exit::{CliError, CliResult};
 use crate::input::{ConfigFlags, read_request};
 
 #[derive(clap::Args, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(flatten)]
     config: ConfigFlags,
     /// Wire format of the messages.
@@ -41,7 +41,7 @@ pub struct Args {
     report: bool,
 }
 
-pub fn run(args: Args) -> CliResult {
+pub(crate) fn run(args: Args) -> CliResult {
     let mut loaded = args.config.load()?;
     if let Some(path) = &args.events {
         loaded.set(

@@ -11,7 +11,7 @@ use crate::exit::{CliError, CliResult};
 use crate::input::ConfigFlags;
 
 #[derive(clap::Args, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     /// A JSON array of messages, `{"messages":[...],"tools":[...]}`, or JSONL
     /// (one message per line, e.g. an archived transcript).
     file: PathBuf,
@@ -25,7 +25,7 @@ pub struct Args {
     session: String,
 }
 
-pub fn run(args: Args) -> CliResult {
+pub(crate) fn run(args: Args) -> CliResult {
     let text = std::fs::read_to_string(&args.file)
         .map_err(|e| CliError::BadInput(format!("{}: {e}", args.file.display())))?;
     let value =

@@ -9,7 +9,7 @@ use ariadne_server::ServerConfig;
 use crate::exit::{CliError, CliResult};
 
 #[derive(clap::Args, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     /// Listen address [default: 127.0.0.1:5175, or the config file's].
     #[arg(long)]
     addr: Option<SocketAddr>,
@@ -88,7 +88,7 @@ async fn shutdown_signal() {
     tracing::info!("shutting down");
 }
 
-pub fn run(args: Args) -> CliResult {
+pub(crate) fn run(args: Args) -> CliResult {
     let cfg = load(args)?;
     if let Err(e) = cfg.check() {
         return Err(CliError::BadInput(e.to_string()));

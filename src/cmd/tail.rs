@@ -10,7 +10,7 @@ use ariadne_exporter::tail::{TailError, TailNotice, TailOptions, follow, format_
 use crate::exit::{CliError, CliResult};
 
 #[derive(clap::Args, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     /// The server's base URL.
     #[arg(
         long,
@@ -29,7 +29,7 @@ pub struct Args {
     token: Option<String>,
 }
 
-pub fn run(args: Args) -> CliResult {
+pub(crate) fn run(args: Args) -> CliResult {
     let opts = TailOptions {
         url: args.url,
         trace: args.trace,

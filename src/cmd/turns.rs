@@ -10,7 +10,7 @@ use crate::exit::CliResult;
 
 /// Totals over a driven session.
 #[derive(Debug, Default)]
-pub struct Totals {
+pub(super) struct Totals {
     pub turns: usize,
     pub compactions: usize,
     /// Tokens an agent without compaction would have sent (may exceed the window).
@@ -20,7 +20,7 @@ pub struct Totals {
 }
 
 /// Prints the table header.
-pub fn header() {
+pub(super) fn header() {
     println!(
         "{:>4}  {:>8} → {:>8}  {:>6}  tiers",
         "turn", "before", "after", "usage"
@@ -29,7 +29,7 @@ pub fn header() {
 
 /// Feeds `turn_messages` (one batch per turn) to `manager`, appending each
 /// batch to the compacted context of the previous call.
-pub async fn drive(
+pub(super) async fn drive(
     manager: &CompactManager,
     session: &str,
     opening: Vec<Message>,
@@ -83,7 +83,7 @@ pub async fn drive(
 }
 
 /// Prints the savings table.
-pub fn summary(t: &Totals) {
+pub(super) fn summary(t: &Totals) {
     println!();
     println!("{:<40} {:>12}", "turns", t.turns);
     println!("{:<40} {:>12}", "compactions", t.compactions);
@@ -105,7 +105,7 @@ pub fn summary(t: &Totals) {
 
 /// Splits a recorded history into the messages before the first turn and
 /// one batch per turn.
-pub fn split_turns(messages: Vec<Message>) -> (Vec<Message>, Vec<Vec<Message>>) {
+pub(super) fn split_turns(messages: Vec<Message>) -> (Vec<Message>, Vec<Vec<Message>>) {
     let ranges = turns(&messages);
     let mut opening = Vec::new();
     let mut batches = Vec::new();

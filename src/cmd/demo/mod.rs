@@ -20,7 +20,7 @@ use super::turns;
 use crate::exit::{CliError, CliResult};
 
 #[derive(clap::Args, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     /// Number of agent turns to drive.
     #[arg(long, default_value_t = 60)]
     turns: usize,
@@ -44,7 +44,7 @@ pub struct Args {
     no_serve: bool,
 }
 
-pub fn run(args: Args) -> CliResult {
+pub(crate) fn run(args: Args) -> CliResult {
     let rt = tokio::runtime::Runtime::new()?;
     rt.block_on(drive(args))
 }

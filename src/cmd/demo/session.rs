@@ -26,7 +26,7 @@ const ASKS: &[&str] = &[
 ];
 
 /// The opening: a system prompt and a protected security policy.
-pub fn opening() -> Vec<Value> {
+pub(super) fn opening() -> Vec<Value> {
     vec![
         json!({"role": "system", "content": "You are a senior Rust engineer working in the acme/auth-service repository. Use the tools to read, search and test; explain decisions briefly."}),
         json!({"role": "developer", "content": "Security policy: never log bearer tokens or passwords; all new endpoints must require mTLS; do not change the public API of src/api/handlers.rs without approval from SEC-4471.", "meta": {"protected": true, "label": "Security policy"}}),
@@ -34,7 +34,7 @@ pub fn opening() -> Vec<Value> {
 }
 
 /// Tool schemas sent with every call (counted in the estimate).
-pub fn tools() -> Vec<Value> {
+pub(super) fn tools() -> Vec<Value> {
     let tool = |name: &str, desc: &str, param: &str| {
         json!({"type": "function", "function": {"name": name, "description": desc,
             "parameters": {"type": "object", "properties": {param: {"type": "string", "description": format!("the {param}")}}, "required": [param]}}})
@@ -55,7 +55,7 @@ pub fn tools() -> Vec<Value> {
 }
 
 /// Turn `t` (1-based): the user message, the tool calls and outputs, the reply.
-pub fn turn(t: usize, rng: &mut Rng) -> Vec<Value> {
+pub(super) fn turn(t: usize, rng: &mut Rng) -> Vec<Value> {
     let mut out = Vec::new();
     let ask = rng.pick(ASKS);
     let ticket = format!("AUTH-{}", 1000 + t * 7);

@@ -14,7 +14,7 @@ use super::{MapError, expected, metadata_string};
 /// The attribute an exporter may set to carry the Ariadne `kind` through
 /// OTLP (our own OTLP exporter does); without it the kind is the OTLP span
 /// kind (`internal`, `server`, `client`, `producer`, `consumer`).
-pub const KIND_ATTRIBUTE: &str = "ariadne.kind";
+pub(super) const KIND_ATTRIBUTE: &str = "ariadne.kind";
 
 /// Maps an OTLP/HTTP JSON `ExportTraceServiceRequest` to Ariadne events:
 /// one trace event per `traceId` (named after the resource's

@@ -7,14 +7,14 @@ use std::time::Duration;
 use ariadne_server::{RunningServer, ServerConfig, spawn};
 use serde_json::{Value, json};
 
-pub struct TestServer {
+pub(crate) struct TestServer {
     pub server: Option<RunningServer>,
     pub dir: tempfile::TempDir,
     pub url: String,
     pub client: reqwest::Client,
 }
 
-pub fn config(dir: &std::path::Path) -> ServerConfig {
+pub(crate) fn config(dir: &std::path::Path) -> ServerConfig {
     ServerConfig {
         addr: ([127, 0, 0, 1], 0).into(),
         data_dir: dir.to_owned(),
@@ -23,11 +23,11 @@ pub fn config(dir: &std::path::Path) -> ServerConfig {
 }
 
 impl TestServer {
-    pub async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         Self::start_with(|_| {}).await
     }
 
-    pub async fn start_with(tweak: impl FnOnce(&mut ServerConfig)) -> Self {
+    pub(crate) async fn start_with(tweak: impl FnOnce(&mut ServerConfig)) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut cfg = config(dir.path());
         tweak(&mut cfg);
@@ -42,7 +42,7 @@ impl TestServer {
     }
 
     /// Stops the server and starts a new one on the same data directory.
-    pub async fn restart(&mut self) {
+    pub(crate) async fn restart(&mut self) {
         if let Some(s) = self.server.take() {
             s.shutdown().await.expect("clean shutdown");
         }
@@ -51,7 +51,11 @@ impl TestServer {
         self.server = Some(server);
     }
 
-    pub async fn post_raw(&self, path: &str, body: impl Into<reqwest::Body>) -> (u16, Value) {
+    pub(crate) async fn post_raw(
+        &self,
+        path: &str,
+        body: impl Into<reqwest::Body>,
+    ) -> (u16, Value) {
         let resp = self
             .client
             .post(format!("{}{path}", self.url))
@@ -68,11 +72,11 @@ impl TestServer {
         )
     }
 
-    pub async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
+    pub(crate) async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
         self.post_raw(path, body.to_string()).await
     }
 
-    pub async fn get(&self, path: &str) -> (u16, Value) {
+    pub(crate) async fn get(&self, path: &str) -> (u16, Value) {
         let resp = self
             .client
             .get(format!("{}{path}", self.url))
@@ -87,7 +91,7 @@ impl TestServer {
         )
     }
 
-    pub async fn subscribe(&self, query: &str, last_event_id: Option<u64>) -> Sse {
+    pub(crate) async fn subscribe(&self, query: &str, last_event_id: Option<u64>) -> Sse {
         let mut req = self.client.get(format!("{}/events{query}", self.url));
         if let Some(id) = last_event_id {
             req = req.header("Last-Event-ID", id.to_string());
@@ -101,31 +105,31 @@ impl TestServer {
     }
 }
 
-pub fn span(trace: &str, i: usize) -> Value {
+pub(crate) fn span(trace: &str, i: usize) -> Value {
     json!({"type":"span","trace_id":trace,"span_id":format!("s{i}"),"kind":"compaction",
            "name":"compact.token_estimate","started_at":"2026-01-01T00:00:00.000Z",
            "ended_at":"2026-01-01T00:00:00.042Z","status":"ok","data":{"i":i}})
 }
 
-pub fn batch(trace: &str, range: std::ops::Range<usize>) -> Value {
+pub(crate) fn batch(trace: &str, range: std::ops::Range<usize>) -> Value {
     json!({"batch": range.map(|i| span(trace, i)).collect::<Vec<_>>()})
 }
 
 /// One SSE message: its `id:`, its `data:` (parsed), or a comment.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Msg {
+pub(crate) enum Msg {
     Data { id: Option<u64>, data: Value },
     Comment(String),
 }
 
-pub struct Sse {
+pub(crate) struct Sse {
     pub resp: reqwest::Response,
     pending: String,
 }
 
 impl Sse {
     /// The next message, or `None` if the stream ended or nothing came in `wait`.
-    pub async fn next(&mut self, wait: Duration) -> Option<Msg> {
+    pub(crate) async fn next(&mut self, wait: Duration) -> Option<Msg> {
         loop {
             if let Some(end) = self.pending.find("\n\n") {
                 let raw: String = self.pending.drain(..end + 2).collect();
@@ -139,7 +143,7 @@ impl Sse {
     }
 
     /// The next `data:` message that is not a comment.
-    pub async fn next_data(&mut self, wait: Duration) -> Option<(Option<u64>, Value)> {
+    pub(crate) async fn next_data(&mut self, wait: Duration) -> Option<(Option<u64>, Value)> {
         loop {
             match self.next(wait).await? {
                 Msg::Data { id, data } => return Some((id, data)),
@@ -167,4 +171,4 @@ fn parse(raw: &str) -> Msg {
     }
 }
 
-pub const WAIT: Duration = Duration::from_secs(10);
+pub(crate) const WAIT: Duration = Duration::from_secs(10);

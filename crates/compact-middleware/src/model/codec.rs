@@ -66,7 +66,7 @@ pub fn detect_format(items: &[Value]) -> Format {
 
 /// Decodes a list of items. `Auto` detects the format once for the whole list,
 /// then decodes every item strictly in that format.
-pub fn decode_list(items: Vec<Value>, format: Format) -> Result<Vec<Message>, InputError> {
+pub(super) fn decode_list(items: Vec<Value>, format: Format) -> Result<Vec<Message>, InputError> {
     let format = match format {
         Format::Auto => detect_format(&items),
         f => f,
@@ -79,7 +79,11 @@ pub fn decode_list(items: Vec<Value>, format: Format) -> Result<Vec<Message>, In
 }
 
 /// Decodes one item at `path`. `Auto` decides per item.
-pub fn decode_item(v: Value, format: Format, path: impl Display) -> Result<Message, InputError> {
+pub(super) fn decode_item(
+    v: Value,
+    format: Format,
+    path: impl Display,
+) -> Result<Message, InputError> {
     let path = path.to_string();
     let format = match format {
         Format::Auto => detect_format(std::slice::from_ref(&v)),

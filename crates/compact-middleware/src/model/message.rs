@@ -5,9 +5,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// Our per-message metadata key. Stripped from provider-facing output.
-pub const META_KEY: &str = "meta";
+pub(super) const META_KEY: &str = "meta";
 /// Our "this message was rewritten by compaction" flag. Stripped from provider-facing output.
-pub const COMPACTED_KEY: &str = "compacted";
+pub(super) const COMPACTED_KEY: &str = "compacted";
 
 /// Who speaks, format-neutral.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

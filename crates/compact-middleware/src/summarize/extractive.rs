@@ -38,7 +38,7 @@ use super::render::{parse_previous, render};
 use super::{SummarizeError, Summarizer, Summary, SummaryRequest};
 
 /// How many dropped items are re-tried after the cut.
-pub const FILL_TRIES: usize = 24;
+pub(super) const FILL_TRIES: usize = 24;
 
 /// Deterministic, offline summarizer: keeps the facts a successor agent
 /// needs, verbatim, and fits them into the budget. Never fails.

@@ -43,7 +43,7 @@ pub(crate) struct Item {
 
 impl Item {
     /// Contains an identifier, path or URL: kept longer than a generic line.
-    pub fn is_specific(&self) -> bool {
+    pub(super) fn is_specific(&self) -> bool {
         match self.kind {
             Kind::Entity | Kind::Api | Kind::File | Kind::Url => true,
             _ => TOKEN.is_match(&self.text) || BACKTICK.is_match(&self.text),
@@ -226,7 +226,7 @@ fn dedupe_key(kind: Kind, text: &str) -> (Kind, String) {
 
 impl Ledger {
     /// Records a mention; returns the item's index.
-    pub fn add(&mut self, kind: Kind, text: &str, from_tool: bool) -> Option<usize> {
+    pub(super) fn add(&mut self, kind: Kind, text: &str, from_tool: bool) -> Option<usize> {
         let text = text.trim();
         if text.is_empty() {
             return None;
@@ -253,7 +253,7 @@ impl Ledger {
     }
 
     /// Records a file with the APIs mentioned alongside it.
-    pub fn add_file(&mut self, path: &str, apis: &[String], from_tool: bool) {
+    pub(super) fn add_file(&mut self, path: &str, apis: &[String], from_tool: bool) {
         if let Some(i) = self.add(Kind::File, path, from_tool) {
             let item = &mut self.items[i];
             for api in apis {
@@ -265,7 +265,7 @@ impl Ledger {
     }
 
     /// Extracts the facts of one entry.
-    pub fn extract_entry(&mut self, role: &str, name: Option<&str>, text: &str) {
+    pub(super) fn extract_entry(&mut self, role: &str, name: Option<&str>, text: &str) {
         // An assistant entry with a tool name is a flattened tool call: its
         // arguments carry paths and ids, not prose.
         let is_call = role == "assistant" && name.is_some_and(|n| !n.trim().is_empty());
@@ -287,7 +287,7 @@ impl Ledger {
 
     /// Prose: sentences are classified and kept verbatim; fenced code is
     /// treated like tool output.
-    pub fn extract_prose(&mut self, text: &str) {
+    pub(super) fn extract_prose(&mut self, text: &str) {
         self.extract_prose_as(text, Voice::Principal);
     }
 

@@ -20,7 +20,7 @@ use tokio::sync::Notify;
 
 /// One scripted reply.
 #[derive(Clone)]
-pub enum Reply {
+pub(crate) enum Reply {
     /// A status and a JSON body.
     Json(u16, Value),
     /// Never answers within any sane timeout.
@@ -31,16 +31,16 @@ pub enum Reply {
 
 /// A recorded request.
 #[derive(Clone, Debug)]
-pub struct Recorded {
+pub(crate) struct Recorded {
     pub body: Vec<u8>,
     pub authorization: Option<String>,
 }
 
 impl Recorded {
-    pub fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_slice(&self.body).expect("request body is JSON")
     }
-    pub fn user_prompt(&self) -> String {
+    pub(crate) fn user_prompt(&self) -> String {
         self.json()["messages"][1]["content"]
             .as_str()
             .unwrap_or_default()
@@ -55,13 +55,13 @@ struct Shared {
     requests: Vec<Recorded>,
 }
 
-pub struct FakeServer {
+pub(crate) struct FakeServer {
     addr: SocketAddr,
     shared: Arc<Mutex<Shared>>,
 }
 
 /// A successful completion with `text`.
-pub fn ok(text: &str) -> Reply {
+pub(crate) fn ok(text: &str) -> Reply {
     Reply::Json(
         200,
         json!({
@@ -79,7 +79,7 @@ pub fn ok(text: &str) -> Reply {
 }
 
 /// A completion whose `message` and `finish_reason` are given.
-pub fn answer(message: Value, finish_reason: &str) -> Reply {
+pub(crate) fn answer(message: Value, finish_reason: &str) -> Reply {
     Reply::Json(
         200,
         json!({
@@ -91,7 +91,7 @@ pub fn answer(message: Value, finish_reason: &str) -> Reply {
     )
 }
 
-pub fn status(code: u16) -> Reply {
+pub(crate) fn status(code: u16) -> Reply {
     Reply::Json(
         code,
         json!({"error": {"message": format!("scripted {code}")}}),
@@ -141,7 +141,7 @@ fn respond(reply: Reply) -> std::pin::Pin<Box<dyn std::future::Future<Output = R
 }
 
 impl FakeServer {
-    pub async fn start(script: Vec<Reply>) -> Self {
+    pub(crate) async fn start(script: Vec<Reply>) -> Self {
         let shared = Arc::new(Mutex::new(Shared {
             script: script.into(),
             ..Shared::default()
@@ -159,24 +159,24 @@ impl FakeServer {
         Self { addr, shared }
     }
 
-    pub fn base_url(&self) -> String {
+    pub(crate) fn base_url(&self) -> String {
         format!("http://{}/v1", self.addr)
     }
 
-    pub fn push(&self, reply: Reply) {
+    pub(crate) fn push(&self, reply: Reply) {
         self.lock().script.push_back(reply);
     }
 
     /// The reply used once the script is exhausted.
-    pub fn set_default(&self, reply: Reply) {
+    pub(crate) fn set_default(&self, reply: Reply) {
         self.lock().default = Some(reply);
     }
 
-    pub fn requests(&self) -> Vec<Recorded> {
+    pub(crate) fn requests(&self) -> Vec<Recorded> {
         self.lock().requests.clone()
     }
 
-    pub fn hits(&self) -> usize {
+    pub(crate) fn hits(&self) -> usize {
         self.lock().requests.len()
     }
 

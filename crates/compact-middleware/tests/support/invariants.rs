@@ -22,11 +22,11 @@ use compact_middleware::{CompactError, CompactManager, PreflightOutcome};
 use serde_json::Value;
 
 /// The marker `cap_text` puts between the head and the tail it keeps.
-pub const TRUNCATION_MARKER: &str = "\n⟦truncated: ";
+pub(crate) const TRUNCATION_MARKER: &str = "\n⟦truncated: ";
 
 /// What one session has seen so far.
 #[derive(Debug, Default, Clone)]
-pub struct Tracker {
+pub(crate) struct Tracker {
     /// The raw input of the last successful call.
     last_raw: Vec<Value>,
     /// The output of the last successful call.
@@ -41,19 +41,19 @@ fn key(v: &Value) -> String {
 }
 
 impl Tracker {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// True when `m` is a summary message this manager emitted earlier.
-    pub fn is_known_summary(&self, m: &Message) -> bool {
+    pub(crate) fn is_known_summary(&self, m: &Message) -> bool {
         self.summaries.contains(&key(&m.to_value()))
     }
 
     /// The input the manager actually works on for `sent`: when `sent`
     /// starts with the previous raw input (and that input was rewritten),
     /// the previous output replaces that prefix.
-    pub fn effective(&self, sent: &[Message]) -> (Vec<Message>, ContinuationKind) {
+    pub(crate) fn effective(&self, sent: &[Message]) -> (Vec<Message>, ContinuationKind) {
         let raw: Vec<Value> = sent.iter().map(Message::to_value).collect();
         let out: Vec<Value> = self.last_out.iter().map(Message::to_value).collect();
         if !self.last_raw.is_empty() && raw.starts_with(&self.last_raw) && self.last_raw != out {
@@ -77,7 +77,7 @@ impl Tracker {
     }
 
     /// Records a successful call.
-    pub fn record(&mut self, sent: &[Message], outcome: &PreflightOutcome) {
+    pub(crate) fn record(&mut self, sent: &[Message], outcome: &PreflightOutcome) {
         self.last_raw = sent.iter().map(Message::to_value).collect();
         self.last_out = outcome.messages.clone();
         for m in &outcome.messages {
@@ -89,14 +89,14 @@ impl Tracker {
     }
 
     /// The output of the last successful call.
-    pub fn last_output(&self) -> &[Message] {
+    pub(crate) fn last_output(&self) -> &[Message] {
         &self.last_out
     }
 }
 
 /// A message the pipeline wrote as a summary: our `meta` marker and the
 /// `compacted` flag (an agent cannot produce these by accident).
-pub fn is_summary_shaped(m: &Message) -> bool {
+pub(crate) fn is_summary_shaped(m: &Message) -> bool {
     m.is_compacted()
         && m.meta()
             .and_then(|meta| meta.get("compact_summary_version"))
@@ -106,7 +106,7 @@ pub fn is_summary_shaped(m: &Message) -> bool {
 
 /// Pinned per message, groups closed: a group with a pinned message is
 /// pinned whole. Known summaries are never pinned.
-pub fn pinned_mask(policy: &Policy, msgs: &[Message], tracker: &Tracker) -> Vec<bool> {
+pub(crate) fn pinned_mask(policy: &Policy, msgs: &[Message], tracker: &Tracker) -> Vec<bool> {
     let never: Vec<Role> = policy
         .roles_never_prune
         .iter()
@@ -131,7 +131,7 @@ pub fn pinned_mask(policy: &Policy, msgs: &[Message], tracker: &Tracker) -> Vec<
 /// whose first message is a user message that is not a tool result and not
 /// one of our summaries; groups before the first such message form a
 /// leading turn.
-pub fn recent_turn_start(msgs: &[Message], k: usize, tracker: &Tracker) -> usize {
+pub(crate) fn recent_turn_start(msgs: &[Message], k: usize, tracker: &Tracker) -> usize {
     let gs = groups(msgs);
     let mut starts = Vec::new();
     for (gi, g) in gs.iter().enumerate() {
@@ -151,7 +151,7 @@ pub fn recent_turn_start(msgs: &[Message], k: usize, tracker: &Tracker) -> usize
 }
 
 /// Invariant 1: no new pairing problem, no call that lost its result.
-pub fn check_no_orphans(input: &[Message], output: &[Message]) -> Result<(), String> {
+pub(crate) fn check_no_orphans(input: &[Message], output: &[Message]) -> Result<(), String> {
     let input_problems = validate(input);
     let before: HashSet<_> = input_problems.iter().map(|p| p.key()).collect();
     let new: Vec<Problem> = validate(output)
@@ -169,7 +169,7 @@ pub fn check_no_orphans(input: &[Message], output: &[Message]) -> Result<(), Str
 }
 
 /// Invariant 2: every pinned input message comes out byte-identical, in order.
-pub fn check_pinned(
+pub(crate) fn check_pinned(
     policy: &Policy,
     input: &[Message],
     output: &[Message],
@@ -193,12 +193,12 @@ pub fn check_pinned(
 }
 
 /// Independent token sums: the estimator's counting rules applied here.
-pub fn count_messages(manager: &CompactManager, msgs: &[Message]) -> usize {
+pub(crate) fn count_messages(manager: &CompactManager, msgs: &[Message]) -> usize {
     let c = manager.estimator().counter();
     msgs.iter().map(|m| tokens::count_item(c, m.raw())).sum()
 }
 
-pub fn fixed_tokens(manager: &CompactManager, tools: &[Value]) -> usize {
+pub(crate) fn fixed_tokens(manager: &CompactManager, tools: &[Value]) -> usize {
     let c = manager.estimator().counter();
     let t = if tools.is_empty() {
         0
@@ -209,7 +209,7 @@ pub fn fixed_tokens(manager: &CompactManager, tools: &[Value]) -> usize {
 }
 
 /// Invariant 3, both outcomes.
-pub fn check_budget(
+pub(crate) fn check_budget(
     manager: &CompactManager,
     input: &[Message],
     tools: &[Value],
@@ -304,7 +304,7 @@ pub fn check_budget(
 
 /// True when `capped` is `original` cut by tier 1: at most `max_chars`
 /// characters, the original's head, the marker, the original's tail.
-pub fn is_capped_form(original: &str, capped: &str, max_chars: usize) -> bool {
+pub(crate) fn is_capped_form(original: &str, capped: &str, max_chars: usize) -> bool {
     if capped.chars().count() > max_chars || original.chars().count() <= max_chars {
         return false;
     }
@@ -335,7 +335,7 @@ fn with_output(original: &Message, capped: &str) -> Value {
 
 /// Invariant 4: the last `keep_recent_turns` turns come out unchanged unless
 /// `ReduceKeep` is reported; oversized tool outputs may be capped.
-pub fn check_recent(
+pub(crate) fn check_recent(
     policy: &Policy,
     input: &[Message],
     outcome: &PreflightOutcome,
@@ -387,7 +387,7 @@ pub fn check_recent(
 
 /// Invariant 5: at most one summary message, and the reported one is there,
 /// with its header, version, role, and after the leading pinned messages.
-pub fn check_one_summary(
+pub(crate) fn check_one_summary(
     policy: &Policy,
     input: &[Message],
     outcome: &PreflightOutcome,
@@ -441,7 +441,7 @@ pub fn check_one_summary(
 
 /// All of 1-5 for one call. `sent` is what the agent passed; `tracker` must
 /// not have recorded this call yet. Records it on success.
-pub fn check_call(
+pub(crate) fn check_call(
     manager: &CompactManager,
     tracker: &mut Tracker,
     sent: &[Message],

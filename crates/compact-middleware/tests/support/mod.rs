@@ -2,20 +2,20 @@
 //! histories in both wire formats.
 #![allow(dead_code)]
 
-pub mod invariants;
+pub(crate) mod invariants;
 
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
 /// Which wire format a generated history uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Wire {
+pub(crate) enum Wire {
     Chat,
     Responses,
 }
 
 /// Random JSON scalars/objects for unknown fields (round-trip must keep them).
-pub fn arb_extra() -> impl Strategy<Value = Option<(String, Value)>> {
+pub(crate) fn arb_extra() -> impl Strategy<Value = Option<(String, Value)>> {
     prop::option::weighted(
         0.3,
         (
@@ -30,7 +30,7 @@ pub fn arb_extra() -> impl Strategy<Value = Option<(String, Value)>> {
 }
 
 /// Text with some unicode, occasionally long.
-pub fn arb_text() -> impl Strategy<Value = String> {
+pub(crate) fn arb_text() -> impl Strategy<Value = String> {
     prop_oneof![
         8 => "[a-zA-Z0-9 ,.!?'/_-]{0,60}",
         1 => "[\\p{L}\\p{N} ]{0,30}",
@@ -41,7 +41,7 @@ pub fn arb_text() -> impl Strategy<Value = String> {
 /// One turn's plan: user text, then steps; each step is either an assistant
 /// reply or a batch of parallel tool calls (sizes of outputs vary).
 #[derive(Debug, Clone)]
-pub struct TurnPlan {
+pub(crate) struct TurnPlan {
     pub user: String,
     pub protected: bool,
     pub steps: Vec<Step>,
@@ -49,7 +49,7 @@ pub struct TurnPlan {
 }
 
 #[derive(Debug, Clone)]
-pub enum Step {
+pub(crate) enum Step {
     Reply(String),
     Tools {
         reasoning: bool,
@@ -57,7 +57,7 @@ pub enum Step {
     },
 }
 
-pub fn arb_step() -> impl Strategy<Value = Step> {
+pub(crate) fn arb_step() -> impl Strategy<Value = Step> {
     prop_oneof![
         2 => arb_text().prop_map(Step::Reply),
         3 => (
@@ -71,7 +71,7 @@ pub fn arb_step() -> impl Strategy<Value = Step> {
     ]
 }
 
-pub fn arb_turn() -> impl Strategy<Value = TurnPlan> {
+pub(crate) fn arb_turn() -> impl Strategy<Value = TurnPlan> {
     (
         arb_text(),
         prop::bool::weighted(0.1),
@@ -87,7 +87,10 @@ pub fn arb_turn() -> impl Strategy<Value = TurnPlan> {
 }
 
 /// A random history: an optional system prompt, then turns.
-pub fn arb_history(wire: Wire, turns: std::ops::Range<usize>) -> impl Strategy<Value = Vec<Value>> {
+pub(crate) fn arb_history(
+    wire: Wire,
+    turns: std::ops::Range<usize>,
+) -> impl Strategy<Value = Vec<Value>> {
     (any::<bool>(), prop::collection::vec(arb_turn(), turns))
         .prop_map(move |(system, plans)| render(wire, system, &plans))
 }
@@ -100,7 +103,7 @@ fn with_extra(mut v: Value, extra: &Option<(String, Value)>) -> Value {
 }
 
 /// Tool output of roughly `size` characters, deterministic.
-pub fn tool_output(name: &str, args: &str, size: usize) -> String {
+pub(crate) fn tool_output(name: &str, args: &str, size: usize) -> String {
     let mut s = format!("{name} result for {args}: ");
     let mut i = 0;
     while s.len() < size {
@@ -111,7 +114,7 @@ pub fn tool_output(name: &str, args: &str, size: usize) -> String {
 }
 
 /// Renders turn plans into wire JSON with unique call ids.
-pub fn render(wire: Wire, system: bool, plans: &[TurnPlan]) -> Vec<Value> {
+pub(crate) fn render(wire: Wire, system: bool, plans: &[TurnPlan]) -> Vec<Value> {
     let mut out = Vec::new();
     let mut call = 0usize;
     if system {
@@ -170,7 +173,7 @@ pub fn render(wire: Wire, system: bool, plans: &[TurnPlan]) -> Vec<Value> {
 }
 
 /// A JSON object from `json!` (panics in tests only).
-pub fn obj(v: Value) -> Map<String, Value> {
+pub(crate) fn obj(v: Value) -> Map<String, Value> {
     match v {
         Value::Object(o) => o,
         _ => panic!("not an object"),
@@ -181,7 +184,7 @@ pub fn obj(v: Value) -> Map<String, Value> {
 /// (cycled): pin assistant replies, tool results, reasoning items or user
 /// messages; insert developer messages before a turn; paste a summary
 /// look-alike into a user message (ordinary content, never our summary).
-pub fn decorate(items: Vec<Value>, marks: &[u8]) -> Vec<Value> {
+pub(crate) fn decorate(items: Vec<Value>, marks: &[u8]) -> Vec<Value> {
     if marks.is_empty() {
         return items;
     }
@@ -213,7 +216,7 @@ pub fn decorate(items: Vec<Value>, marks: &[u8]) -> Vec<Value> {
 }
 
 /// A random history for engine tests: [`arb_history`] plus [`decorate`].
-pub fn arb_rich_history(
+pub(crate) fn arb_rich_history(
     wire: Wire,
     turns: std::ops::Range<usize>,
 ) -> impl Strategy<Value = Vec<Value>> {
@@ -226,7 +229,7 @@ pub fn arb_rich_history(
 
 /// Index of the item that opens user turn `t` (the `t`-th user message), or
 /// the length when there are fewer.
-pub fn turn_boundary(items: &[Value], t: usize) -> usize {
+pub(crate) fn turn_boundary(items: &[Value], t: usize) -> usize {
     items
         .iter()
         .enumerate()

@@ -13,7 +13,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 /// A running `moto_server`, killed (by its own pid) on drop.
-pub struct Moto {
+pub(crate) struct Moto {
     child: Child,
     pub addr: SocketAddr,
 }
@@ -55,7 +55,7 @@ fn moto_importable() -> bool {
 /// if neither is there, installs `moto[server]` with pip. Returns `None`
 /// (after a loud message) only when pip itself cannot run and we are not
 /// in CI; in CI a missing moto is a failure.
-pub fn start_moto() -> Option<Moto> {
+pub(crate) fn start_moto() -> Option<Moto> {
     let port = free_port();
     let mut child = spawn("moto_server", &[], port).ok();
     if child.is_none() {
@@ -103,7 +103,7 @@ pub fn start_moto() -> Option<Moto> {
 
 /// What the proxy saw and does.
 #[derive(Default)]
-pub struct ProxyState {
+pub(crate) struct ProxyState {
     /// Answer every request with a 500 instead of forwarding it.
     pub fail: AtomicBool,
     /// Requests answered with a 500.
@@ -114,7 +114,7 @@ pub struct ProxyState {
 
 /// A loopback HTTP/1.1 proxy to `upstream` that can inject 500s. Understands
 /// just enough HTTP for the SDK's requests (bodies with Content-Length).
-pub async fn start_proxy(upstream: SocketAddr) -> (SocketAddr, Arc<ProxyState>) {
+pub(crate) async fn start_proxy(upstream: SocketAddr) -> (SocketAddr, Arc<ProxyState>) {
     let listener = TcpListener::bind("127.0.0.1:0")
         .await
         .unwrap_or_else(|e| panic!("proxy bind: {e}"));
