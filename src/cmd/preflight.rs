@@ -16,7 +16,11 @@ pub(crate) struct Args {
     #[command(flatten)]
     config: ConfigFlags,
     /// Wire format of the messages.
-    #[arg(long, default_value = "auto", value_name = "auto|chat|responses")]
+    #[arg(
+        long,
+        default_value = "auto",
+        value_name = "auto|chat|responses|anthropic"
+    )]
     format: Format,
     /// Session id (the trace id of the events).
     #[arg(long, default_value = "cli")]

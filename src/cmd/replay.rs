@@ -18,7 +18,11 @@ pub(crate) struct Args {
     #[command(flatten)]
     config: ConfigFlags,
     /// Wire format of the messages.
-    #[arg(long, default_value = "auto", value_name = "auto|chat|responses")]
+    #[arg(
+        long,
+        default_value = "auto",
+        value_name = "auto|chat|responses|anthropic"
+    )]
     format: Format,
     /// Session id used for the replay's events.
     #[arg(long, default_value = "replay")]

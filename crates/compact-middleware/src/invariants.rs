@@ -34,9 +34,10 @@ fn v(invariant: u8, kind: &'static str, detail: String) -> Violation {
     }
 }
 
-/// Pinned as the pipeline sees it: our own summary is never pinned, whatever its role.
+/// Pinned as the pipeline sees it: our own summary (and its bridges) is never pinned,
+/// whatever its role.
 fn pinned(policy: &Policy, m: &Message) -> bool {
-    !is_summary(m) && policy.pins(m)
+    !is_summary(m) && !m.is_bridge() && policy.pins(m)
 }
 
 /// Turns as the pipeline counts them: our summary never opens a turn.
@@ -144,14 +145,16 @@ pub fn check_output(
         let recent_start = ts.len() - k;
         for t in &ts[recent_start..] {
             for m in &input[t.clone()] {
-                if is_summary(m) {
+                // Ours, not turn content: the summary is replaced, bridges redrawn.
+                if is_summary(m) || m.is_bridge() {
                     continue;
                 }
                 let same = output.iter().any(|o| o == m);
                 let capped = !same
                     && m.kind().item == ItemType::ToolResult
-                    && m.tool_output()
-                        .is_some_and(|t| t.chars().count() > policy.tool_result_max_chars)
+                    && m.tool_outputs()
+                        .iter()
+                        .any(|(_, t)| t.chars().count() > policy.tool_result_max_chars)
                     && output.iter().any(|o| is_capped_version(m, o));
                 if !same && !capped {
                     out.push(v(
@@ -218,14 +221,22 @@ pub fn check_error(
     }
 }
 
-/// `o` is `m` with its tool output capped: same call, head and tail kept.
+/// `o` is `m` with its tool outputs capped: same calls, each output the same or its
+/// head and tail kept.
 fn is_capped_version(m: &Message, o: &Message) -> bool {
     if o.kind().results != m.kind().results {
         return false;
     }
-    let (Some(orig), Some(cut)) = (m.tool_output(), o.tool_output()) else {
-        return false;
-    };
+    let (orig, cut) = (m.tool_outputs(), o.tool_outputs());
+    orig.len() == cut.len()
+        && orig
+            .iter()
+            .zip(&cut)
+            .all(|((_, a), (_, b))| a == b || is_cut_of(a, b))
+}
+
+/// `cut` keeps the head and the tail of `orig` around a truncation marker.
+fn is_cut_of(orig: &str, cut: &str) -> bool {
     let Some(marker) = cut.find("\n⟦truncated:") else {
         return false;
     };

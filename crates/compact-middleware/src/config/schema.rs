@@ -354,11 +354,14 @@ pub struct Redaction {
 }
 
 impl Policy {
-    /// Whether `m` is pinned by this policy: a `roles_never_prune` role or the
-    /// `protected_flag` in its `meta`. (Our own summary is never pinned,
-    /// whatever its role: callers that can see it exclude it.)
+    /// Whether `m` is pinned by this policy: a `roles_never_prune` role, the
+    /// `protected_flag` in its `meta`, or a provider-native compaction (opaque state
+    /// only the provider can read). (Our own summary is never pinned, whatever its
+    /// role: callers that can see it exclude it.)
     pub fn pins(&self, m: &crate::model::Message) -> bool {
-        self.roles_never_prune.contains(&m.role()) || m.is_protected(&self.protected_flag)
+        self.roles_never_prune.contains(&m.role())
+            || m.is_protected(&self.protected_flag)
+            || m.kind().compaction
     }
 }
 

@@ -141,10 +141,15 @@ pub fn inject_instructions(
     {
         return (messages, false);
     }
-    messages.insert(
-        0,
-        Message::system(block).with_meta("compact_injected", true),
-    );
+    // An Anthropic history has no system messages: the block becomes its top-level
+    // `system`.
+    let anthropic = messages.iter().any(|m| m.kind().shape.is_anthropic());
+    let system = if anthropic {
+        Message::anthropic_system_text(block)
+    } else {
+        Message::system(block)
+    };
+    messages.insert(0, system.with_meta("compact_injected", true));
     (messages, true)
 }
 

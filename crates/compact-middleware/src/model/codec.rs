@@ -19,6 +19,8 @@ pub enum Format {
     Chat,
     /// OpenAI Responses input items.
     Responses,
+    /// Anthropic Messages (`content` blocks, top-level `system`).
+    Anthropic,
 }
 
 impl std::str::FromStr for Format {
@@ -28,47 +30,167 @@ impl std::str::FromStr for Format {
             "auto" => Ok(Format::Auto),
             "chat" => Ok(Format::Chat),
             "responses" => Ok(Format::Responses),
+            "anthropic" => Ok(Format::Anthropic),
             other => Err(format!(
-                "unknown format {other:?} (expected auto, chat or responses)"
+                "unknown format {other:?} (expected auto, chat, responses or anthropic)"
             )),
         }
     }
 }
 
-/// Decides the format of a list: Responses when any item is unmistakably a
-/// Responses item (a `type` other than a chat content part, or Responses
-/// content parts), Chat otherwise. A plain `{"role","content":"text"}` list is
-/// valid in both and decodes the same either way.
-pub fn detect_format(items: &[Value]) -> Format {
-    let responses = items.iter().any(|item| {
-        let Some(o) = item.as_object() else {
-            return false;
-        };
-        if o.get("type").and_then(Value::as_str).is_some() {
-            return true;
+/// The formats an item could be in: a set of [`Format`]s, with the fields that
+/// narrowed it, for error messages.
+#[derive(Debug, Clone)]
+struct Fit {
+    mask: u8,
+    why: Vec<String>,
+}
+
+const CHAT: u8 = 1;
+const RESPONSES: u8 = 2;
+const ANTHROPIC: u8 = 4;
+const ANY: u8 = CHAT | RESPONSES | ANTHROPIC;
+
+impl Fit {
+    fn narrow(&mut self, mask: u8, why: impl FnOnce() -> String) {
+        if self.mask & mask != self.mask {
+            self.mask &= mask;
+            self.why.push(why());
         }
-        if let Some(Value::Array(parts)) = o.get("content") {
-            return parts.iter().any(|p| {
-                matches!(
-                    p.get("type").and_then(Value::as_str),
-                    Some("input_text" | "output_text" | "input_image" | "input_file")
-                )
-            });
-        }
-        false
-    });
-    if responses {
-        Format::Responses
-    } else {
-        Format::Chat
     }
 }
 
-/// Decodes a list of items. `Auto` detects the format once for the whole list,
-/// then decodes every item strictly in that format.
+fn mask_names(mask: u8) -> String {
+    let names: Vec<&str> = [
+        (CHAT, "Chat Completions"),
+        (RESPONSES, "Responses"),
+        (ANTHROPIC, "Anthropic Messages"),
+    ]
+    .iter()
+    .filter(|(m, _)| mask & m != 0)
+    .map(|(_, n)| *n)
+    .collect();
+    if names.is_empty() {
+        "no known format".into()
+    } else {
+        names.join(" or ")
+    }
+}
+
+/// Which formats one item fits, from the fields only some formats have.
+fn fit(item: &Value) -> Fit {
+    let mut f = Fit {
+        mask: ANY,
+        why: Vec::new(),
+    };
+    // Not an object: the decoder says so, with its path.
+    let Some(o) = item.as_object() else { return f };
+    let ty = o.get("type").and_then(Value::as_str);
+    match ty {
+        Some("message") => f.narrow(RESPONSES | ANTHROPIC, || "type \"message\"".into()),
+        Some(t) => f.narrow(RESPONSES, || format!("type {t:?}")),
+        None => {}
+    }
+    match o.get("role").and_then(Value::as_str) {
+        Some(r @ ("tool" | "function")) => f.narrow(CHAT, || format!("role {r:?}")),
+        Some("developer") => f.narrow(CHAT | RESPONSES, || "role \"developer\"".into()),
+        Some(_) => {}
+        None if ty.is_none() => f.narrow(0, || "neither a role nor a type".into()),
+        None => {}
+    }
+    for key in ["tool_calls", "tool_call_id", "function_call"] {
+        if o.get(key).is_some_and(|v| !v.is_null()) {
+            f.narrow(CHAT, || format!("{key:?}"));
+        }
+    }
+    match o.get("content") {
+        Some(Value::Null) => f.narrow(CHAT, || "content null".into()),
+        Some(Value::Array(parts)) => {
+            for part in parts {
+                let Some(pt) = part.get("type").and_then(Value::as_str) else {
+                    continue;
+                };
+                let mask = match pt {
+                    "input_text" | "output_text" | "input_image" | "input_file" => RESPONSES,
+                    "refusal" => CHAT | RESPONSES,
+                    "image_url" | "input_audio" | "file" => CHAT,
+                    t if super::anthropic::is_own_block(t) => ANTHROPIC,
+                    _ => continue,
+                };
+                f.narrow(mask, || format!("a {pt:?} content part"));
+            }
+        }
+        _ => {}
+    }
+    f
+}
+
+/// The format `mask` allows, by preference: Chat, then Responses, then Anthropic
+/// (Anthropic first when the request has a top-level `system`).
+fn pick(mask: u8, prefer_anthropic: bool) -> Format {
+    if prefer_anthropic && mask & ANTHROPIC != 0 {
+        Format::Anthropic
+    } else if mask & CHAT != 0 {
+        Format::Chat
+    } else if mask & RESPONSES != 0 {
+        Format::Responses
+    } else {
+        Format::Anthropic
+    }
+}
+
+/// The one format every item fits, or an error naming the first item that fits none
+/// or that fits no format the items before it fit. `prefer_anthropic` breaks ties
+/// in favour of Anthropic (the request had a top-level `system`).
+pub(super) fn classify(items: &[Value], prefer_anthropic: bool) -> Result<Format, InputError> {
+    let mut mask = ANY;
+    let mut fits: Vec<Fit> = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let f = fit(item);
+        if f.mask == 0 {
+            return Err(InputError::new(
+                format!("$[{i}]"),
+                format!(
+                    "cannot tell the wire format of this item ({}); pass --format chat, responses or anthropic",
+                    f.why.join(", ")
+                ),
+            ));
+        }
+        if mask & f.mask == 0 {
+            let this = format!("{} ({})", mask_names(f.mask), f.why.join(", "));
+            let earlier = fits
+                .iter()
+                .enumerate()
+                .find(|(_, e)| e.mask & f.mask == 0)
+                .map(|(j, e)| format!("$[{j}] is {} ({})", mask_names(e.mask), e.why.join(", ")))
+                .unwrap_or_else(|| format!("the items before it fit only {}", mask_names(mask)));
+            return Err(InputError::new(
+                format!("$[{i}]"),
+                format!(
+                    "the list mixes wire formats: this item is {this}, but {earlier}; pass --format to decode it as one format"
+                ),
+            ));
+        }
+        mask &= f.mask;
+        fits.push(f);
+    }
+    Ok(pick(mask, prefer_anthropic))
+}
+
+/// The format of a list: the one format every item fits, Chat when several do (a
+/// plain `{"role","content":"text"}` list is valid in every format and decodes the
+/// same). A genuinely mixed list of Chat-style messages and Responses items is
+/// Responses input (the Responses API accepts both side by side). Never `Auto`; a list
+/// that fits no single format gives `Chat` here, and an error from [`super::Request`].
+pub fn detect_format(items: &[Value]) -> Format {
+    classify(items, false).unwrap_or(Format::Chat)
+}
+
+/// Decodes a list of items. `Auto` classifies the whole list once (an error names the
+/// item that fits no format), then decodes every item strictly in that format.
 pub(super) fn decode_list(items: Vec<Value>, format: Format) -> Result<Vec<Message>, InputError> {
     let format = match format {
-        Format::Auto => detect_format(&items),
+        Format::Auto => classify(&items, false)?,
         f => f,
     };
     items
@@ -86,7 +208,19 @@ pub(super) fn decode_item(
 ) -> Result<Message, InputError> {
     let path = path.to_string();
     let format = match format {
-        Format::Auto => detect_format(std::slice::from_ref(&v)),
+        Format::Auto => {
+            let f = fit(&v);
+            if f.mask == 0 {
+                return Err(InputError::new(
+                    &path,
+                    format!(
+                        "cannot tell the wire format of this item ({})",
+                        f.why.join(", ")
+                    ),
+                ));
+            }
+            pick(f.mask, false)
+        }
         f => f,
     };
     let Value::Object(o) = v else {
@@ -94,19 +228,25 @@ pub(super) fn decode_item(
     };
     let kind = match format {
         Format::Chat => chat_kind(&o, &path)?,
+        Format::Anthropic => super::anthropic::kind(&o, &path)?,
         _ => responses_kind(&o, &path)?,
     };
     Ok(Message::from_parts(o, kind))
 }
 
-struct P<'a>(&'a str, &'a str);
+/// `path.key`, formatted only when an error needs it.
+pub(super) struct P<'a>(pub(super) &'a str, pub(super) &'a str);
 impl Display for P<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}.{}", self.0, self.1)
     }
 }
 
-fn req_str<'a>(o: &'a Map<String, Value>, key: &str, path: &str) -> Result<&'a str, InputError> {
+pub(super) fn req_str<'a>(
+    o: &'a Map<String, Value>,
+    key: &str,
+    path: &str,
+) -> Result<&'a str, InputError> {
     match o.get(key) {
         Some(Value::String(s)) => Ok(s),
         Some(other) => Err(InputError::expected(P(path, key), "string", other)),
@@ -126,7 +266,7 @@ fn opt_str<'a>(
     }
 }
 
-fn check_meta(o: &Map<String, Value>, path: &str) -> Result<(), InputError> {
+pub(super) fn check_meta(o: &Map<String, Value>, path: &str) -> Result<(), InputError> {
     match o.get("meta") {
         None | Some(Value::Null) | Some(Value::Object(_)) => Ok(()),
         Some(other) => Err(InputError::expected(P(path, "meta"), "object", other)),
@@ -153,6 +293,14 @@ fn check_content(
                     return Err(InputError::expected(&pp, "a content part object", part));
                 };
                 let ty = req_str(po, "type", &pp)?;
+                if super::anthropic::is_own_block(ty) {
+                    return Err(InputError::new(
+                        &pp,
+                        format!(
+                            "an Anthropic {ty} block outside anthropic format; use --format anthropic or auto"
+                        ),
+                    ));
+                }
                 if matches!(ty, "text" | "input_text" | "output_text") {
                     req_str(po, "text", &pp)?;
                 }
@@ -190,14 +338,7 @@ fn chat_kind(o: &Map<String, Value>, path: &str) -> Result<Kind, InputError> {
         }
     };
     opt_str(o, "name", path)?;
-    let mut kind = Kind {
-        role,
-        item: ItemType::Message,
-        shape: Shape::ChatMessage,
-        calls: Vec::new(),
-        results: Vec::new(),
-        result_name: None,
-    };
+    let mut kind = Kind::new(role, ItemType::Message, Shape::ChatMessage);
     match role_s {
         "assistant" => {
             check_content(o.get("content"), path, "content", true)?;
@@ -290,14 +431,7 @@ fn responses_role(o: &Map<String, Value>, path: &str) -> Result<Role, InputError
 
 fn responses_kind(o: &Map<String, Value>, path: &str) -> Result<Kind, InputError> {
     check_meta(o, path)?;
-    let mut kind = Kind {
-        role: Role::Other,
-        item: ItemType::Other,
-        shape: Shape::ResponsesOther,
-        calls: Vec::new(),
-        results: Vec::new(),
-        result_name: None,
-    };
+    let mut kind = Kind::new(Role::Other, ItemType::Other, Shape::ResponsesOther);
     let ty = match o.get("type") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.as_str()),
@@ -357,8 +491,12 @@ fn responses_kind(o: &Map<String, Value>, path: &str) -> Result<Kind, InputError
                 name,
             });
         }
+        Some("compaction") => {
+            // Opaque provider state: pinned, and kept with the group after it.
+            kind.compaction = true;
+        }
         Some(_) => {
-            // compaction, item_reference, web_search_call, ...: passed through untouched.
+            // item_reference, web_search_call, ...: passed through untouched.
         }
     }
     Ok(kind)

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
-use super::message::{ItemType, Message};
+use super::message::{ItemType, Message, Shape};
 
 /// Splits `messages` into atomic groups, in order, covering every index once.
 ///
@@ -11,7 +11,8 @@ use super::message::{ItemType, Message};
 /// - an item that makes tool calls, with every result answering them and
 ///   everything in between (parallel calls included, and Responses call items
 ///   that follow one another before their outputs);
-/// - a `reasoning` item together with the group that follows it;
+/// - a `reasoning` item, or a standalone provider `compaction` item, together with the
+///   group that follows it;
 /// - any other item on its own.
 pub fn groups(messages: &[Message]) -> Vec<Range<usize>> {
     // Index of the last result answering each call id that comes after a call.
@@ -45,13 +46,11 @@ pub fn groups(messages: &[Message]) -> Vec<Range<usize>> {
         i = end + 1;
     }
 
-    // A reasoning item binds to the group after it.
+    // A reasoning item (or a provider compaction item) binds to the group after it.
     let mut out: Vec<Range<usize>> = Vec::with_capacity(base.len());
     let mut pending: Option<usize> = None;
     for g in base {
-        let only_reasoning = messages[g.clone()]
-            .iter()
-            .all(|m| m.kind().item == ItemType::Reasoning);
+        let only_reasoning = messages[g.clone()].iter().all(binds_forward);
         let start = pending.take().unwrap_or(g.start);
         if only_reasoning {
             pending = Some(start);
@@ -92,4 +91,12 @@ pub fn turns(messages: &[Message]) -> Vec<Range<usize>> {
         .into_iter()
         .map(|t| gs[t.start].start..gs[t.end - 1].end)
         .collect()
+}
+
+/// Items that belong with whatever follows them: a reasoning item explains the call or
+/// message after it, and a standalone provider compaction item stands for the history
+/// before the items that continue from it.
+fn binds_forward(m: &Message) -> bool {
+    let k = m.kind();
+    k.item == ItemType::Reasoning || (k.compaction && k.shape == Shape::ResponsesOther)
 }

@@ -9,6 +9,12 @@ pub(super) const META_KEY: &str = "meta";
 /// Our "this message was rewritten by compaction" flag. Stripped from provider-facing output.
 pub(super) const COMPACTED_KEY: &str = "compacted";
 
+/// The whole text of a *bridge*: a message compaction inserts where removing messages
+/// would put two user (or two assistant) messages next to each other in an Anthropic
+/// history, whose roles must alternate. A bridge carries nothing: it never opens a
+/// turn, is never pinned, and the next compaction drops it and bridges anew.
+pub const BRIDGE_TEXT: &str = "⟦removed: earlier messages; reason=context_compaction⟧";
+
 /// Who speaks, format-neutral.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -67,6 +73,20 @@ pub enum Shape {
     ResponsesReasoning,
     /// Any other Responses item.
     ResponsesOther,
+    /// Anthropic Messages message: `role` and `content`, a string or content blocks
+    /// (`text`, `image`, `document`, `tool_use`, `tool_result`, `thinking`, …).
+    AnthropicMessage,
+    /// The top-level `system` of an Anthropic request (a string or text blocks), carried
+    /// as the first message so that it is counted and pinned like a system message; it is
+    /// written back to `system`, never into `messages`.
+    AnthropicSystem,
+}
+
+impl Shape {
+    /// True for the Anthropic Messages shapes.
+    pub fn is_anthropic(self) -> bool {
+        matches!(self, Shape::AnthropicMessage | Shape::AnthropicSystem)
+    }
 }
 
 /// A tool call made by an item.
@@ -88,6 +108,25 @@ pub struct Kind {
     pub results: Vec<String>,
     /// Tool name of a result, when the wire format carries it.
     pub result_name: Option<String>,
+    /// The item is (or carries) a provider-native compaction: a Responses `compaction`
+    /// item or an Anthropic `compaction` block. Opaque to us: always pinned, never
+    /// summarized, and a standalone item stays with the group after it.
+    pub compaction: bool,
+}
+
+impl Kind {
+    /// A kind with no calls, results or compaction.
+    pub(crate) fn new(role: Role, item: ItemType, shape: Shape) -> Self {
+        Kind {
+            role,
+            item,
+            shape,
+            calls: Vec::new(),
+            results: Vec::new(),
+            result_name: None,
+            compaction: false,
+        }
+    }
 }
 
 /// One message or input item, kept exactly as received.
@@ -128,16 +167,27 @@ impl Message {
         let mut raw = Map::new();
         raw.insert("role".into(), Value::String(role.as_str().into()));
         raw.insert("content".into(), Value::String(text.into()));
+        Self::from_parts(raw, Kind::new(role, ItemType::Message, Shape::ChatMessage))
+    }
+
+    /// The top-level `system` of an Anthropic request (a string or text blocks) as a
+    /// message; `path` names it in errors.
+    pub(crate) fn anthropic_system(content: Value, path: &str) -> Result<Self, super::InputError> {
+        let kind = super::anthropic::system_kind(&content, path)?;
+        let mut raw = Map::new();
+        raw.insert("role".into(), Value::String("system".into()));
+        raw.insert("content".into(), content);
+        Ok(Self::from_parts(raw, kind))
+    }
+
+    /// [`Message::anthropic_system`] of a plain string (it cannot be malformed).
+    pub(crate) fn anthropic_system_text(text: String) -> Self {
+        let mut raw = Map::new();
+        raw.insert("role".into(), Value::String("system".into()));
+        raw.insert("content".into(), Value::String(text));
         Self::from_parts(
             raw,
-            Kind {
-                role,
-                item: ItemType::Message,
-                shape: Shape::ChatMessage,
-                calls: Vec::new(),
-                results: Vec::new(),
-                result_name: None,
-            },
+            Kind::new(Role::System, ItemType::Message, Shape::AnthropicSystem),
         )
     }
 
@@ -192,11 +242,25 @@ impl Message {
         self.kind.role
     }
 
-    /// True for a user message that opens a turn (not a tool result carried in a user message).
+    /// True for a user message that opens a turn (not a tool result carried in a user
+    /// message, not a bridge).
     pub fn starts_turn(&self) -> bool {
         self.kind.role == Role::User
             && self.kind.item == ItemType::Message
             && self.kind.results.is_empty()
+            && !self.is_bridge()
+    }
+
+    /// True for a bridge compaction inserted ([`BRIDGE_TEXT`]), as emitted or as its
+    /// provider copy: a user or assistant message whose content is exactly that text and
+    /// whose other fields are ours.
+    pub fn is_bridge(&self) -> bool {
+        matches!(self.kind.role, Role::User | Role::Assistant)
+            && self.raw.get("content").and_then(Value::as_str) == Some(BRIDGE_TEXT)
+            && self
+                .raw
+                .keys()
+                .all(|k| matches!(k.as_str(), "role" | "content" | META_KEY | COMPACTED_KEY))
     }
 
     /// Our `meta` object, if any.
@@ -331,17 +395,26 @@ impl Message {
                 }
             }
             Shape::ResponsesOther => {}
+            Shape::AnthropicMessage => super::anthropic::plain_text(&self.raw, &mut out),
+            Shape::AnthropicSystem => {
+                if let Some(c) = self.raw.get("content") {
+                    push_content_text(c, &mut out);
+                }
+            }
         }
         out
     }
 
-    /// The text of a tool result, if this is one.
+    /// The text of a tool result, if this is one. An Anthropic message that answers
+    /// several calls gives the first result's text; [`Message::tool_outputs`] gives each.
     pub fn tool_output(&self) -> Option<Cow<'_, str>> {
-        let field = match self.kind.shape {
-            Shape::ChatMessage if self.kind.item == ItemType::ToolResult => "content",
-            Shape::ResponsesCallOutput => "output",
-            _ => return None,
-        };
+        if self.kind.shape == Shape::AnthropicMessage {
+            return super::anthropic::tool_outputs(&self.raw)
+                .into_iter()
+                .next()
+                .map(|(_, text)| text);
+        }
+        let field = self.output_field()?;
         Some(match self.raw.get(field)? {
             Value::String(s) => Cow::Borrowed(s.as_str()),
             other => {
@@ -352,21 +425,102 @@ impl Message {
         })
     }
 
-    /// Replaces the output of a tool result with `text`. Returns false when
-    /// this is not a tool result.
+    /// `(call id, output text)` of every tool result this item carries, in order: one
+    /// for a Chat `tool` message or a Responses `*_output` item, one per `tool_result`
+    /// block for an Anthropic user message.
+    pub fn tool_outputs(&self) -> Vec<(&str, Cow<'_, str>)> {
+        if self.kind.shape == Shape::AnthropicMessage {
+            return super::anthropic::tool_outputs(&self.raw);
+        }
+        match self.kind.results.first() {
+            Some(id) if self.output_field().is_some() => {
+                vec![(id.as_str(), self.tool_output().unwrap_or_default())]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// The field a single-result item keeps its output in.
+    fn output_field(&self) -> Option<&'static str> {
+        match self.kind.shape {
+            Shape::ChatMessage if self.kind.item == ItemType::ToolResult => Some("content"),
+            Shape::ResponsesCallOutput => Some("output"),
+            _ => None,
+        }
+    }
+
+    /// Replaces the output of a tool result with `text`. Returns false when this is not
+    /// a tool result, or when it answers several calls (then use
+    /// [`Message::set_tool_output_for`]).
     pub fn set_tool_output(&mut self, text: String) -> bool {
-        let field = match self.kind.shape {
-            Shape::ChatMessage if self.kind.item == ItemType::ToolResult => "content",
-            Shape::ResponsesCallOutput => "output",
-            _ => return false,
+        if self.kind.shape == Shape::AnthropicMessage {
+            return match self.kind.results.as_slice() {
+                [only] => {
+                    let id = only.clone();
+                    self.set_tool_output_for(&id, text)
+                }
+                _ => false,
+            };
+        }
+        let Some(field) = self.output_field() else {
+            return false;
         };
         Arc::make_mut(&mut self.raw).insert(field.into(), Value::String(text));
         self.touch();
         true
     }
 
+    /// Replaces the output of the result answering `call_id` with `text` (an Anthropic
+    /// `tool_result` keeps its `tool_use_id`, `is_error` and `cache_control`). Returns
+    /// false when this item does not answer `call_id`.
+    pub fn set_tool_output_for(&mut self, call_id: &str, text: String) -> bool {
+        if !self.kind.results.iter().any(|r| r == call_id) {
+            return false;
+        }
+        let done = if self.kind.shape == Shape::AnthropicMessage {
+            super::anthropic::set_tool_output(Arc::make_mut(&mut self.raw), call_id, text)
+        } else {
+            match self.output_field() {
+                Some(field) => {
+                    Arc::make_mut(&mut self.raw).insert(field.into(), Value::String(text));
+                    true
+                }
+                None => false,
+            }
+        };
+        if done {
+            self.touch();
+        }
+        done
+    }
+
+    /// True when the item carries blocks the provider signed (Anthropic `thinking`,
+    /// `redacted_thinking`): compaction never edits such an item.
+    pub fn has_signed_blocks(&self) -> bool {
+        self.kind.shape == Shape::AnthropicMessage && super::anthropic::has_signed_blocks(&self.raw)
+    }
+
+    /// Replaces the image and document blocks of an Anthropic message with text blocks
+    /// `placeholder(what)` (`what` names the attachment: `image (image/png)`,
+    /// `document "title"`). Attachments inside tool results go with the result's output
+    /// instead. Returns how many were replaced (0 for other shapes and for a message with
+    /// signed blocks).
+    pub fn clear_attachments(&mut self, placeholder: impl Fn(&str) -> String) -> usize {
+        if self.kind.shape != Shape::AnthropicMessage {
+            return 0;
+        }
+        let n = super::anthropic::clear_attachments(Arc::make_mut(&mut self.raw), placeholder);
+        if n > 0 {
+            self.touch();
+        }
+        n
+    }
+
     /// Replaces the arguments of each tool call this item makes with
     /// `text(call)`; `None` leaves that call as it is. Returns how many were replaced.
+    /// An Anthropic `tool_use` input must stay an object: `text` is used when it is a
+    /// JSON object and wrapped as `{"removed": ...}` otherwise; a message with signed
+    /// blocks ([`Message::has_signed_blocks`]) is never changed.
     pub fn set_tool_arguments(
         &mut self,
         mut text: impl FnMut(&CallRef) -> Option<String>,
@@ -405,6 +559,14 @@ impl Message {
                     }
                 }
             }
+            Shape::AnthropicMessage => {
+                let kind = Arc::clone(&self.kind);
+                n = super::anthropic::set_tool_inputs(
+                    Arc::make_mut(&mut self.raw),
+                    &kind.calls,
+                    text,
+                );
+            }
             _ => {}
         }
         if n > 0 {
@@ -421,8 +583,8 @@ impl Serialize for Message {
 }
 
 impl<'de> Deserialize<'de> for Message {
-    /// Decodes one item in `auto` format (a Responses item when it has a
-    /// Responses `type`, a chat message otherwise).
+    /// Decodes one item in `auto` format: the format its fields allow (a chat message
+    /// when several do, see [`super::detect_format`]).
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let v = Value::deserialize(d)?;
         super::codec::decode_item(v, super::Format::Auto, "$").map_err(serde::de::Error::custom)

@@ -7,9 +7,11 @@
 //! with a JSON path; [`groups`] and [`turns`] give the units of eviction; the
 //! [`validate()`] function finds orphaned tool results and unanswered calls.
 //!
-//! Adding a provider format (say Anthropic `tool_use`/`tool_result` blocks) means
-//! a new codec that fills the same [`Kind`]; the pipeline does not change.
+//! Three wire formats: OpenAI Chat Completions, OpenAI Responses and Anthropic
+//! Messages (`anthropic`). A format is a codec that fills the same [`Kind`]; the
+//! pipeline reasons about `Kind` only.
 
+mod anthropic;
 mod codec;
 mod error;
 mod groups;
@@ -20,6 +22,6 @@ mod validate;
 pub use codec::{Format, detect_format};
 pub use error::InputError;
 pub use groups::{groups, turn_of_groups, turns};
-pub use message::{CallRef, ItemType, Kind, Message, Role, Shape};
+pub use message::{BRIDGE_TEXT, CallRef, ItemType, Kind, Message, Role, Shape};
 pub use request::Request;
 pub use validate::{Problem, lost_results, validate};

@@ -4,6 +4,7 @@
 //! This module is pure policy over a message list: no sessions, no events,
 //! no I/O except the summarizer call. The manager wraps it.
 
+pub mod alternate;
 pub mod fallback;
 pub mod plan;
 pub mod summary;
@@ -191,6 +192,13 @@ struct Work<'a> {
     names: HashMap<String, String>,
     limits: Limits,
     summary_index: Option<usize>,
+    /// The history is Anthropic Messages: the summary is a user message, and the
+    /// output is bridged so that roles alternate (`alternate`).
+    anthropic: bool,
+    /// Index in the input of each message of `msgs` (bridges are not in `msgs`).
+    input_index: Vec<usize>,
+    /// The input opened with a user message.
+    input_starts_with_user: bool,
     previous_summary: Option<String>,
     next_version: u32,
     summarize_always: bool,
@@ -202,10 +210,20 @@ struct Work<'a> {
 
 impl<'a> Work<'a> {
     fn new(input: Input<'_>, policy: &'a Policy, est: &'a Estimator) -> Self {
-        let msgs = input.messages;
+        let anthropic = input.messages.iter().any(|m| m.kind().shape.is_anthropic());
+        let input_starts_with_user = alternate::starts_with_user(&input.messages);
+        // Bridges carry nothing: drop them, and bridge the output anew.
+        let (msgs, input_index) = if anthropic {
+            alternate::strip(input.messages)
+        } else {
+            let n = input.messages.len();
+            (input.messages, (0..n).collect())
+        };
+        let summary_index = input
+            .summary_index
+            .and_then(|si| input_index.iter().position(|&i| i == si));
         let counts = est.counts(&msgs);
         let fixed = est.count_tools(input.tools) + REPLY_PRIMING;
-        let summary_index = input.summary_index;
         let layout = Layout::new(
             &msgs,
             |i| Some(i) != summary_index && policy.pins(&msgs[i]),
@@ -223,6 +241,9 @@ impl<'a> Work<'a> {
             names,
             limits: input.limits,
             summary_index,
+            anthropic,
+            input_index,
+            input_starts_with_user,
             previous_summary: input.previous_summary,
             next_version: input.next_version,
             summarize_always: input.summarize_always,
@@ -344,6 +365,7 @@ impl<'a> Work<'a> {
     fn kept_tokens(&self, plan: &Plan) -> usize {
         let replaced = self.needs_summary(plan);
         self.fixed
+            + self.bridge_allowance(plan, replaced)
             + (0..plan.groups.len())
                 .filter(|&gi| match plan.class[gi] {
                     Class::Remainder => false,
@@ -364,11 +386,42 @@ impl<'a> Work<'a> {
         (self.policy.summary_max_pct * self.limits.max_tokens as f64) as usize
     }
 
+    /// The role of our summary: the configured one, except in an Anthropic history,
+    /// which has no system messages and whose first message must be the user's.
+    fn summary_role(&self) -> crate::model::Role {
+        if self.anthropic {
+            crate::model::Role::User
+        } else {
+            self.policy.summary_role
+        }
+    }
+
     fn summary_overhead(&self) -> usize {
-        let role = self.policy.summary_role;
+        let role = self.summary_role();
         self.est
             .count_message(&summary::summary_message(role, self.next_version, ""))
             + 1
+    }
+
+    /// What the bridges of an Anthropic output may cost under `plan`: one per run of
+    /// kept groups (where a gap may join two messages of one role), two around the
+    /// summary, one before the first message.
+    fn bridge_allowance(&self, plan: &Plan, replaced: bool) -> usize {
+        if !self.anthropic {
+            return 0;
+        }
+        let kept = |gi: usize| match plan.class[gi] {
+            Class::Remainder => false,
+            Class::Summary => !replaced,
+            _ => true,
+        };
+        let runs = (0..plan.class.len())
+            .filter(|&gi| kept(gi) && (gi == 0 || !kept(gi - 1)))
+            .count();
+        (runs + 3)
+            * self
+                .est
+                .count_message(&alternate::bridge(crate::model::Role::User))
     }
 
     /// The keep-count schedule of tier 4: the configured counts, then fewer
@@ -521,7 +574,7 @@ impl<'a> Work<'a> {
         self.out.fallbacks.extend(outcome.fallbacks);
         let strategy = outcome.strategy;
         let result = outcome.summary;
-        let role = self.policy.summary_role;
+        let role = self.summary_role();
         let message = result.map(|(s, name)| {
             let m = summary::summary_message(role, self.next_version, &s.text);
             self.out.summary = Some(NewSummary {
@@ -603,7 +656,7 @@ impl<'a> Work<'a> {
     }
 
     fn finish(mut self) -> Compaction {
-        let messages = match self.chosen.take() {
+        let indexed: Vec<(Message, Option<usize>)> = match self.chosen.take() {
             None => {
                 let plan = self.layout.plan(
                     self.policy.keep_recent_turns,
@@ -611,11 +664,24 @@ impl<'a> Work<'a> {
                 );
                 self.out.kept = self.kept_counts(&plan);
                 std::mem::take(&mut self.msgs)
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, m)| (m, Some(i)))
+                    .collect()
             }
             Some((plan, summary)) => {
                 self.out.kept = self.kept_counts(&plan);
                 assemble(&plan, std::mem::take(&mut self.msgs), summary)
             }
+        };
+        let messages = if self.anthropic {
+            let indexed = indexed
+                .into_iter()
+                .map(|(m, i)| (m, i.map(|i| self.input_index[i])))
+                .collect();
+            alternate::alternate(indexed, self.input_starts_with_user)
+        } else {
+            indexed.into_iter().map(|(m, _)| m).collect()
         };
         let counts = self.est.counts(&messages);
         self.out.tokens_after = self.fixed + counts.iter().sum::<usize>();
@@ -630,7 +696,13 @@ impl<'a> Work<'a> {
 /// that comes after the folded span (say a protected latest user message)
 /// stays after the summary: the summary never ends up behind what followed
 /// the messages it replaces.
-fn assemble(plan: &Plan, msgs: Vec<Message>, summary: Option<Message>) -> Vec<Message> {
+///
+/// Each message comes with its index in `msgs` (`None` for the summary).
+fn assemble(
+    plan: &Plan,
+    msgs: Vec<Message>,
+    summary: Option<Message>,
+) -> Vec<(Message, Option<usize>)> {
     let last_folded = plan
         .class
         .iter()
@@ -645,18 +717,18 @@ fn assemble(plan: &Plan, msgs: Vec<Message>, summary: Option<Message>) -> Vec<Me
             Class::Pinned if !after_folded => {}
             Class::Pinned | Class::Recent | Class::ToolIo => {
                 if let Some(s) = summary.take() {
-                    out.push(s);
+                    out.push((s, None));
                 }
             }
         }
         for i in g.clone() {
             if let Some(m) = slots[i].take() {
-                out.push(m);
+                out.push((m, Some(i)));
             }
         }
     }
     if let Some(s) = summary.take() {
-        out.push(s);
+        out.push((s, None));
     }
     out
 }

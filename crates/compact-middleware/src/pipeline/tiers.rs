@@ -11,6 +11,12 @@ pub fn output_placeholder(name: &str, call_id: &str) -> String {
     format!("⟦removed: tool output for {name} (call_id={call_id}); reason=context_compaction⟧")
 }
 
+/// The placeholder for an attachment (an Anthropic image or document block) cleared
+/// from an old message; `what` names it (`image (image/png)`).
+pub fn attachment_placeholder(what: &str) -> String {
+    format!("⟦removed: {what}; reason=context_compaction⟧")
+}
+
 /// The placeholder for cleared tool arguments. It is a JSON string, so the
 /// arguments stay valid JSON for providers that parse them.
 pub fn input_placeholder(name: &str, call_id: &str) -> String {
@@ -27,6 +33,15 @@ pub fn call_names(messages: &[Message]) -> HashMap<String, String> {
         .flat_map(|m| m.kind().calls.iter())
         .map(|c| (c.call_id.clone(), c.name.clone()))
         .collect()
+}
+
+/// The tool name of the result answering `call_id`, falling back to `tool`.
+fn name_of<'a>(m: &'a Message, call_id: &str, names: &'a HashMap<String, String>) -> &'a str {
+    m.kind()
+        .result_name
+        .as_deref()
+        .or_else(|| names.get(call_id).map(String::as_str))
+        .unwrap_or("tool")
 }
 
 /// The tool name a result answers, falling back to `tool`.
@@ -169,8 +184,8 @@ pub fn cap_text(text: &str, max_chars: usize, name: &str, call_id: &str) -> Opti
     (out.chars().count() < len).then_some(out)
 }
 
-/// Tier 1: caps every tool result in `indices` longer than `max_chars`.
-/// Returns the indices it changed.
+/// Tier 1: caps every tool output in `indices` longer than `max_chars` (each result of
+/// a message that answers several calls on its own). Returns the indices it changed.
 pub fn cap_tool_results(
     messages: &mut [Message],
     indices: impl IntoIterator<Item = usize>,
@@ -183,15 +198,22 @@ pub fn cap_tool_results(
         if m.kind().item != ItemType::ToolResult {
             continue;
         }
-        let Some(out) = m.tool_output() else { continue };
-        let call_id = m.kind().results.first().cloned().unwrap_or_default();
-        let name = result_name(m, names).to_string();
-        if let Some(capped) = cap_text(&out, max_chars, &name, &call_id) {
-            let m = &mut messages[i];
-            m.set_tool_output(capped);
-            m.set_compacted();
-            changed.push(i);
+        let capped: Vec<(String, String)> = m
+            .tool_outputs()
+            .into_iter()
+            .filter_map(|(id, out)| {
+                cap_text(&out, max_chars, name_of(m, id, names), id).map(|c| (id.to_string(), c))
+            })
+            .collect();
+        if capped.is_empty() {
+            continue;
         }
+        let m = &mut messages[i];
+        for (id, text) in capped {
+            m.set_tool_output_for(&id, text);
+        }
+        m.set_compacted();
+        changed.push(i);
     }
     changed
 }
@@ -214,7 +236,8 @@ impl ToolFilter {
 }
 
 /// Tier 2: replaces the outputs (and with `clear_inputs`, the arguments) of
-/// the tool I/O in `indices` with placeholders. Returns the indices changed.
+/// the tool I/O in `indices` with placeholders, and the attachments (Anthropic image
+/// and document blocks) of the messages there. Returns the indices changed.
 pub fn clear_tool_io(
     messages: &mut [Message],
     indices: impl IntoIterator<Item = usize>,
@@ -227,13 +250,18 @@ pub fn clear_tool_io(
         let m = &messages[i];
         let mut did = false;
         if m.kind().item == ItemType::ToolResult {
-            let call_id = m.kind().results.first().cloned().unwrap_or_default();
-            let name = result_name(m, names).to_string();
-            let placeholder = output_placeholder(&name, &call_id);
-            let already = m.tool_output().is_some_and(|o| o == placeholder);
-            if filter.allows(&name) && !already {
-                messages[i].set_tool_output(placeholder);
-                did = true;
+            let cleared: Vec<(String, String)> = m
+                .tool_outputs()
+                .into_iter()
+                .filter_map(|(id, out)| {
+                    let name = name_of(m, id, names);
+                    let placeholder = output_placeholder(name, id);
+                    (filter.allows(name) && out != placeholder)
+                        .then(|| (id.to_string(), placeholder))
+                })
+                .collect();
+            for (id, text) in cleared {
+                did |= messages[i].set_tool_output_for(&id, text);
             }
         }
         if clear_inputs {
@@ -244,6 +272,7 @@ pub fn clear_tool_io(
             });
             did |= cleared > 0;
         }
+        did |= messages[i].clear_attachments(attachment_placeholder) > 0;
         if did {
             messages[i].set_compacted();
             changed.push(i);

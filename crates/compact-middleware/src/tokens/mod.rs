@@ -17,8 +17,8 @@ pub use cache::{CacheStats, CountCache, item_hash};
 pub use counter::{TokenCounter, counter};
 pub use profiles::{ModelProfile, builtin_models, builtin_profile};
 pub use rules::{
-    AUDIO_PART, FILE_PART, IMAGE_HIGH, IMAGE_LOW, PER_MESSAGE, PER_NAME, PER_TOOL_CALL,
-    REPLY_PRIMING, count_item, count_tools,
+    AUDIO_PART, FILE_PART, IMAGE_ANTHROPIC, IMAGE_HIGH, IMAGE_LOW, PER_MESSAGE, PER_NAME,
+    PER_TOOL_CALL, REPLY_PRIMING, count_item, count_tools,
 };
 
 /// A BPE vocabulary used by OpenAI models.

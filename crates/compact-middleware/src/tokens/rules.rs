@@ -23,9 +23,20 @@ pub const IMAGE_HIGH: usize = 765;
 pub const FILE_PART: usize = 1000;
 /// An audio part. Audio tokens depend on duration, not known without decoding.
 pub const AUDIO_PART: usize = 500;
+/// An Anthropic `image` block: Claude charges about width × height / 750 tokens and
+/// downscales anything above about 1.15 megapixels, so 1 600 is the most an image costs.
+/// The pixel size is not known without decoding the image; the bound errs on the side of
+/// compacting early.
+pub const IMAGE_ANTHROPIC: usize = 1600;
 
 /// Keys of our own that are stripped before the provider sees a message.
 const OUR_KEYS: [&str; 2] = ["meta", "compacted"];
+
+/// Keys never counted at any depth: opaque provider state (`encrypted_content`) and
+/// Anthropic prompt-cache markers (`cache_control`), which are not rendered to the model.
+fn never_counted(key: &str) -> bool {
+    matches!(key, "encrypted_content" | "cache_control")
+}
 
 /// Tokens of one message or input item, including [`PER_MESSAGE`].
 ///
@@ -40,7 +51,7 @@ pub fn count_item(c: &dyn TokenCounter, item: &Map<String, Value>) -> usize {
     let mut total = PER_MESSAGE;
     for (key, value) in item {
         let key = key.as_str();
-        if OUR_KEYS.contains(&key) || key == "encrypted_content" {
+        if OUR_KEYS.contains(&key) || never_counted(key) {
             continue;
         }
         if item_type.is_some() && matches!(key, "type" | "id" | "status") {
@@ -131,6 +142,39 @@ fn count_object(c: &dyn TokenCounter, map: &Map<String, Value>) -> usize {
             return image_cost(map);
         }
         Some("input_audio") => return AUDIO_PART,
+        // Anthropic content blocks.
+        Some("image") => return IMAGE_ANTHROPIC,
+        Some("document") => return document_cost(c, map),
+        Some("tool_use" | "server_tool_use") => {
+            // Like a chat tool call: framing, id, name, and the input as the JSON text
+            // the model reads (its keys included).
+            let input = map.get("input").map_or(0, |v| {
+                c.count(&serde_json::to_string(v).unwrap_or_default())
+            });
+            return PER_TOOL_CALL
+                + ["id", "name"]
+                    .iter()
+                    .filter_map(|k| map.get(*k).and_then(Value::as_str))
+                    .map(|s| c.count(s))
+                    .sum::<usize>()
+                + input;
+        }
+        Some("tool_result") => {
+            let id = map
+                .get("tool_use_id")
+                .and_then(Value::as_str)
+                .map_or(0, |s| c.count(s));
+            return id + map.get("content").map_or(0, |v| count_value(c, v));
+        }
+        Some("thinking") => {
+            // The signature is opaque and not text the model reads.
+            return map
+                .get("thinking")
+                .and_then(Value::as_str)
+                .map_or(0, |s| c.count(s));
+        }
+        // Encrypted reasoning: billed, but we cannot see how much it stands for.
+        Some("redacted_thinking") => return 0,
         Some("file" | "input_file") => {
             let filename = map
                 .get("filename")
@@ -145,10 +189,33 @@ fn count_object(c: &dyn TokenCounter, map: &Map<String, Value>) -> usize {
         .filter(|(key, value)| {
             // `type` discriminators are structure; encrypted reasoning is opaque to us and
             // not billed as text we can see.
-            !(key.as_str() == "type" && value.is_string()) && key.as_str() != "encrypted_content"
+            !(key.as_str() == "type" && value.is_string()) && !never_counted(key)
         })
         .map(|(_, value)| count_value(c, value))
         .sum()
+}
+
+/// An Anthropic `document` block: the text of a plain-text or content source; a fixed
+/// [`FILE_PART`] for a PDF or URL source (its pages are not known offline); its title
+/// and context on top.
+fn document_cost(c: &dyn TokenCounter, map: &Map<String, Value>) -> usize {
+    let source = map.get("source");
+    let body = match source.and_then(|s| s.get("type")).and_then(Value::as_str) {
+        Some("text") => source
+            .and_then(|s| s.get("data"))
+            .and_then(Value::as_str)
+            .map_or(0, |s| c.count(s)),
+        Some("content") => source
+            .and_then(|s| s.get("content"))
+            .map_or(0, |v| count_value(c, v)),
+        _ => FILE_PART,
+    };
+    let extra: usize = ["title", "context"]
+        .iter()
+        .filter_map(|k| map.get(*k).and_then(Value::as_str))
+        .map(|s| c.count(s))
+        .sum();
+    body + extra
 }
 
 fn image_cost(part: &Map<String, Value>) -> usize {
@@ -189,8 +256,9 @@ fn tool_costs(encoding: Encoding) -> ToolCosts {
 
 /// Tokens of the tool schemas sent with a request (0 for an empty list).
 ///
-/// Function tools in either shape (Chat `{"type":"function","function":{..}}` or Responses
-/// `{"type":"function","name",..}`) follow the cookbook's `num_tokens_for_tools`; nested
+/// Function tools in any shape (Chat `{"type":"function","function":{..}}`, Responses
+/// `{"type":"function","name",..}`, Anthropic `{"name","description","input_schema"}`)
+/// follow the cookbook's `num_tokens_for_tools`; nested
 /// properties and non-function tools fall back to their compact JSON. Odd input never
 /// panics: whatever is there is counted. See `docs/tokens.md`.
 pub fn count_tools(c: &dyn TokenCounter, tools: &[Value]) -> usize {
@@ -247,7 +315,11 @@ fn count_function(c: &dyn TokenCounter, k: &ToolCosts, function: &Map<String, Va
     let name = str_field(function, "name");
     let description = strip_period(str_field(function, "description"));
     let mut total = to_i64(c.count(&format!("{name}:{description}")));
-    let properties = match function.get("parameters") {
+    // Anthropic tools carry the schema as `input_schema`.
+    let properties = match function
+        .get("parameters")
+        .or_else(|| function.get("input_schema"))
+    {
         None | Some(Value::Null) => return total,
         Some(Value::Object(parameters)) => match parameters.get("properties") {
             None | Some(Value::Null) => return total,

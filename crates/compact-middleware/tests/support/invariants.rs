@@ -15,7 +15,7 @@ use std::collections::HashSet;
 
 use compact_middleware::config::{Mode, Policy};
 use compact_middleware::manager::ContinuationKind;
-use compact_middleware::model::{ItemType, Message, Problem, Role, groups, lost_results, validate};
+use compact_middleware::model::{Message, Problem, Role, groups, lost_results, validate};
 use compact_middleware::pipeline::Tier;
 use compact_middleware::tokens::{self, REPLY_PRIMING};
 use compact_middleware::{CompactError, CompactManager, PreflightOutcome};
@@ -104,8 +104,19 @@ pub(crate) fn is_summary_shaped(m: &Message) -> bool {
             .is_some()
 }
 
+/// A bridge the pipeline put between two messages of one role in an Anthropic history
+/// (never pinned, never content).
+pub(crate) fn is_bridge(m: &Message) -> bool {
+    m.is_bridge()
+}
+
+/// True when the history is Anthropic Messages (the summary is then a user message).
+pub(crate) fn is_anthropic(msgs: &[Message]) -> bool {
+    msgs.iter().any(|m| m.kind().shape.is_anthropic())
+}
+
 /// Pinned per message, groups closed: a group with a pinned message is
-/// pinned whole. Known summaries are never pinned.
+/// pinned whole. Known summaries (and their bridges) are never pinned.
 pub(crate) fn pinned_mask(policy: &Policy, msgs: &[Message], tracker: &Tracker) -> Vec<bool> {
     let never: Vec<Role> = policy
         .roles_never_prune
@@ -114,7 +125,10 @@ pub(crate) fn pinned_mask(policy: &Policy, msgs: &[Message], tracker: &Tracker) 
         .collect();
     let own = |m: &Message| {
         !tracker.is_known_summary(m)
-            && (never.contains(&m.role()) || m.is_protected(&policy.protected_flag))
+            && !is_bridge(m)
+            && (never.contains(&m.role())
+                || m.is_protected(&policy.protected_flag)
+                || m.kind().compaction)
     };
     let mut mask = vec![false; msgs.len()];
     for g in groups(msgs) {
@@ -320,17 +334,26 @@ pub(crate) fn is_capped_form(original: &str, capped: &str, max_chars: usize) -> 
     !head.is_empty() && original.starts_with(head) && original.ends_with(tail)
 }
 
-/// The value `original` has after tier 1 replaced its output with `capped`.
-fn with_output(original: &Message, capped: &str) -> Value {
-    let mut v = original.to_value();
-    let field = if original.kind().item == ItemType::ToolResult && v.get("tool_call_id").is_some() {
-        "content"
-    } else {
-        "output"
-    };
-    v[field] = Value::String(capped.to_string());
-    v["compacted"] = Value::Bool(true);
-    v
+/// The value `original` has after tier 1 replaced its outputs with those of `now`.
+fn with_outputs(original: &Message, now: &Message) -> Value {
+    let mut m = original.clone();
+    for (id, text) in now.tool_outputs() {
+        m.set_tool_output_for(id, text.into_owned());
+    }
+    m.set_compacted();
+    m.to_value()
+}
+
+/// `b` is `a` with some tool outputs capped by tier 1, nothing else changed.
+fn is_capped_message(a: &Message, b: &Message, max_chars: usize) -> bool {
+    let (before, after) = (a.tool_outputs(), b.tool_outputs());
+    !before.is_empty()
+        && before.len() == after.len()
+        && before
+            .iter()
+            .zip(&after)
+            .all(|((ia, oa), (ib, ob))| ia == ib && (oa == ob || is_capped_form(oa, ob, max_chars)))
+        && with_outputs(a, b) == b.to_value()
 }
 
 /// Invariant 4: the last `keep_recent_turns` turns come out unchanged unless
@@ -348,7 +371,7 @@ pub(crate) fn check_recent(
     // Our own summaries are not turn content: an old one inside the window
     // (possible once an agent keeps the provider copy, which strips pins) is
     // folded into the new one, which may sit elsewhere. Compare the rest.
-    let ours = |m: &Message| is_summary_shaped(m) || tracker.is_known_summary(m);
+    let ours = |m: &Message| is_summary_shaped(m) || tracker.is_known_summary(m) || is_bridge(m);
     let recent: Vec<&Message> = input[start..].iter().filter(|m| !ours(m)).collect();
     let out: Vec<&Message> = outcome.messages.iter().filter(|m| !ours(m)).collect();
     if out.len() < recent.len() {
@@ -365,13 +388,7 @@ pub(crate) fn check_recent(
         if a == b {
             continue;
         }
-        let capped_ok = match (a.tool_output(), b.tool_output()) {
-            (Some(orig), Some(now)) => {
-                is_capped_form(&orig, &now, policy.tool_result_max_chars)
-                    && with_output(a, &now) == b.to_value()
-            }
-            _ => false,
-        };
+        let capped_ok = is_capped_message(a, b, policy.tool_result_max_chars);
         if !capped_ok {
             return Err(format!(
                 "invariant 4: recent message {} changed (tiers {:?}):\n  in:  {}\n  out: {}",
@@ -395,6 +412,7 @@ pub(crate) fn check_one_summary(
 ) -> Result<(), String> {
     let out = &outcome.messages;
     let summaries: Vec<usize> = (0..out.len())
+        .filter(|&i| !is_bridge(&out[i]))
         .filter(|&i| is_summary_shaped(&out[i]) || tracker.is_known_summary(&out[i]))
         .collect();
     if summaries.len() > 1 {
@@ -418,8 +436,14 @@ pub(crate) fn check_one_summary(
         if m.meta().and_then(|x| x.get("compact_summary_version")) != Some(&Value::from(v)) {
             return Err("summary meta.compact_summary_version differs from the report".into());
         }
-        if m.role() != Role::from(policy.summary_role) {
-            return Err(format!("summary role {:?} != policy", m.role()));
+        // An Anthropic history has no system messages and opens with the user's.
+        let role = if is_anthropic(input) {
+            Role::User
+        } else {
+            Role::from(policy.summary_role)
+        };
+        if m.role() != role {
+            return Err(format!("summary role {:?} != {role:?}", m.role()));
         }
         // Everything before it is pinned (layout: pinned, summary, recent).
         let mask = pinned_mask(policy, input, tracker);
@@ -429,7 +453,9 @@ pub(crate) fn check_one_summary(
             .filter(|(_, p)| **p)
             .map(|(m, _)| key(&m.to_value()))
             .collect();
-        if let Some(j) = (0..i).find(|&j| !pinned.contains(&key(&out[j].to_value()))) {
+        if let Some(j) =
+            (0..i).find(|&j| !is_bridge(&out[j]) && !pinned.contains(&key(&out[j].to_value())))
+        {
             return Err(format!(
                 "summary at {i} comes after non-pinned message {j}: {}",
                 out[j].to_value()

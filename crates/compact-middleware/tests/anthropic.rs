@@ -1,0 +1,558 @@
+//! The Anthropic Messages wire format end to end: the codec (lossless round trip,
+//! `system`, tool_use / tool_result blocks, thinking, images, documents, cache_control,
+//! server compaction blocks), format detection, and a real Claude-shaped session through
+//! every mode with no orphan, byte-identical signed blocks and alternating roles.
+//!
+//! `UPDATE_GOLDEN=1 cargo test -p compact-middleware --test anthropic` regenerates the
+//! goldens under `tests/fixtures/anthropic/`.
+
+mod support;
+
+use std::path::PathBuf;
+
+use compact_middleware::config::{Config, Mode, Policy};
+use compact_middleware::model::{
+    Format, ItemType, Message, Request, Role, Shape, groups, validate,
+};
+use compact_middleware::trigger::Forced;
+use compact_middleware::{CompactManager, PreflightRequest};
+use serde_json::{Value, json};
+use support::invariants::{Tracker, check_call};
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/anthropic")
+}
+
+fn session_json() -> Value {
+    let text = std::fs::read_to_string(fixtures().join("session.json")).expect("fixture");
+    serde_json::from_str(&text).expect("fixture is JSON")
+}
+
+fn decode(v: Value) -> Request {
+    Request::from_value(v, Format::Auto).expect("decodes")
+}
+
+fn err(v: Value, f: Format) -> String {
+    match Request::from_value(v, f) {
+        Ok(r) => format!("ok: {:?}", r.format),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+fn manager(policy: Policy, window: usize) -> CompactManager {
+    CompactManager::builder(Config {
+        max_context_tokens: Some(window),
+        policy,
+        ..Config::default()
+    })
+    .without_storage()
+    .build()
+    .expect("manager")
+}
+
+fn check_golden(name: &str, actual: &Value) {
+    let path = fixtures().join(format!("{name}.golden.json"));
+    let text = serde_json::to_string_pretty(actual).expect("json") + "\n";
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, &text).expect("write golden");
+        return;
+    }
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (UPDATE_GOLDEN=1 creates it)", path.display()));
+    assert_eq!(
+        text, want,
+        "golden {name} differs; UPDATE_GOLDEN=1 regenerates it"
+    );
+}
+
+// ---------------------------------------------------------------- the codec
+
+#[test]
+fn a_real_session_decodes_and_round_trips_byte_for_byte() {
+    let v = session_json();
+    let req = decode(v.clone());
+    assert_eq!(req.format, Format::Anthropic);
+    // The top-level system is message 0, pinned and counted like a system message.
+    let m0 = &req.messages[0];
+    assert_eq!(m0.kind().shape, Shape::AnthropicSystem);
+    assert_eq!(m0.role(), Role::System);
+    assert_eq!(
+        req.messages.len(),
+        v["messages"].as_array().unwrap().len() + 1
+    );
+    assert_eq!(req.tools.len(), 5);
+    // Lossless: the same JSON, key order included, unknown fields included.
+    let back = req.to_value(&req.messages, true);
+    assert_eq!(back, v);
+    assert_eq!(
+        serde_json::to_string(&back).unwrap(),
+        serde_json::to_string(&v).unwrap()
+    );
+    assert!(validate(&req.messages).is_empty());
+}
+
+#[test]
+fn tool_use_and_tool_result_blocks_are_calls_and_results() {
+    let req = decode(session_json());
+    let ms = &req.messages;
+    // Parallel calls in one assistant message, answered in one user message.
+    let parallel = ms
+        .iter()
+        .position(|m| m.kind().calls.len() == 2)
+        .expect("the parallel call");
+    assert_eq!(ms[parallel].role(), Role::Assistant);
+    let answer = &ms[parallel + 1];
+    assert_eq!(answer.kind().item, ItemType::ToolResult);
+    assert_eq!(answer.role(), Role::Tool);
+    assert_eq!(
+        answer.kind().results,
+        vec!["toolu_01B7mD4xP".to_string(), "toolu_01C2hZ8wR".to_string()]
+    );
+    assert!(!answer.starts_turn());
+    let outputs = answer.tool_outputs();
+    assert_eq!(outputs.len(), 2);
+    assert!(outputs[0].1.starts_with("from decimal import Decimal"));
+    // A user message mixing a tool_result and text is a result, not a new turn.
+    let mixed = ms
+        .iter()
+        .find(|m| m.kind().results == ["toolu_01D5nB1vT"])
+        .unwrap();
+    assert!(!mixed.starts_turn());
+    assert!(mixed.plain_text().contains("screenshot from staging"));
+    // Each call with its results is one group.
+    let gs = groups(ms);
+    assert!(gs.contains(&(parallel..parallel + 2)));
+    // Server tools are answered inside the assistant message: no pairing to keep.
+    let web = ms
+        .iter()
+        .find(|m| m.plain_text().contains("issue #88"))
+        .unwrap();
+    assert!(web.kind().calls.is_empty() && web.kind().results.is_empty());
+    // The message with the server compaction block is the provider's, pinned.
+    let compaction: Vec<&Message> = ms.iter().filter(|m| m.kind().compaction).collect();
+    assert_eq!(compaction.len(), 1);
+    assert!(Policy::default().pins(compaction[0]));
+    // Signed blocks are recognised.
+    assert_eq!(ms.iter().filter(|m| m.has_signed_blocks()).count(), 3);
+}
+
+#[test]
+fn tokens_count_text_not_base64_and_skip_cache_control() {
+    let m = manager(Policy::default(), 200_000);
+    let req = decode(session_json());
+    let est = m.estimate(&req.messages, &req.tools);
+    // The screenshot is 3 KB of base64: a fixed image cost, not thousands of tokens.
+    let with_image = req
+        .messages
+        .iter()
+        .find(|m| m.kind().results == ["toolu_01D5nB1vT"])
+        .unwrap();
+    let c = m.estimator().count_message(with_image);
+    assert!(
+        (1600..1700).contains(&c),
+        "image message costs {c}: 1600 for the image plus the text"
+    );
+    // cache_control is not rendered: adding it changes nothing.
+    let plain =
+        decode(json!([{"role": "user", "content": [{"type": "text", "text": "hello there"}]}]));
+    let cached = decode(
+        json!([{"role": "user", "content": [{"type": "text", "text": "hello there", "cache_control": {"type": "ephemeral", "ttl": "1h"}}]}]),
+    );
+    assert_eq!(
+        m.estimator().count_message(&plain.messages[0]),
+        m.estimator().count_message(&cached.messages[0])
+    );
+    // Redacted thinking is opaque; a thinking block counts its text, not its signature.
+    let thinking = decode(json!([{"role": "assistant", "content": [
+        {"type": "thinking", "thinking": "short", "signature": "x".repeat(4000)}]}]));
+    assert!(m.estimator().count_message(&thinking.messages[0]) < 20);
+    assert!(est.breakdown.system > 20 && est.breakdown.tools_schema > 40);
+    assert!(est.t_est < 9000, "{est:?}");
+}
+
+#[test]
+fn explicit_format_and_bare_arrays() {
+    let items = json!([
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}
+    ]);
+    let req = Request::from_value(items.clone(), Format::Anthropic).unwrap();
+    assert_eq!(req.messages.len(), 3);
+    assert_eq!(req.to_value(&req.messages, false), items);
+    assert_eq!(decode(items).format, Format::Anthropic);
+    // A plain role/content list fits every format and decodes as chat, unless the
+    // envelope has Anthropic's top-level system.
+    let plain = json!([{"role": "user", "content": "hi"}]);
+    assert_eq!(decode(plain.clone()).format, Format::Chat);
+    let env = decode(json!({"system": "be brief", "messages": plain}));
+    assert_eq!(env.format, Format::Anthropic);
+    assert_eq!(env.messages.len(), 2);
+    // Writing back: the system goes to `system`, never into `messages`.
+    let back = env.to_value(&env.messages, true);
+    assert_eq!(
+        back,
+        json!({"system": "be brief", "messages": [{"role": "user", "content": "hi"}]})
+    );
+    // Without the system message, `system` goes away.
+    let back = env.to_value(&env.messages[1..], true);
+    assert_eq!(
+        back,
+        json!({"messages": [{"role": "user", "content": "hi"}]})
+    );
+}
+
+#[test]
+fn auto_refuses_what_it_cannot_classify_and_names_the_item() {
+    assert_eq!(
+        err(
+            json!([{"role": "user", "content": "a"}, {"content": "x"}]),
+            Format::Auto
+        ),
+        "$[1]: cannot tell the wire format of this item (neither a role nor a type); pass --format chat, responses or anthropic"
+    );
+    // Chat and Anthropic tool results cannot share a list.
+    let e = err(
+        json!([
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {}}]},
+            {"role": "tool", "tool_call_id": "t1", "content": "ok"}
+        ]),
+        Format::Auto,
+    );
+    assert!(e.starts_with("$[1]: the list mixes wire formats: this item is Chat Completions (role \"tool\"), but $[0] is Anthropic Messages (a \"tool_use\" content part)"), "{e}");
+    // In an envelope the path starts at $.messages.
+    let e = err(
+        json!({"messages": [{"role": "tool", "tool_call_id": "c", "content": "x"}, {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}]}),
+        Format::Auto,
+    );
+    assert!(
+        e.starts_with("$.messages[1]: the list mixes wire formats"),
+        "{e}"
+    );
+    // One item that fits no format on its own.
+    let e = err(
+        json!([{"role": "user", "content": [{"type": "input_text", "text": "a"}, {"type": "tool_result", "tool_use_id": "x"}]}]),
+        Format::Auto,
+    );
+    assert!(
+        e.starts_with("$[0]: cannot tell the wire format of this item"),
+        "{e}"
+    );
+    // Chat-style messages beside Responses items are valid Responses input.
+    let mixed = decode(json!([
+        {"role": "user", "content": "hi"},
+        {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c", "output": "ok"},
+        {"role": "assistant", "content": "done"}
+    ]));
+    assert_eq!(mixed.format, Format::Responses);
+}
+
+#[test]
+fn decoding_errors_name_the_json_path() {
+    let a = Format::Anthropic;
+    assert_eq!(
+        err(
+            json!([{"role": "user", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}]}]),
+            a
+        ),
+        "$[0].content[0]: a tool_use block in a user message (tool calls belong to the assistant)"
+    );
+    assert_eq!(
+        err(
+            json!([{"role": "user", "content": [{"type": "tool_result", "content": "x"}]}]),
+            a
+        ),
+        "$[0].content[0].tool_use_id: missing (expected string)"
+    );
+    assert_eq!(
+        err(
+            json!([{"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": "{}"}]}]),
+            a
+        ),
+        "$[0].content[0].input: expected object, got string"
+    );
+    assert_eq!(
+        err(json!({"system": 3, "messages": []}), a),
+        "$.system: expected string or array of text blocks, got number"
+    );
+    assert_eq!(
+        err(json!([{"role": "user", "content": null}]), a),
+        "$[0].content: expected string or array of content blocks, got null"
+    );
+    assert!(
+        err(
+            json!([{"role": "tool", "tool_call_id": "c", "content": "x"}]),
+            a
+        )
+        .contains("use --format chat or auto")
+    );
+    // An Anthropic block forced through the chat decoder is named, not swallowed.
+    assert_eq!(
+        err(
+            json!([{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "x", "content": "y"}]}]),
+            Format::Chat
+        ),
+        "$[0].content[0]: an Anthropic tool_result block outside anthropic format; use --format anthropic or auto"
+    );
+}
+
+// ---------------------------------------------------------------- the engine
+
+/// Roles on the wire, the system prompt left out (it is not a message there).
+fn wire_roles(msgs: &[Message]) -> Vec<String> {
+    msgs.iter()
+        .filter(|m| m.role() != Role::System)
+        .map(|m| m.raw()["role"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+/// Every Anthropic-specific promise about one output.
+fn check_anthropic(input: &[Message], output: &[Message]) {
+    assert!(
+        validate(output).is_empty(),
+        "pairing: {:?}",
+        validate(output)
+    );
+    // Signed blocks: their message comes out byte-identical, or not at all.
+    for m in output.iter().filter(|m| m.has_signed_blocks()) {
+        assert!(
+            input.iter().any(|i| i.to_value() == m.to_value()),
+            "a message with thinking blocks changed: {}",
+            m.to_value()
+        );
+    }
+    // The provider's compaction survives byte-identical.
+    for m in input.iter().filter(|m| m.kind().compaction) {
+        assert!(output.iter().any(|o| o == m), "provider compaction lost");
+    }
+    // User first (or the provider's compaction message, which is how the API itself
+    // continues after compacting), then strict alternation.
+    let roles = wire_roles(output);
+    let first = output.iter().find(|m| m.role() != Role::System);
+    assert!(
+        roles.first().map(String::as_str) == Some("user")
+            || first.is_some_and(|m| m.kind().compaction),
+        "{roles:?}"
+    );
+    for w in roles.windows(2) {
+        assert_ne!(w[0], w[1], "two {} messages in a row: {roles:?}", w[0]);
+    }
+}
+
+#[test]
+fn every_mode_keeps_pairs_thinking_and_alternation() {
+    let rt = rt();
+    let v = session_json();
+    for mode in [
+        Mode::None,
+        Mode::Trim,
+        Mode::Compact,
+        Mode::Summarize,
+        Mode::Auto,
+    ] {
+        for (window, keep) in [(6000, 2), (4500, 1), (20_000, 3)] {
+            let policy = Policy {
+                mode,
+                keep_recent_turns: keep,
+                keep_tool_io_pairs: 1,
+                hard_cap_buffer: 500,
+                clear_tool_inputs: true,
+                ..Policy::default()
+            };
+            let m = manager(policy, window);
+            let req = decode(v.clone());
+            let mut tracker = Tracker::new();
+            for forced in [None, Some(Forced::Manual)] {
+                let result = rt.block_on(m.preflight_with(
+                    "s",
+                    PreflightRequest {
+                        messages: req.messages.clone(),
+                        tools: req.tools.clone(),
+                        forced,
+                        ..PreflightRequest::default()
+                    },
+                ));
+                let mut fresh = Tracker::new();
+                let t = if forced.is_none() {
+                    &mut tracker
+                } else {
+                    &mut fresh
+                };
+                if let Err(e) = check_call(&m, t, &req.messages, &req.tools, &result) {
+                    panic!("{mode:?} window {window} keep {keep} forced {forced:?}: {e}");
+                }
+                let o = match result {
+                    Ok(o) => o,
+                    Err(e) => panic!("{mode:?} window {window}: {e}"),
+                };
+                let label = format!("{mode:?} window {window} keep {keep} forced {forced:?}");
+                let checked =
+                    std::panic::catch_unwind(|| check_anthropic(&req.messages, &o.messages));
+                if checked.is_err() {
+                    let out: Vec<Value> = o
+                        .messages
+                        .iter()
+                        .map(|m| {
+                            let t = m.plain_text();
+                            json!([m.raw()["role"], t.chars().take(60).collect::<String>()])
+                        })
+                        .collect();
+                    panic!("{label}: {}", serde_json::to_string_pretty(&out).unwrap());
+                }
+                // Written back, the request is a valid Anthropic request.
+                let back = req.to_value(&o.messages, true);
+                assert_eq!(back["system"], v["system"]);
+                assert!(
+                    back["messages"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .all(|m| m["role"] != "system" && m.get("meta").is_none())
+                );
+                m.end_session("s");
+            }
+        }
+    }
+}
+
+#[test]
+fn cleared_results_keep_their_id_and_attachments_become_text() {
+    let policy = Policy {
+        mode: Mode::Compact,
+        keep_recent_turns: 1,
+        keep_tool_io_pairs: 0,
+        ..Policy::default()
+    };
+    let m = manager(policy, 200_000);
+    let req = decode(session_json());
+    let o = rt()
+        .block_on(m.manual_compact("s", req.messages.clone(), "test"))
+        .expect("compacts");
+    let out = req.to_value(&o.messages, true);
+    let msgs = out["messages"].as_array().unwrap();
+    let results: Vec<&Value> = msgs
+        .iter()
+        .filter_map(|m| m["content"].as_array())
+        .flatten()
+        .filter(|b| b["type"] == "tool_result")
+        .collect();
+    assert_eq!(results.len(), 5);
+    for r in &results {
+        let id = r["tool_use_id"].as_str().unwrap();
+        assert!(
+            r["content"]
+                .as_str()
+                .unwrap()
+                .starts_with("⟦removed: tool output for ")
+                && r["content"].as_str().unwrap().contains(id),
+            "{r}"
+        );
+    }
+    // is_error and cache_control stay on the cleared blocks.
+    assert!(results.iter().any(|r| r["is_error"] == true));
+    assert!(
+        results
+            .iter()
+            .any(|r| r["cache_control"]["type"] == "ephemeral")
+    );
+    // The screenshot became a text placeholder; the document too, with its cache_control.
+    let text = out.to_string();
+    assert!(!text.contains("iVBORw0KGgo"));
+    assert!(text.contains("⟦removed: image (image/png); reason=context_compaction⟧"));
+    assert!(text.contains("⟦removed: document \\\"CHANGELOG.md\\\"; reason=context_compaction⟧"));
+    check_anthropic(&req.messages, &o.messages);
+    check_golden("session.compact", &out);
+}
+
+#[test]
+fn the_summary_is_a_user_message_bridged_to_alternate() {
+    let policy = Policy {
+        mode: Mode::Summarize,
+        keep_recent_turns: 1,
+        keep_tool_io_pairs: 0,
+        summary_role: compact_middleware::config::Role::System,
+        ..Policy::default()
+    };
+    let m = manager(policy, 200_000);
+    let req = decode(session_json());
+    let rt = rt();
+    let o = rt
+        .block_on(m.manual_compact("s", req.messages.clone(), "test"))
+        .expect("compacts");
+    check_anthropic(&req.messages, &o.messages);
+    let out = req.to_value(&o.messages, true);
+    let msgs = out["messages"].as_array().unwrap();
+    // The provider's compaction message first (the API drops what came before it),
+    // then the summary as a user message (the configured system role does not exist in
+    // Anthropic messages), a bridge, and the kept turn, which opens with a user message.
+    assert!(o.messages[1].kind().compaction);
+    assert_eq!(msgs[0]["role"], "assistant");
+    assert!(
+        msgs[1]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("COMPACT-SUMMARY v1")
+    );
+    assert_eq!(msgs[1]["role"], "user");
+    assert!(o.messages[3].is_bridge());
+    assert_eq!(msgs[2]["role"], "assistant");
+    assert_eq!(msgs[3]["role"], "user");
+    assert_eq!(msgs.len(), 4);
+    check_golden("session.summarize", &out);
+
+    // The next call (the agent kept our output and appended) recognises summary and
+    // bridge, folds both into the next summary and bridges again.
+    let mut next = o.messages.clone();
+    next.push(Message::assistant("Committed as 4f2a9c1."));
+    next.push(Message::user("Now open a pull request."));
+    let next: Vec<Message> = decode(Value::Array(
+        next.iter().map(Message::to_provider_value).collect(),
+    ))
+    .messages;
+    let o2 = rt
+        .block_on(m.manual_compact("s", next.clone(), "again"))
+        .expect("compacts again");
+    assert_eq!(o2.report.summary_version, Some(2));
+    check_anthropic(&next, &o2.messages);
+    assert_eq!(o2.messages.iter().filter(|m| m.is_bridge()).count(), 1);
+    assert!(
+        !o2.messages
+            .iter()
+            .any(|m| m.plain_text().contains("COMPACT-SUMMARY v1"))
+    );
+}
+
+#[test]
+fn a_pinned_user_message_before_the_summary_gets_a_bridge_too() {
+    let items = json!([
+        {"role": "user", "content": "Task: keep the API stable.", "meta": {"protected": true}},
+        {"role": "assistant", "content": [{"type": "text", "text": "Noted."}]},
+        {"role": "user", "content": "Step one."},
+        {"role": "assistant", "content": "Done one."},
+        {"role": "user", "content": "Step two."},
+        {"role": "assistant", "content": "Done two."},
+        {"role": "user", "content": "Step three."}
+    ]);
+    let policy = Policy {
+        mode: Mode::Summarize,
+        keep_recent_turns: 1,
+        ..Policy::default()
+    };
+    let m = manager(policy, 200_000);
+    let req = Request::from_value(items, Format::Anthropic).unwrap();
+    let o = rt()
+        .block_on(m.manual_compact("s", req.messages.clone(), "test"))
+        .expect("compacts");
+    let roles = wire_roles(&o.messages);
+    assert_eq!(roles, ["user", "assistant", "user", "assistant", "user"]);
+    assert!(o.messages[1].is_bridge() && o.messages[3].is_bridge());
+    check_anthropic(&req.messages, &o.messages);
+}
