@@ -2,8 +2,11 @@
 
 use serde::Serialize;
 
+use std::collections::HashSet;
+
 use crate::config::{Mode, Policy};
 use crate::estimate::Estimate;
+use crate::model::Message;
 
 /// Why compaction was forced rather than triggered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -87,5 +90,53 @@ pub fn decide(
             reason: reasons.join("; "),
             turn_triggered,
         }
+    }
+}
+
+/// The first provider compaction in `messages` that is *fresh*: the provider compacted
+/// this context in its last response, so compacting it again now would fold what the
+/// provider just summarized. `seen` holds the content hashes of the session's previous
+/// call (its input and output); a compaction among them is not fresh. Without a previous
+/// call (`None`: a new session, or a new process) a compaction is fresh when at most one
+/// user turn follows it: the agent appended the provider's response and at most the
+/// next user message.
+pub fn fresh_provider_compaction(
+    messages: &[Message],
+    seen: Option<&HashSet<u128>>,
+) -> Option<usize> {
+    messages.iter().enumerate().find_map(|(i, m)| {
+        if !m.kind().compaction {
+            return None;
+        }
+        let fresh = match seen {
+            Some(seen) => !seen.contains(&m.content_hash()) && !seen.contains(&m.provider_hash()),
+            None => messages[i + 1..].iter().filter(|m| m.starts_turn()).count() <= 1,
+        };
+        fresh.then_some(i)
+    })
+}
+
+/// Step 2 with a provider compaction in the request: a compaction that triggered is
+/// skipped when the request carries a fresh provider compaction at `fresh` (message
+/// index), and the reason says so. Forced compaction (manual, context overflow) still
+/// runs: the caller asked for it, or the provider refused the request.
+pub fn defer_to_provider(d: Decision, fresh: Option<usize>, forced: Option<Forced>) -> Decision {
+    match fresh {
+        Some(at) if d.triggered && forced.is_none() => Decision {
+            triggered: false,
+            reason: format!(
+                "skipped: the provider compacted this context in its last response (fresh compaction at $[{at}]); would have compacted because {}",
+                d.reason
+            ),
+            turn_triggered: false,
+        },
+        Some(at) if d.triggered => Decision {
+            reason: format!(
+                "{}; forced despite a fresh provider compaction at $[{at}]",
+                d.reason
+            ),
+            ..d
+        },
+        _ => d,
     }
 }

@@ -556,3 +556,106 @@ fn a_pinned_user_message_before_the_summary_gets_a_bridge_too() {
     assert!(o.messages[1].is_bridge() && o.messages[3].is_bridge());
     check_anthropic(&req.messages, &o.messages);
 }
+
+// ---------------------------------------------------------------- provider compaction
+
+/// A Responses history the provider compacted: kept user messages and the opaque
+/// compaction item (what `/responses/compact` returns), then what the agent appended.
+fn responses_compacted(after: usize) -> Vec<Message> {
+    let mut items = vec![
+        json!({"role": "user", "content": "Plan the migration of the billing service."}),
+        json!({"type": "compaction", "id": "cmp_01", "encrypted_content": "gAAAAABo".repeat(200)}),
+    ];
+    for i in 0..after {
+        items.push(json!({"role": "user", "content": format!("Go on with step {i}.")}));
+        items.push(json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": format!("Done with step {i}. {}", "notes ".repeat(800))}]}));
+    }
+    Request::from_value(Value::Array(items), Format::Auto)
+        .expect("decodes")
+        .messages
+}
+
+#[test]
+fn a_fresh_provider_compaction_skips_ours_and_says_why() {
+    let policy = Policy {
+        keep_recent_turns: 1,
+        hard_cap_buffer: 50,
+        ..Policy::default()
+    };
+    let m = manager(policy, 950);
+    let rt = rt();
+    // New session, one turn after the compaction item: the provider just compacted.
+    let first = responses_compacted(1);
+    assert!(
+        m.estimate(&first, &[]).usage_pct >= 0.85,
+        "the test must trigger"
+    );
+    let o = rt.block_on(m.preflight("p", first.clone())).expect("ok");
+    assert!(!o.report.triggered);
+    assert!(
+        o.report
+            .reason
+            .starts_with("skipped: the provider compacted this context in its last response (fresh compaction at $[1])"),
+        "{}",
+        o.report.reason
+    );
+    assert_eq!(o.messages, first);
+    // The next call carries the same item: no longer fresh, ours runs; the item stays,
+    // pinned, byte-identical, with the group after it.
+    let mut next = o.messages.clone();
+    next.extend(responses_compacted(3).into_iter().skip(4));
+    let o2 = rt.block_on(m.preflight("p", next.clone())).expect("ok");
+    assert!(o2.report.triggered, "{}", o2.report.reason);
+    let at = o2
+        .messages
+        .iter()
+        .position(|x| x.kind().compaction)
+        .expect("compaction item kept");
+    assert_eq!(o2.messages[at], next[1]);
+    assert_eq!(
+        o2.messages[at + 1],
+        next[2],
+        "the item after it stays with it"
+    );
+    // Forced compaction still runs, and says so.
+    let o3 = rt
+        .block_on(m.manual_compact("q", first, "by hand"))
+        .expect("ok");
+    assert!(o3.report.triggered);
+    assert!(
+        o3.report
+            .reason
+            .contains("forced despite a fresh provider compaction")
+    );
+}
+
+#[test]
+fn an_anthropic_compaction_block_is_fresh_right_after_the_response() {
+    let v = session_json();
+    let all = decode(v).messages;
+    let at = all.iter().position(|m| m.kind().compaction).unwrap();
+    let m = manager(
+        Policy {
+            keep_recent_turns: 1,
+            ..Policy::default()
+        },
+        5000,
+    );
+    let rt = rt();
+    // The response with the compaction block, then the user's next message.
+    let fresh = all[..at + 2].to_vec();
+    assert!(m.estimate(&fresh, &[]).usage_pct >= 0.85);
+    let o = rt.block_on(m.preflight("a", fresh.clone())).expect("ok");
+    assert!(
+        !o.report.triggered && o.report.reason.starts_with("skipped:"),
+        "{}",
+        o.report.reason
+    );
+    // Two turns later (a new session that never saw it): not fresh; compaction runs
+    // and keeps the block's message byte-identical.
+    let later = all.clone();
+    let o = rt.block_on(m.preflight("b", later.clone())).expect("ok");
+    assert!(o.report.triggered, "{}", o.report.reason);
+    assert!(o.messages.contains(&all[at]));
+    check_anthropic(&later, &o.messages);
+}

@@ -68,7 +68,11 @@ impl CompactManager {
 
         let span = trail.start(names::TRIGGER_DECISION);
         let user_turns = user_turns(&input);
-        let decision = trigger::decide(policy, &estimate, user_turns, forced);
+        let decision = trigger::defer_to_provider(
+            trigger::decide(policy, &estimate, user_turns, forced),
+            input.fresh_compaction,
+            forced,
+        );
         trail.decided(
             span,
             &decision,

@@ -100,6 +100,8 @@ pub(super) struct Recognised {
     pub(super) reused: usize,
     /// Where our current summary sits in `messages`.
     pub(super) summary_index: Option<usize>,
+    /// A provider compaction the previous call did not carry (`trigger::fresh_provider_compaction`).
+    pub(super) fresh_compaction: Option<usize>,
 }
 
 impl Session {
@@ -157,12 +159,26 @@ impl Session {
                 .iter()
                 .position(|m| s.hashes.contains(&m.content_hash()))
         });
+        let fresh_compaction = if messages.iter().any(|m| m.kind().compaction) {
+            let seen: Option<std::collections::HashSet<u128>> = (!last.raw.is_empty()).then(|| {
+                last.raw
+                    .iter()
+                    .chain(&last.out_hashes)
+                    .chain(&last.out_provider_hashes)
+                    .copied()
+                    .collect()
+            });
+            crate::trigger::fresh_provider_compaction(&messages, seen.as_ref())
+        } else {
+            None
+        };
         Recognised {
             messages,
             raw_hashes,
             continuation,
             reused,
             summary_index,
+            fresh_compaction,
         }
     }
 
