@@ -220,6 +220,47 @@ fn strict_rejects_orphans_and_lenient_reports_them() {
 }
 
 #[test]
+fn broken_pairing_is_warned_about_fixed_on_request_or_rejected() {
+    let req = json!([
+        {"role": "user", "content": "hi"},
+        {"role": "tool", "tool_call_id": "ghost", "content": "x"},
+        {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
+    ]);
+    // Default (policy.repair: report): passed on, with a warning on stderr.
+    let o = compact(&["preflight"], &req.to_string());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("warning: the input already has 2 tool pairing problem(s)")
+            && stderr(&o).contains("ghost"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(stdout_json(&o), req);
+    // --repair fix: the orphan goes, the call gets a placeholder result.
+    let o = compact(
+        &["preflight", "--repair", "fix", "--provider"],
+        &req.to_string(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("repaired 2 tool pairing problem(s)"),
+        "{}",
+        stderr(&o)
+    );
+    let out = stdout_json(&o);
+    assert_eq!(out.as_array().map(Vec::len), Some(3));
+    assert_eq!(out[2]["tool_call_id"], "c1");
+    assert!(out[2].get("meta").is_none());
+    // --repair strict is --strict: exit 2.
+    let o = compact(&["preflight", "--repair", "strict"], &req.to_string());
+    assert_eq!(o.status.code(), Some(2));
+    let o = compact(&["preflight", "--repair", "sometimes"], &req.to_string());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("policy.repair"), "{}", stderr(&o));
+}
+
+#[test]
 fn force_summarizes_and_writes_events() {
     let dir = sandbox();
     let events = dir.path().join("events.jsonl");

@@ -28,7 +28,13 @@ pub(crate) struct Args {
     /// Compact even if nothing triggers.
     #[arg(long)]
     force: bool,
-    /// Reject input that already has orphaned tool results or unanswered calls (exit 2).
+    /// Input whose tool pairing is already broken (orphaned results, unanswered calls):
+    /// report it (a warning here, `input_problems` in the report), reject it (strict,
+    /// exit 2), or fix it (drop orphans, answer calls with a placeholder). Sets
+    /// `policy.repair`.
+    #[arg(long, value_name = "report|strict|fix")]
+    repair: Option<String>,
+    /// Same as `--repair strict`.
     #[arg(long)]
     strict: bool,
     /// Archive transcripts, summaries and events to the filesystem adapter at DIR.
@@ -67,6 +73,13 @@ pub(crate) fn run(args: Args) -> CliResult {
             loaded.set(key, Value::String(value), Source::Flag("--archive".into()))?;
         }
     }
+    if let Some(mode) = &args.repair {
+        loaded.set(
+            "policy.repair",
+            Value::String(mode.clone()),
+            Source::Flag("--repair".into()),
+        )?;
+    }
     let rt = tokio::runtime::Runtime::new()?;
     let req = read_request(args.format)?;
     let manager = crate::wiring::manager(loaded.config, &rt)?;
@@ -84,6 +97,7 @@ pub(crate) fn run(args: Args) -> CliResult {
         .dispatcher()
         .shutdown(std::time::Duration::from_secs(5));
     let outcome = outcome?;
+    warn_about_input(&outcome.report);
     if args.report {
         eprintln!(
             "{}",
@@ -94,4 +108,30 @@ pub(crate) fn run(args: Args) -> CliResult {
     let s = serde_json::to_string_pretty(&out).map_err(|e| CliError::Other(e.into()))?;
     println!("{s}");
     Ok(())
+}
+
+/// Pairing problems the input already had go to stderr: kept as they are
+/// (`policy.repair: report`), or what was repaired (`fix`).
+fn warn_about_input(report: &compact_middleware::Report) {
+    if report.input_problems.is_empty() {
+        return;
+    }
+    let problems: Vec<String> = report
+        .input_problems
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    if report.repaired.is_empty() {
+        eprintln!(
+            "compact: warning: the input already has {} tool pairing problem(s), passed on as they are (--repair fix repairs them, --repair strict rejects them): {}",
+            problems.len(),
+            problems.join("; ")
+        );
+    } else {
+        eprintln!(
+            "compact: repaired {} tool pairing problem(s) (the input as received is archived): {}",
+            problems.len(),
+            problems.join("; ")
+        );
+    }
 }

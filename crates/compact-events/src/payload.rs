@@ -123,6 +123,11 @@ pub struct TokenEstimate {
     /// The blocks injected into the instructions (`memory_files`,
     /// `cross_session`, `conversation_memory`), possibly none.
     pub injected: Vec<String>,
+    /// Pairing problems the input already had (`[{"problem": "orphan_result",
+    /// "index": 3, "call_id": "..."}]`), possibly none. Absent in events written
+    /// before this field existed.
+    #[serde(default)]
+    pub input_problems: Value,
 }
 
 impl Payload for TokenEstimate {
@@ -505,6 +510,7 @@ mod tests {
             messages: 212,
             reused_messages: 180,
             injected: vec!["memory_files".into()],
+            input_problems: json!([{"problem": "orphan_result", "index": 3, "call_id": "call_7"}]),
         };
         matches_the_docs(&p);
         same_wire(
@@ -520,7 +526,11 @@ mod tests {
                 )
                 .data("messages", json!(212usize))
                 .data("reused_messages", json!(180usize))
-                .data("injected", json!(["memory_files"])),
+                .data("injected", json!(["memory_files"]))
+                .data(
+                    "input_problems",
+                    json!([{"problem": "orphan_result", "index": 3, "call_id": "call_7"}]),
+                ),
         );
         // A non-finite ratio is written as null, as `json!(f64::NAN)` is.
         let nan = TokenEstimate {

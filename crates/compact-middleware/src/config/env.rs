@@ -70,6 +70,7 @@ pub(super) const LEAVES: &[Leaf] = &[
     leaf("policy.summary_role", Kind::Str),
     leaf("policy.summary_max_pct", Kind::Float),
     leaf("policy.reactive_target_pct", Kind::Float),
+    leaf("policy.repair", Kind::Str),
     aliased("summarizer.kind", Kind::Str, &["COMPACT_SUMMARIZER"]),
     aliased(
         "summarizer.base_url",

@@ -27,7 +27,7 @@ pub use env::{EnvVar, env_vars};
 pub use error::{ConfigError, FieldError};
 pub use load::{Loaded, Source, load};
 pub use schema::{
-    Config, ExporterKind, Mode, ModelOverride, Policy, Redaction, Role, S3Settings, Storage,
-    StorageAdapterKind, Telemetry,
+    Config, ExporterKind, Mode, ModelOverride, Policy, Redaction, Repair, Role, S3Settings,
+    Storage, StorageAdapterKind, Telemetry,
 };
 pub use sections::{MemorySettings, SummarizerKind, SummarizerSettings};

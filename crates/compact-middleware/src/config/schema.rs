@@ -173,6 +173,26 @@ pub struct Policy {
     /// The tighter target used by `on_context_overflow`.
     #[garde(custom(rules::fraction), custom(rules::at_most("policy.target_pct", self.target_pct)))]
     pub reactive_target_pct: f64,
+    /// What to do with input whose tool pairing is already broken.
+    #[garde(skip)]
+    pub repair: Repair,
+}
+
+/// What a preflight does with input that already has pairing problems (an orphaned
+/// tool result, a call without a result, a second result for one call).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Repair {
+    /// Go on, and report them: `Report::input_problems`, the `compact.token_estimate`
+    /// event, a warning from the CLI. Compaction never makes them worse.
+    #[default]
+    Report,
+    /// Reject the input (`CompactError::InvalidInput`, CLI exit 2).
+    Strict,
+    /// Drop orphaned and duplicate results, answer unanswered calls with a placeholder
+    /// result; the input as received is archived and the fixes are reported
+    /// (`Report::repaired`).
+    Fix,
 }
 
 impl Default for Policy {
@@ -199,6 +219,7 @@ impl Default for Policy {
             summary_role: Role::User,
             summary_max_pct: 0.15,
             reactive_target_pct: 0.4,
+            repair: Repair::Report,
         }
     }
 }

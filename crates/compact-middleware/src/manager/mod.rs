@@ -9,6 +9,7 @@ mod error;
 mod hook;
 mod memory;
 mod preflight;
+mod repair;
 mod report;
 mod session;
 mod trail;
@@ -48,7 +49,8 @@ pub struct PreflightRequest {
     pub forced: Option<Forced>,
     /// Free text carried into the events (manual compaction note, provider error).
     pub note: Option<String>,
-    /// Reject input that already has pairing problems instead of reporting them.
+    /// Reject input that already has pairing problems: `policy.repair: strict` for
+    /// this call, whatever the configuration says.
     pub strict: bool,
 }
 

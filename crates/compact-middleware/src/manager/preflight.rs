@@ -5,6 +5,7 @@
 use std::time::{Instant, SystemTime};
 
 use crate::archive::SessionId;
+use crate::config::Repair;
 use crate::events::names;
 use crate::model::{Message, Problem, lost_results, validate};
 use crate::pipeline::{self, Compaction, Input, Limits};
@@ -54,17 +55,18 @@ impl CompactManager {
         } = req;
 
         let (messages, injected) = self.prepare(session, messages).await;
-        let input = session.recognise(messages);
-        let input_problems = validate(&input.messages);
-        if strict && !input_problems.is_empty() {
-            let err = CompactError::InvalidInput(join(&input_problems));
-            trail.failed(&err);
-            return Err(err);
-        }
+        let mut input = session.recognise(messages);
+        let repair = if strict {
+            Repair::Strict
+        } else {
+            policy.repair
+        };
+        let (input_problems, repaired) =
+            self.check_input(session, trail, &mut input, repair).await?;
 
         let span = trail.start(names::TOKEN_ESTIMATE);
         let estimate = self.estimate(&input.messages, &tools);
-        trail.estimated(span, &estimate, &input, &injected);
+        trail.estimated(span, &estimate, &input, &injected, &input_problems);
 
         let span = trail.start(names::TRIGGER_DECISION);
         let user_turns = user_turns(&input);
@@ -94,6 +96,7 @@ impl CompactManager {
             decision: &decision,
             limits,
             input_problems,
+            repaired,
             injected,
         });
         let messages = if decision.triggered {
@@ -229,14 +232,6 @@ fn user_turns(input: &Recognised) -> usize {
         .enumerate()
         .filter(|(i, m)| m.starts_turn() && Some(*i) != input.summary_index)
         .count()
-}
-
-fn join(problems: &[Problem]) -> String {
-    problems
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("; ")
 }
 
 /// The invariants every output must satisfy: no pairing problem the input

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::config::Mode;
 use crate::estimate::{Breakdown, Estimate};
-use crate::model::{Message, Problem};
+use crate::model::{Message, Problem, Repaired};
 use crate::pipeline::{Compaction, Fallback, Kept, Limits, Tier};
 use crate::trigger::{Decision, Forced};
 
@@ -68,8 +68,11 @@ pub struct Report {
     pub continuation: Continuation,
     /// Raw messages whose compacted form was reused from the previous call.
     pub reused_messages: usize,
-    /// Pairing problems already present in the input (never made worse).
+    /// Pairing problems already present in the input (never made worse; with
+    /// `policy.repair: fix`, the ones that were repaired).
     pub input_problems: Vec<Problem>,
+    /// What `policy.repair: fix` did about them (empty otherwise).
+    pub repaired: Vec<Repaired>,
     pub fallbacks: Vec<Fallback>,
     /// Blocks injected into the instructions (`memory_files`,
     /// `cross_session`, `conversation_memory`); never the stored history.
@@ -89,6 +92,7 @@ pub(super) struct Facts<'a> {
     pub(super) decision: &'a Decision,
     pub(super) limits: Limits,
     pub(super) input_problems: Vec<Problem>,
+    pub(super) repaired: Vec<Repaired>,
     pub(super) injected: Vec<String>,
 }
 
@@ -124,6 +128,7 @@ impl Report {
             continuation: f.input.continuation,
             reused_messages: f.input.reused,
             input_problems: f.input_problems,
+            repaired: f.repaired,
             fallbacks: Vec::new(),
             injected: f.injected,
             duration_us: 0,

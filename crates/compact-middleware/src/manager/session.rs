@@ -154,12 +154,29 @@ impl Session {
         } else {
             (raw, Continuation::Fresh, 0)
         };
-        let summary_index = self.summary.as_ref().and_then(|s| {
+        let mut recognised = Recognised {
+            messages,
+            raw_hashes,
+            continuation,
+            reused,
+            summary_index: None,
+            fresh_compaction: None,
+        };
+        self.locate(&mut recognised);
+        recognised
+    }
+
+    /// Finds our summary and a fresh provider compaction in `input.messages` (again,
+    /// after repair moved them).
+    pub(super) fn locate(&self, input: &mut Recognised) {
+        let messages = &input.messages;
+        input.summary_index = self.summary.as_ref().and_then(|s| {
             messages
                 .iter()
                 .position(|m| s.hashes.contains(&m.content_hash()))
         });
-        let fresh_compaction = if messages.iter().any(|m| m.kind().compaction) {
+        input.fresh_compaction = if messages.iter().any(|m| m.kind().compaction) {
+            let last = &self.last;
             let seen: Option<std::collections::HashSet<u128>> = (!last.raw.is_empty()).then(|| {
                 last.raw
                     .iter()
@@ -168,18 +185,10 @@ impl Session {
                     .copied()
                     .collect()
             });
-            crate::trigger::fresh_provider_compaction(&messages, seen.as_ref())
+            crate::trigger::fresh_provider_compaction(messages, seen.as_ref())
         } else {
             None
         };
-        Recognised {
-            messages,
-            raw_hashes,
-            continuation,
-            reused,
-            summary_index,
-            fresh_compaction,
-        }
     }
 
     /// Remembers what this call returned, for recognising the next one.

@@ -85,6 +85,7 @@ impl Trail {
         est: &Estimate,
         input: &Recognised,
         injected: &[String],
+        problems: &[crate::model::Problem],
     ) {
         self.events
             .push(span.0.finish_payload(&payload::TokenEstimate {
@@ -96,6 +97,7 @@ impl Trail {
                 messages: input.messages.len() as u64,
                 reused_messages: input.reused as u64,
                 injected: injected.to_vec(),
+                input_problems: json!(problems),
             }));
     }
 

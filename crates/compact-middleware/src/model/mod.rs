@@ -16,6 +16,7 @@ mod codec;
 mod error;
 mod groups;
 mod message;
+mod repair;
 mod request;
 mod validate;
 
@@ -23,5 +24,6 @@ pub use codec::{Format, detect_format};
 pub use error::InputError;
 pub use groups::{groups, turn_of_groups, turns};
 pub use message::{BRIDGE_TEXT, CallRef, ItemType, Kind, Message, Role, Shape};
+pub use repair::{Repaired, missing_result_placeholder, repair};
 pub use request::Request;
 pub use validate::{Problem, lost_results, validate};
