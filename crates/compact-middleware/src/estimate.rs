@@ -11,12 +11,15 @@ use crate::config::Config;
 use crate::model::{Message, Role};
 use crate::tokens::{self, CountCache, TokenCounter};
 
-/// The model a manager budgets for: its window and encoding.
+/// The model a manager budgets for: its window and how its tokens are counted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ModelLimits {
     pub model: String,
     pub max_tokens: usize,
     pub encoding: tokens::Encoding,
+    /// `Some` when the model has no public tokenizer: tokens are estimated with these
+    /// characters per token (`tokens::RatioCounter`).
+    pub chars_per_token: Option<tokens::CharsPerToken>,
 }
 
 impl ModelLimits {
@@ -28,18 +31,16 @@ impl ModelLimits {
         let profile = config
             .models
             .get(name)
-            .map(|m| tokens::ModelProfile {
-                context_window: m.context_window as u64,
-                encoding: m.encoding,
-            })
+            .map(crate::config::ModelOverride::profile)
             .or_else(|| tokens::builtin_profile(name));
+        let ratio = profile.and_then(|p| p.ratio);
         let (window, encoding) = match (profile, config.max_context_tokens) {
             (Some(p), Some(max)) => (max, p.encoding),
             (Some(p), None) => (p.context_window as usize, p.encoding),
             (None, Some(max)) => (max, tokens::Encoding::O200k),
             (None, None) => {
                 return Err(format!(
-                    "model {name:?} has no built-in profile: set max_context_tokens (and models.{name}.encoding if it does not use o200k), or pick a known model"
+                    "model {name:?} has no built-in profile: set max_context_tokens (and models.{name}.estimator if it does not count like o200k: bpe-cl100k, or ratio for a model without a public tokenizer), or pick a known model"
                 ));
             }
         };
@@ -47,6 +48,7 @@ impl ModelLimits {
             model: name.to_string(),
             max_tokens: window,
             encoding,
+            chars_per_token: ratio,
         })
     }
 }
@@ -101,8 +103,11 @@ impl Estimator {
 
     /// Tokens of one message, per-message overhead included.
     pub fn count_message(&self, m: &Message) -> usize {
+        // A ratio counter shares the encoding of a BPE one: the salt keeps their
+        // counts apart in the shared cache.
+        let salt = u128::from(self.counter.cache_salt());
         self.cache
-            .get_or_insert_with(m.content_hash(), self.counter.encoding(), || {
+            .get_or_insert_with(m.content_hash() ^ (salt << 64 | salt), self.counter.encoding(), || {
                 tokens::count_item(self.counter, m.raw())
             })
     }

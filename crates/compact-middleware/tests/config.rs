@@ -159,7 +159,7 @@ fn a_partial_file_keeps_the_other_defaults() {
     assert_eq!(config.policy.roles_never_prune, vec![Role::System]);
     let profile = &config.models["my-model"];
     assert_eq!(profile.context_window, 32000);
-    assert_eq!(profile.encoding, Encoding::Cl100k);
+    assert_eq!(profile.encoding, Some(Encoding::Cl100k));
 }
 
 #[test]

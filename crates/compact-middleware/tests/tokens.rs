@@ -742,3 +742,80 @@ fn throughput() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// The ratio estimator against the BPE count
+// ---------------------------------------------------------------------------------------
+
+/// `(name, text)` of each calibration file: Latin-script prose, CJK prose, code, and
+/// other alphabetic scripts (Cyrillic, Greek).
+fn calibration_corpus() -> Vec<(&'static str, String)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/tokens/calibration");
+    ["latin", "cjk", "code", "cyrillic"]
+        .into_iter()
+        .map(|name| {
+            let text = std::fs::read_to_string(dir.join(format!("{name}.txt"))).expect("corpus");
+            (name, text)
+        })
+        .collect()
+}
+
+/// Relative error of the `o200k`-calibrated ratio estimate against the exact `o200k`
+/// count, per paragraph-sized chunk and over the whole file.
+fn ratio_errors(text: &str) -> (f64, f64) {
+    let bpe = counter(Backend::Bpe, Encoding::O200k);
+    let cpt = compact_middleware::tokens::CharsPerToken::O200K;
+    let est = |t: &str| compact_middleware::tokens::ratio_estimate(t, &cpt) as f64;
+    let exact = |t: &str| bpe.count(t) as f64;
+    let whole = est(text) / exact(text) - 1.0;
+    let worst = text
+        .split("\n\n")
+        .filter(|p| p.len() > 200)
+        .map(|p| (est(p) / exact(p) - 1.0).abs())
+        .fold(0.0, f64::max);
+    (whole, worst)
+}
+
+#[test]
+fn the_ratio_estimator_stays_close_to_the_bpe_count_per_script() {
+    for (name, text) in calibration_corpus() {
+        let (whole, worst) = ratio_errors(&text);
+        // The figures are in docs/tokens.md; these bounds leave a little room.
+        let (bound_whole, bound_chunk) = match name {
+            "cyrillic" => (0.15, 0.30),
+            _ => (0.06, 0.25),
+        };
+        assert!(
+            whole.abs() <= bound_whole && worst <= bound_chunk,
+            "{name}: whole-file error {whole:+.3}, worst paragraph {worst:.3}"
+        );
+    }
+}
+
+/// The figures in `docs/tokens.md`:
+/// `cargo test -p compact-middleware --test tokens ratio_figures -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn ratio_figures() {
+    let bpe = counter(Backend::Bpe, Encoding::O200k);
+    let cpt = compact_middleware::tokens::CharsPerToken::O200K;
+    for (name, text) in calibration_corpus() {
+        if std::env::var_os("RATIO_DEBUG").is_some() {
+            for p in text.split("\n\n").filter(|p| p.len() > 200) {
+                let e = compact_middleware::tokens::ratio_estimate(p, &cpt) as f64;
+                let x = bpe.count(p) as f64;
+                println!("  {name} {:+.3} {:.2}c/t {:?}", e / x - 1.0, p.chars().count() as f64 / x, &p[..p.char_indices().nth(50).map_or(p.len(), |(i, _)| i)]);
+            }
+        }
+        let (whole, worst) = ratio_errors(&text);
+        println!(
+            "{name}: {} chars, {} o200k tokens, {:.2} chars/token; ratio estimate error {:+.1}% (worst paragraph {:.1}%)",
+            text.chars().count(),
+            bpe.count(&text),
+            text.chars().count() as f64 / bpe.count(&text) as f64,
+            whole * 100.0,
+            worst * 100.0
+        );
+    }
+}

@@ -17,7 +17,11 @@ use super::schema::Config;
 /// The free-form map of model profiles: its keys are model names, not schema keys.
 const MODELS: &str = "models";
 /// The keys of one `models` entry, for `set`.
-const MODEL_FIELDS: &[(&str, Kind)] = &[("context_window", Kind::UInt), ("encoding", Kind::Str)];
+const MODEL_FIELDS: &[(&str, Kind)] = &[
+    ("context_window", Kind::UInt),
+    ("encoding", Kind::Str),
+    ("estimator", Kind::Str),
+];
 /// Deserialization is retried after resetting each bad value so that several
 /// type errors are reported at once; this bounds the retries.
 const MAX_TYPE_ERRORS: usize = 64;
@@ -108,7 +112,8 @@ impl Loaded {
 
     /// Every effective leaf in schema order with its value and source, for
     /// `compact config print`. Lists are one leaf; an empty `models` map is one
-    /// leaf, a non-empty one lists `models.NAME.context_window` and `.encoding`.
+    /// leaf, a non-empty one lists `models.NAME.context_window` and the other keys
+    /// the entry sets.
     pub fn sources(&self) -> Vec<(String, Value, Source)> {
         let effective = serde_json::to_value(&self.config).unwrap_or_else(|_| self.tree.clone());
         let mut out = Vec::new();
@@ -138,7 +143,8 @@ impl Loaded {
 
     /// Sets one value on top of everything loaded so far (a CLI flag) and
     /// re-validates. `path` is a leaf (`policy.trigger_pct`), `models.NAME`
-    /// or `models.NAME.context_window` / `.encoding`. On error nothing changes.
+    /// or `models.NAME.context_window` / `.encoding` / `.estimator`. On error nothing
+    /// changes.
     pub fn set(&mut self, path: &str, value: Value, source: Source) -> Result<(), ConfigError> {
         let mut tree = self.tree.clone();
         let mut sources = self.sources.clone();

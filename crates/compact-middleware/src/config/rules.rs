@@ -183,6 +183,9 @@ pub(super) fn cross_section(config: &Config) -> Vec<FieldError> {
             "is required when storage.adapter is s3",
         ));
     }
+    for (name, m) in &config.models {
+        model_rules(name, m, &mut errors);
+    }
     if let Some(window) = config.max_context_tokens
         && config.policy.hard_cap_buffer >= window
     {
@@ -195,4 +198,36 @@ pub(super) fn cross_section(config: &Config) -> Vec<FieldError> {
         ));
     }
     errors
+}
+
+/// How a `models` entry counts must be said once, and consistently.
+fn model_rules(name: &str, m: &ModelOverride, errors: &mut Vec<FieldError>) {
+    use crate::tokens::{Encoding, EstimatorKind};
+    let path = format!("models.{name}");
+    match (m.estimator, m.encoding) {
+        (None, None) => errors.push(FieldError::new(
+            &path,
+            "missing key `encoding` (o200k or cl100k) or `estimator` (bpe-o200k, bpe-cl100k or ratio)",
+        )),
+        (Some(EstimatorKind::BpeO200k), Some(Encoding::Cl100k))
+        | (Some(EstimatorKind::BpeCl100k), Some(Encoding::O200k)) => errors.push(FieldError::new(
+            format!("{path}.encoding"),
+            "contradicts `estimator`; give one of them",
+        )),
+        _ => {}
+    }
+    if let Some(cpt) = &m.chars_per_token {
+        if m.estimator != Some(EstimatorKind::Ratio) {
+            errors.push(FieldError::new(
+                format!("{path}.chars_per_token"),
+                "is only used with `estimator: ratio`",
+            ));
+        }
+        if let Some((script, value)) = cpt.invalid() {
+            errors.push(FieldError::new(
+                format!("{path}.chars_per_token.{script}"),
+                format!("must be a number above 0 (got {value})"),
+            ));
+        }
+    }
 }

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::rules;
 use crate::summarize::Strategy;
-use crate::tokens::{Backend, Encoding};
+use crate::tokens::{Backend, CharsPerToken, Encoding, EstimatorKind};
 
 /// The whole configuration: what `config/default.yaml` spells out.
 ///
@@ -68,16 +68,49 @@ impl Default for Config {
     }
 }
 
-/// A model profile supplied in config: adds a model or replaces a built-in one.
+/// A model profile supplied in config: adds a model or replaces a built-in one. It
+/// says how tokens are counted with `encoding` (a BPE vocabulary) or `estimator`
+/// (`bpe-o200k`, `bpe-cl100k`, or `ratio` with `chars_per_token`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Validate)]
 #[serde(deny_unknown_fields)]
 pub struct ModelOverride {
     /// Context window in tokens.
     #[garde(custom(rules::at_least(1)))]
     pub context_window: usize,
-    /// The model's BPE vocabulary.
+    /// The model's BPE vocabulary (the same as `estimator: bpe-<encoding>`).
     #[garde(skip)]
-    pub encoding: Encoding,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encoding: Option<Encoding>,
+    /// How tokens are counted: exactly with a BPE vocabulary, or estimated with
+    /// characters per token (models without a public tokenizer).
+    #[garde(skip)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimator: Option<EstimatorKind>,
+    /// Calibration of `estimator: ratio` (default: the `o200k`-calibrated ratios).
+    #[garde(skip)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chars_per_token: Option<CharsPerToken>,
+}
+
+impl ModelOverride {
+    /// The profile this entry describes (assumes the rules of `rules::cross_section`
+    /// hold: a missing encoding counts as `o200k`).
+    pub fn profile(&self) -> crate::tokens::ModelProfile {
+        let (encoding, ratio) = match self.estimator {
+            Some(EstimatorKind::Ratio) => (
+                Encoding::O200k,
+                Some(self.chars_per_token.unwrap_or(CharsPerToken::O200K)),
+            ),
+            Some(EstimatorKind::BpeCl100k) => (Encoding::Cl100k, None),
+            Some(EstimatorKind::BpeO200k) => (Encoding::O200k, None),
+            None => (self.encoding.unwrap_or(Encoding::O200k), None),
+        };
+        crate::tokens::ModelProfile {
+            context_window: self.context_window as u64,
+            encoding,
+            ratio,
+        }
+    }
 }
 
 /// Which compaction behaviour runs (DESIGN §5).

@@ -98,7 +98,10 @@ impl Builder {
 
     pub fn build(self) -> Result<CompactManager, CompactError> {
         let limits = ModelLimits::from_config(&self.config).map_err(CompactError::Config)?;
-        let counter = tokens::counter(self.config.tokenizer, limits.encoding);
+        let counter = match limits.chars_per_token {
+            Some(cpt) => tokens::ratio_counter(cpt),
+            None => tokens::counter(self.config.tokenizer, limits.encoding),
+        };
         let cache = self
             .cache
             .unwrap_or_else(|| Arc::new(CountCache::new(COUNT_CACHE_CAPACITY)));

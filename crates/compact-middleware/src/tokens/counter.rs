@@ -15,6 +15,16 @@ pub trait TokenCounter: Send + Sync + std::fmt::Debug {
     fn encoding(&self) -> Encoding;
     /// The implementation behind this counter.
     fn backend(&self) -> Backend;
+    /// True when the count is the tokenizer's own (a BPE vocabulary); false for an
+    /// estimate ([`super::RatioCounter`]).
+    fn is_exact(&self) -> bool {
+        true
+    }
+    /// Mixed into the count cache key, so counters that share an encoding but count
+    /// differently never share cached counts. `0` for the BPE counters.
+    fn cache_salt(&self) -> u64 {
+        0
+    }
 }
 
 /// The shared counter for a backend and encoding.

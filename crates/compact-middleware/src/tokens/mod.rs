@@ -5,17 +5,21 @@
 //! - [`count_item`] and [`count_tools`]: what one message / input item and the tool
 //!   schemas of a request cost, under the rules written down in `docs/tokens.md`.
 //! - [`ModelProfile`] and [`builtin_profile`]: context window and encoding per model.
+//! - [`RatioCounter`] and [`CharsPerToken`]: estimates for models without a public
+//!   tokenizer (Claude, Gemini), calibrated per kind of text.
 //! - [`item_hash`] and [`CountCache`]: count every item once.
 use serde::{Deserialize, Serialize};
 
 mod cache;
 mod counter;
 mod profiles;
+mod ratio;
 mod rules;
 
 pub use cache::{CacheStats, CountCache, item_hash};
 pub use counter::{TokenCounter, counter};
-pub use profiles::{ModelProfile, builtin_models, builtin_profile};
+pub use profiles::{EstimatorKind, ModelProfile, builtin_models, builtin_profile};
+pub use ratio::{CharsPerToken, RatioCounter, estimate as ratio_estimate, ratio_counter};
 pub use rules::{
     AUDIO_PART, FILE_PART, IMAGE_ANTHROPIC, IMAGE_HIGH, IMAGE_LOW, PER_MESSAGE, PER_NAME,
     PER_TOOL_CALL, REPLY_PRIMING, count_item, count_tools,

@@ -1,5 +1,7 @@
-//! Built-in model profiles: context window and encoding of current OpenAI models.
-use super::Encoding;
+//! Built-in model profiles: context window and how tokens are counted, for current
+//! OpenAI models (their BPE vocabulary) and current Claude and Gemini models (a
+//! characters-per-token estimate: they publish no tokenizer).
+use super::{CharsPerToken, Encoding};
 use serde::{Deserialize, Serialize};
 
 /// What the token accounting needs to know about a model.
@@ -7,14 +9,32 @@ use serde::{Deserialize, Serialize};
 pub struct ModelProfile {
     /// Total context window in tokens (input plus output).
     pub context_window: u64,
-    /// The model's BPE vocabulary.
+    /// The model's BPE vocabulary (for a `ratio` model, the one whose framing rules
+    /// the estimate follows).
     pub encoding: Encoding,
+    /// `Some` for a model without a public tokenizer: tokens are estimated with these
+    /// characters per token instead of counted with `encoding`.
+    pub ratio: Option<CharsPerToken>,
+}
+
+/// How a configured model's tokens are counted (`models.NAME.estimator`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EstimatorKind {
+    /// Exact counts with the `o200k_base` vocabulary.
+    BpeO200k,
+    /// Exact counts with the `cl100k_base` vocabulary.
+    BpeCl100k,
+    /// Characters per token (`models.NAME.chars_per_token`, by default the
+    /// `o200k`-calibrated [`CharsPerToken::O200K`]).
+    Ratio,
 }
 
 const fn o200k(context_window: u64) -> ModelProfile {
     ModelProfile {
         context_window,
         encoding: Encoding::O200k,
+        ratio: None,
     }
 }
 
@@ -22,6 +42,23 @@ const fn cl100k(context_window: u64) -> ModelProfile {
     ModelProfile {
         context_window,
         encoding: Encoding::Cl100k,
+        ratio: None,
+    }
+}
+
+const fn claude(context_window: u64) -> ModelProfile {
+    ModelProfile {
+        context_window,
+        encoding: Encoding::O200k,
+        ratio: Some(CharsPerToken::CLAUDE),
+    }
+}
+
+const fn gemini(context_window: u64) -> ModelProfile {
+    ModelProfile {
+        context_window,
+        encoding: Encoding::O200k,
+        ratio: Some(CharsPerToken::GEMINI),
     }
 }
 
@@ -53,6 +90,28 @@ static MODELS: &[(&str, ModelProfile)] = &[
     ("gpt-4-0125-preview", cl100k(128_000)),
     ("gpt-4-vision-preview", cl100k(128_000)),
     ("gpt-3.5-turbo", cl100k(16_385)),
+    // Claude: the standard 200k window (a larger one, where offered, is opt-in: set
+    // max_context_tokens).
+    ("claude-opus-4-7", claude(200_000)),
+    ("claude-opus-4-6", claude(200_000)),
+    ("claude-sonnet-4-6", claude(200_000)),
+    ("claude-opus-4-5", claude(200_000)),
+    ("claude-sonnet-4-5", claude(200_000)),
+    ("claude-haiku-4-5", claude(200_000)),
+    ("claude-opus-4-1", claude(200_000)),
+    ("claude-opus-4", claude(200_000)),
+    ("claude-sonnet-4", claude(200_000)),
+    ("claude-3-7-sonnet", claude(200_000)),
+    ("claude-3-5-sonnet", claude(200_000)),
+    ("claude-3-5-haiku", claude(200_000)),
+    ("gemini-3-pro-preview", gemini(1_048_576)),
+    ("gemini-2.5-pro", gemini(1_048_576)),
+    ("gemini-2.5-flash", gemini(1_048_576)),
+    ("gemini-2.5-flash-lite", gemini(1_048_576)),
+    ("gemini-2.0-flash", gemini(1_048_576)),
+    ("gemini-2.0-flash-lite", gemini(1_048_576)),
+    ("gemini-1.5-pro", gemini(2_097_152)),
+    ("gemini-1.5-flash", gemini(1_048_576)),
 ];
 
 /// Every built-in `(model name, profile)` pair.
@@ -65,12 +124,21 @@ pub fn builtin_models() -> &'static [(&'static str, ModelProfile)] {
 /// A dated snapshot or variant resolves to the longest built-in name that is a prefix of it
 /// and ends at the end of the string or at a `-`: `gpt-4o-2024-08-06` is `gpt-4o`,
 /// `gpt-4.1-mini-2025-04-14` is `gpt-4.1-mini`, and `gpt-4o` is never `gpt-4`. A fine-tuned
-/// name `ft:BASE:org::id` resolves as `BASE`.
+/// name `ft:BASE:org::id` resolves as `BASE`. Gateway spellings resolve as the model they
+/// name: a `provider/` or `models/` prefix, a Bedrock `…anthropic.` prefix and a Vertex
+/// `@version` suffix are ignored (`us.anthropic.claude-sonnet-4-5-20250929-v1:0` and
+/// `claude-sonnet-4-5@20250929` are `claude-sonnet-4-5`).
 pub fn builtin_profile(model: &str) -> Option<ModelProfile> {
     let model = match model.strip_prefix("ft:") {
         Some(rest) => rest.split(':').next().unwrap_or(rest),
         None => model,
     };
+    let model = model.rsplit('/').next().unwrap_or(model);
+    let model = match model.find("anthropic.") {
+        Some(at) => &model[at + "anthropic.".len()..],
+        None => model,
+    };
+    let model = model.split('@').next().unwrap_or(model);
     MODELS
         .iter()
         .filter(|(name, _)| {
