@@ -9,11 +9,17 @@ use serde::Serialize;
 /// Distribution of one measurement, in microseconds.
 #[derive(Debug, Clone, Serialize)]
 pub struct Stats {
+    /// Timed runs (warm-up excluded).
     pub runs: usize,
+    /// Median, in microseconds (0.1 µs resolution).
     pub p50_us: f64,
+    /// 90th percentile (nearest rank), in microseconds.
     pub p90_us: f64,
+    /// 99th percentile (nearest rank), in microseconds.
     pub p99_us: f64,
+    /// Fastest run, in microseconds.
     pub min_us: f64,
+    /// Slowest run, in microseconds.
     pub max_us: f64,
 }
 

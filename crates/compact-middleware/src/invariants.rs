@@ -23,6 +23,7 @@ pub struct Violation {
     pub invariant: u8,
     /// A short stable name, for counting by kind.
     pub kind: &'static str,
+    /// What exactly is wrong, for a human (which call id, which message).
     pub detail: String,
 }
 

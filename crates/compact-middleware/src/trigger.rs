@@ -18,6 +18,8 @@ pub enum Forced {
 /// The outcome of step 2.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Decision {
+    /// Whether this call compacts (a forced call always does, unless the
+    /// mode is `none`).
     pub triggered: bool,
     /// Every condition that held, joined with `; ` (or why nothing triggered).
     pub reason: String,

@@ -8,7 +8,9 @@ use crate::model::{ItemType, Message, groups};
 /// What each atomic group is, for one choice of keep counts.
 #[derive(Debug, Clone)]
 pub struct Plan {
+    /// The atomic groups, as message index ranges in order.
     pub groups: Vec<Range<usize>>,
+    /// The layer of each group (same index as `groups`).
     pub class: Vec<Class>,
     /// Turns that are kept whole (after any reduction).
     pub recent_turns: usize,
@@ -34,9 +36,13 @@ pub enum Class {
 /// The facts about a history that do not depend on keep counts.
 #[derive(Debug, Clone)]
 pub struct Layout {
+    /// The atomic groups, as message index ranges in order.
     pub groups: Vec<Range<usize>>,
+    /// Per group: it holds a pinned message.
     pub pinned: Vec<bool>,
+    /// Per group: it holds our previous summary.
     pub summary: Vec<bool>,
+    /// Per group: it holds a tool call or a tool result.
     pub has_tools: Vec<bool>,
     /// Group index where each turn starts; a turn runs to the next start.
     pub turn_starts: Vec<usize>,

@@ -199,11 +199,14 @@ pub fn cap_tool_results(
 /// Which tools tier 2 may clear: `include_tools` wins when non-empty.
 #[derive(Debug, Clone, Default)]
 pub struct ToolFilter {
+    /// `include_tools`: if non-empty, only these tools are cleared.
     pub include: Vec<String>,
+    /// `exclude_tools`: tools never cleared (ignored when `include` is set).
     pub exclude: Vec<String>,
 }
 
 impl ToolFilter {
+    /// Whether tier 2 may clear the I/O of tool `name`.
     pub fn allows(&self, name: &str) -> bool {
         if !self.include.is_empty() {
             self.include.iter().any(|t| t == name)
