@@ -17,12 +17,12 @@ use compact_events::{format_rfc3339_millis, parse_rfc3339_millis};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-/// The truncation rule, shared with the exporters (`compact_events::truncate`).
-pub use compact_events::truncate::{MAX_DATA_STRING_CHARS, MAX_NAME_CHARS, TRUNCATION_MARK};
+// The truncation rule, shared with the exporters (`compact_events::truncate`).
+use compact_events::truncate::{MAX_DATA_STRING_CHARS, MAX_NAME_CHARS};
 
 /// One validation problem, in Ariadne's `details` shape.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Issue {
+pub(crate) struct Issue {
     /// JSON path: keys and array indices.
     pub path: Vec<Value>,
     /// What is wrong.
@@ -32,7 +32,7 @@ pub struct Issue {
 /// A validated event, ready to store: its canonical JSON and the fields
 /// the server filters and indexes on.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ValidEvent {
+pub(crate) struct ValidEvent {
     /// `true` for a span, `false` for a trace.
     pub is_span: bool,
     /// The trace it belongs to.
@@ -48,7 +48,7 @@ pub struct ValidEvent {
 }
 
 /// Validates an `/ingest` body: one event or `{"batch":[...]}`.
-pub fn parse_payload(body: Value) -> Result<Vec<ValidEvent>, Vec<Issue>> {
+pub(crate) fn parse_payload(body: Value) -> Result<Vec<ValidEvent>, Vec<Issue>> {
     let Value::Object(mut obj) = body else {
         return Err(vec![issue(vec![], expected("object", &body))]);
     };
@@ -78,7 +78,7 @@ pub fn parse_payload(body: Value) -> Result<Vec<ValidEvent>, Vec<Issue>> {
 }
 
 /// Validates one event at `prefix` (for error paths).
-pub fn parse_event(value: Value, prefix: &[Value]) -> Result<ValidEvent, Vec<Issue>> {
+pub(crate) fn parse_event(value: Value, prefix: &[Value]) -> Result<ValidEvent, Vec<Issue>> {
     let at = |key: &str| -> Vec<Value> {
         let mut p = prefix.to_vec();
         p.push(Value::from(key));
@@ -324,6 +324,7 @@ fn expected(want: &str, got: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use compact_events::truncate::TRUNCATION_MARK;
     use serde_json::json;
 
     fn one(v: Value) -> Result<ValidEvent, Vec<Issue>> {

@@ -13,8 +13,7 @@ use crate::config::Policy;
 use crate::estimate::Estimator;
 use crate::manager::{CompactError, Report};
 use crate::model::{ItemType, Message, lost_results, validate};
-use crate::pipeline::Tier;
-use crate::pipeline::summary::SUMMARY_HEADER;
+use crate::pipeline::{SUMMARY_HEADER, Tier};
 
 /// One broken invariant.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

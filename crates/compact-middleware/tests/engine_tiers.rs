@@ -13,7 +13,7 @@ use compact_middleware::config::{Config, Mode, Policy, Role as CfgRole};
 use compact_middleware::manager::ContinuationKind;
 use compact_middleware::model::{Format, Message, Request, Role};
 use compact_middleware::pipeline::Tier;
-use compact_middleware::pipeline::tiers::cap_text;
+use compact_middleware::pipeline::cap_text;
 use compact_middleware::{CompactError, CompactManager, PreflightOutcome, PreflightRequest};
 use proptest::prelude::*;
 use serde_json::{Value, json};

@@ -14,11 +14,11 @@ use crate::model::{ItemType, Message, Role};
 pub const MEMORY_FILE_NAMES: [&str; 3] = ["AGENT.md", "MEMORY.md", ".agent-context.md"];
 
 /// Heading of the memory-files block.
-pub const PROJECT_CONTEXT_HEADING: &str = "## Project Context (always apply)";
+pub(crate) const PROJECT_CONTEXT_HEADING: &str = "## Project Context (always apply)";
 /// Prefix of the cross-session block (seed 000).
-pub const CROSS_SESSION_PREFIX: &str = "Cross-session memory: ";
+pub(crate) const CROSS_SESSION_PREFIX: &str = "Cross-session memory: ";
 /// Prefix of the sliding-window block (seed 002).
-pub const CONVERSATION_MEMORY_PREFIX: &str = "Previous context: ";
+pub(crate) const CONVERSATION_MEMORY_PREFIX: &str = "Previous context: ";
 
 /// Seed 003: every memory file found in `dirs` (in order; per directory
 /// `AGENT.md`, `MEMORY.md`, `.agent-context.md`), each as

@@ -20,7 +20,7 @@ use crate::pipeline::fallback;
 use crate::summarize::{Strategy, Summarizer, SummaryEntry, SummaryRequest, TokenCountFn};
 
 /// The name of the entry that tells the summarizer where the window starts.
-pub const WINDOW_NOTE_NAME: &str = "sliding_window";
+pub(crate) const WINDOW_NOTE_NAME: &str = "sliding_window";
 
 /// The service's settings (`memory:` plus the summary budget).
 #[derive(Clone)]

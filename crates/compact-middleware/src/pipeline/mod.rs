@@ -4,10 +4,10 @@
 //! This module is pure policy over a message list: no sessions, no events,
 //! no I/O except the summarizer call. The manager wraps it.
 
-pub mod fallback;
-pub mod plan;
-pub mod summary;
-pub mod tiers;
+pub(crate) mod fallback;
+mod plan;
+pub(crate) mod summary;
+pub(crate) mod tiers;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -22,6 +22,10 @@ use crate::summarize::{Summarizer, SummaryRequest};
 use crate::tokens::REPLY_PRIMING;
 use plan::{Class, Layout, Plan};
 use tiers::ToolFilter;
+
+pub use fallback::{Outcome as FallbackOutcome, summarize_with_fallbacks};
+pub use summary::{SUMMARY_HEADER, summary_message};
+pub use tiers::cap_text;
 
 /// A summary is not worth writing below this many tokens of room, unless
 /// the hard budget leaves nothing else.
