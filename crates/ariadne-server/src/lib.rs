@@ -1,5 +1,5 @@
 //! An Ariadne-compatible trace server: the public Ariadne Trace Viewer's
-//! web UI and Python exporter work against it unchanged (DESIGN §8), and
+//! web UI and Python exporter work against it unchanged (docs/design.md §8), and
 //! it adds what Ariadne lacks: durability (a 200 means on disk), SSE
 //! replay by event id, tokens, CORS limits, metrics, and the OpenAI
 //! Agents SDK and OTLP ingest formats.
@@ -12,7 +12,7 @@
 //! SDK and OTLP JSON to events) and [`ui`] (the timeline web UI's routes).
 //!
 //! Private modules: `app` (the router, `serve`, `spawn`), `config`, `schema`
-//! (`/ingest` validation, truncation, the legacy event shape), `body` (body
+//! (`/ingest` validation, truncation, the older span shape), `body` (body
 //! reading under a byte limit), `store` (the durable segmented log with
 //! group commit, and the in-memory index), `sse` (`GET /events`), `routes`
 //! (ingest, API, health and metrics handlers), `security` (bearer tokens and

@@ -77,7 +77,8 @@ impl Metrics {
         c.bytes += bytes as u64;
     }
 
-    /// Seed 001's compaction metrics, from acknowledged
+    /// The two compaction metrics (`memory_compaction_items_total`,
+    /// `memory_tokens_before_after`, docs/design.md §8), from acknowledged
     /// `compact.pruned_messages` spans: items = cleared + summarized +
     /// dropped; tokens before and after.
     pub(crate) fn observe_events(&self, events: &[ValidEvent]) {

@@ -1,4 +1,4 @@
-//! The `/ingest` schema: validation, truncation and the seed 004 shape.
+//! The `/ingest` schema: validation, truncation and the older span shape.
 //!
 //! Mirrors the Ariadne server's schema (trace: `trace_id` and optional
 //! `name`, `group_id`, `started_at`, `ended_at`, string-valued `metadata`;
@@ -9,8 +9,9 @@
 //! rule the exporters also apply ([`compact_events::truncate`]). It departs
 //! in two lenient ways, so anything Ariadne accepts we accept: a `null`
 //! optional field reads as absent, and timestamps may carry a numeric
-//! offset (any RFC 3339). The seed 004 shape (`timestamp`, `duration_ms`,
-//! `properties`, `payload`) is mapped onto the Ariadne fields.
+//! offset (any RFC 3339). The older span shape of docs/design.md §7
+//! (`timestamp`, `duration_ms`, `properties`, `payload`) is mapped onto the
+//! Ariadne fields.
 
 use compact_events::truncate::{truncate_map, truncate_string};
 use compact_events::{format_rfc3339_millis, parse_rfc3339_millis};
@@ -218,7 +219,7 @@ pub(crate) fn parse_event(value: Value, prefix: &[Value]) -> Result<ValidEvent, 
     })
 }
 
-/// Seed 004's span shape: `properties` → `data`, `payload` → `data.payload`,
+/// The older span shape: `properties` → `data`, `payload` → `data.payload`,
 /// `timestamp` → `started_at`, `timestamp + duration_ms` → `ended_at`.
 /// Fields already given in the Ariadne shape win.
 fn map_seed_shape(

@@ -1,4 +1,4 @@
-//! The invariants of DESIGN §12 as checks anyone can run on a preflight:
+//! The invariants of docs/design.md §12 as checks anyone can run on a preflight:
 //! the property tests, the soak harness, and users' own test suites.
 //!
 //! Each check compares the history the pipeline received (the *effective*
@@ -18,7 +18,7 @@ use crate::pipeline::{SUMMARY_HEADER, Tier};
 /// One broken invariant.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Violation {
-    /// Which invariant of DESIGN §12 (1-5).
+    /// Which invariant of docs/design.md §12 (1-5).
     pub invariant: u8,
     /// A short stable name, for counting by kind.
     pub kind: &'static str,

@@ -89,7 +89,7 @@ fn filesystem_layout_is_byte_for_byte_the_fixture() {
     ];
     assert_eq!(
         got, expected,
-        "exactly the seed layout plus the manifest, no temp files"
+        "exactly the fixture layout plus the manifest, no temp files"
     );
     let bless = std::env::var_os("COMPACT_BLESS").is_some();
     for name in expected {

@@ -2,7 +2,7 @@
 //! error paths, the reactive and manual entry points, continuation, and the
 //! regression tests of engine bugs found by `engine_props`.
 //!
-//! Every call is also checked against DESIGN §12 invariants 1-5
+//! Every call is also checked against docs/design.md §12 invariants 1-5
 //! (`support::invariants`). Each fixture first asserts its own precondition
 //! (that the history really triggers, or really fits), so a change in token
 //! counts cannot turn a test into one that passes vacuously.

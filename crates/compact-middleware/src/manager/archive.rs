@@ -1,5 +1,5 @@
 //! The manager's side of the archive and of redaction: archive before
-//! anything is dropped (DESIGN §5 step 4), spool what the backend refuses,
+//! anything is dropped (docs/design.md §5 step 7), spool what the backend refuses,
 //! redact every event before any exporter and every write before any
 //! adapter.
 //!

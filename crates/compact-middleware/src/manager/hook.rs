@@ -1,4 +1,4 @@
-//! The `before_model_call` hook of seed 004 §1: an agent loop hands over its
+//! The `before_model_call` hook (docs/design.md §1): an agent loop hands over its
 //! context, the hook replaces the messages in place.
 
 use serde_json::Value;

@@ -243,7 +243,7 @@ impl CompactManager {
         )
     }
 
-    /// DESIGN §5: estimate, decide, compact if needed.
+    /// docs/design.md §5: estimate, decide, compact if needed.
     pub async fn preflight(
         &self,
         session_id: &str,

@@ -1,4 +1,4 @@
-//! The summary step's fallback chain (DESIGN §5, "failure never destroys
+//! The summary step's fallback chain (docs/design.md §5, "failure never destroys
 //! history"), in one place:
 //!
 //! 1. the configured summarizer; a summary is committed only if it is

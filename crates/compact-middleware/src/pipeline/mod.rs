@@ -1,4 +1,4 @@
-//! The compaction pipeline (DESIGN §5 step 3): tiers, cheapest first,
+//! The compaction pipeline (docs/design.md §5 step 6): tiers, cheapest first,
 //! re-estimating after each, stopping as soon as the target is met.
 //!
 //! This module is pure policy over a message list: no sessions, no events,

@@ -1,4 +1,4 @@
-//! The partition of a history into the seed 004 layers: pinned, recent
+//! The partition of a history into the layers of docs/design.md §5: pinned, recent
 //! turns, kept tool I/O, and the remainder that may be cleared or summarized.
 
 use std::ops::Range;

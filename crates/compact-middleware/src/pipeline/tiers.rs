@@ -1,12 +1,13 @@
-//! The cheap tiers: capping oversized tool results (seed 003) and clearing
-//! old tool I/O with placeholders (seed 001). Both rewrite messages in place
-//! and keep tool names and call ids, so pairing never changes.
+//! The cheap tiers (docs/design.md §5 step 6): capping oversized tool
+//! results and clearing old tool I/O with placeholders. Both rewrite
+//! messages in place and keep tool names and call ids, so pairing never
+//! changes.
 
 use std::collections::HashMap;
 
 use crate::model::{ItemType, Message};
 
-/// The seed 001 placeholder for a cleared tool output.
+/// The placeholder for a cleared tool output.
 pub(crate) fn output_placeholder(name: &str, call_id: &str) -> String {
     format!("⟦removed: tool output for {name} (call_id={call_id}); reason=context_compaction⟧")
 }

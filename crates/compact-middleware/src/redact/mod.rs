@@ -1,4 +1,4 @@
-//! Redaction (DESIGN §9, seed 004 §7): secrets are replaced by
+//! Redaction (docs/design.md §9): secrets are replaced by
 //! `<REDACTED>` in the copy that leaves the process, never in the messages
 //! the agent keeps. The manager runs every event through a [`Redactor`]
 //! before any exporter sees it, and every transcript, summary and event

@@ -20,7 +20,7 @@ pub use extractive::ExtractiveSummarizer;
 pub use openai::{OpenAiConfig, OpenAiError, OpenAiSummarizer};
 pub use templates::{TemplateError, Templates};
 
-/// The summary styles of seed 004 §3.
+/// The summary styles (docs/design.md §6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Strategy {

@@ -1,4 +1,4 @@
-//! Prompt templates of the model-backed summarizer (seed 004 §3): a system
+//! Prompt templates of the model-backed summarizer (docs/design.md §6): a system
 //! prompt and one few-shot user template per [`Strategy`], built in with
 //! `include_str!` and overridable by name from a YAML file.
 //!

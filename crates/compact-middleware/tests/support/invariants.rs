@@ -1,4 +1,4 @@
-//! The invariants of DESIGN §12 (1-5) as reusable checkers.
+//! The invariants of docs/design.md §12 (1-5) as reusable checkers.
 //!
 //! Every checker returns `Err(description)` instead of panicking, so property
 //! tests can `prop_assert!` on it and a soak harness can log and count. The
