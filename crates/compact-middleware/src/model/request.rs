@@ -11,11 +11,12 @@ use super::message::{Message, Shape};
 /// came in, so the response can be written back in the same shape.
 #[derive(Debug, Clone)]
 pub struct Request {
-    /// The decoded messages. An Anthropic top-level `system` is the first of them
-    /// (shape [`Shape::AnthropicSystem`]), so it is counted and pinned like any system
-    /// message; [`Request::to_value`] puts it back in `system`.
+    /// The decoded items, in order. An Anthropic top-level `system` is the first of
+    /// them (shape [`Shape::AnthropicSystem`]), so it is counted and pinned like any
+    /// system message; [`Request::to_value`] puts it back in `system`.
     pub messages: Vec<Message>,
-    /// The tool schemas of the envelope (`tools`), counted, never changed.
+    /// The `tools` of an object envelope as received (counted, never changed); empty
+    /// for a bare array.
     pub tools: Vec<Value>,
     /// The format the messages were decoded in (never `Auto`).
     pub format: Format,

@@ -8,7 +8,7 @@
 use crate::model::{BRIDGE_TEXT, Message, Role, Shape};
 
 /// A bridge in `role`'s voice (user or assistant).
-pub fn bridge(role: Role) -> Message {
+pub(crate) fn bridge(role: Role) -> Message {
     let mut m = Message::text(role, BRIDGE_TEXT).with_meta("label", "COMPACT bridge");
     m.set_compacted();
     m

@@ -1,4 +1,4 @@
-//! The invariants of DESIGN §12 (1-5) as reusable checkers.
+//! The invariants of docs/design.md §12 (1-5) as reusable checkers.
 //!
 //! Every checker returns `Err(description)` instead of panicking, so property
 //! tests can `prop_assert!` on it and a soak harness can log and count. The
@@ -118,11 +118,7 @@ pub(crate) fn is_anthropic(msgs: &[Message]) -> bool {
 /// Pinned per message, groups closed: a group with a pinned message is
 /// pinned whole. Known summaries (and their bridges) are never pinned.
 pub(crate) fn pinned_mask(policy: &Policy, msgs: &[Message], tracker: &Tracker) -> Vec<bool> {
-    let never: Vec<Role> = policy
-        .roles_never_prune
-        .iter()
-        .map(|r| Role::from(*r))
-        .collect();
+    let never: Vec<Role> = policy.roles_never_prune.to_vec();
     let own = |m: &Message| {
         !tracker.is_known_summary(m)
             && !is_bridge(m)
@@ -440,7 +436,7 @@ pub(crate) fn check_one_summary(
         let role = if is_anthropic(input) {
             Role::User
         } else {
-            Role::from(policy.summary_role)
+            policy.summary_role
         };
         if m.role() != role {
             return Err(format!("summary role {:?} != {role:?}", m.role()));
