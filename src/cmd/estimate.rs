@@ -17,6 +17,12 @@ pub(crate) struct Args {
         value_name = "auto|chat|responses|anthropic"
     )]
     format: Format,
+    /// The provider's reported `usage.input_tokens` of the response that produced the
+    /// last assistant reply in the input: the estimate becomes N plus the estimate of
+    /// that reply and what follows it, and says the observed error of the pure
+    /// estimate (`anchor.error`).
+    #[arg(long, value_name = "N")]
+    usage: Option<usize>,
 }
 
 pub(crate) fn run(args: Args) -> CliResult {
@@ -26,6 +32,17 @@ pub(crate) fn run(args: Args) -> CliResult {
         .without_storage()
         .build()?;
     let req = read_request(args.format)?;
-    let est = manager.estimate(&req.messages, &req.tools);
+    let est = match args.usage {
+        Some(n) => {
+            let est = manager.estimate_with_usage(&req.messages, &req.tools, n);
+            if est.anchor.is_none() {
+                eprintln!(
+                    "compact: warning: --usage ignored: the input has no assistant reply whose request it could be the usage of"
+                );
+            }
+            est
+        }
+        None => manager.estimate(&req.messages, &req.tools),
+    };
     print_json(&est)
 }

@@ -37,6 +37,12 @@ pub(crate) struct Args {
     /// Same as `--repair strict`.
     #[arg(long)]
     strict: bool,
+    /// The provider's reported `usage.input_tokens` of the response that produced the
+    /// last assistant reply in the input: the estimate becomes N plus the estimate of
+    /// that reply and what follows it (the report says `basis: usage` and the observed
+    /// error of the pure estimate).
+    #[arg(long, value_name = "N")]
+    usage: Option<usize>,
     /// Archive transcripts, summaries and events to the filesystem adapter at DIR.
     #[arg(long, value_name = "DIR")]
     archive: Option<PathBuf>,
@@ -91,6 +97,7 @@ pub(crate) fn run(args: Args) -> CliResult {
             forced: args.force.then_some(Forced::Manual),
             note: args.force.then(|| "compact preflight --force".to_string()),
             strict: args.strict,
+            usage: args.usage,
         },
     ));
     manager
@@ -98,6 +105,11 @@ pub(crate) fn run(args: Args) -> CliResult {
         .shutdown(std::time::Duration::from_secs(5));
     let outcome = outcome?;
     warn_about_input(&outcome.report);
+    if args.usage.is_some() && outcome.report.anchor.is_none() {
+        eprintln!(
+            "compact: warning: --usage ignored: the input has no assistant reply whose request it could be the usage of"
+        );
+    }
     if args.report {
         eprintln!(
             "{}",

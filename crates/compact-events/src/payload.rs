@@ -128,6 +128,19 @@ pub struct TokenEstimate {
     /// before this field existed.
     #[serde(default)]
     pub input_problems: Value,
+    /// Which figure `t_est` rests on: `estimate` (the estimator alone) or `usage`
+    /// (the provider's reported usage of the last request plus the estimate of what
+    /// was appended). `estimate` in events written before this field existed.
+    #[serde(default = "estimate_basis")]
+    pub basis: String,
+    /// The last observed relative error of the pure estimate against the provider's
+    /// reported usage in this session (positive when over), or `null`.
+    #[serde(default)]
+    pub estimate_error: Option<f64>,
+}
+
+fn estimate_basis() -> String {
+    "estimate".to_string()
 }
 
 impl Payload for TokenEstimate {
@@ -512,6 +525,8 @@ mod tests {
             reused_messages: 180,
             injected: vec!["memory_files".into()],
             input_problems: json!([{"problem": "orphan_result", "index": 3, "call_id": "call_7"}]),
+            basis: "usage".into(),
+            estimate_error: Some(-0.0412),
         };
         matches_the_docs(&p);
         same_wire(
@@ -531,7 +546,9 @@ mod tests {
                 .data(
                     "input_problems",
                     json!([{"problem": "orphan_result", "index": 3, "call_id": "call_7"}]),
-                ),
+                )
+                .data("basis", json!("usage"))
+                .data("estimate_error", json!(-0.0412)),
         );
         // A non-finite ratio is written as null, as `json!(f64::NAN)` is.
         let nan = TokenEstimate {

@@ -224,6 +224,7 @@ fn run_case(
             forced,
             note: forced.map(|_| "from the property test".into()),
             strict: false,
+            usage: None,
         };
         let result = rt().block_on(manager.preflight_with("s", req));
         if let Err(e) = &result

@@ -53,6 +53,11 @@ pub struct PreflightRequest {
     /// Reject input that already has pairing problems: `policy.repair: strict` for
     /// this call, whatever the configuration says.
     pub strict: bool,
+    /// The provider's reported `usage.input_tokens` of the last response: the estimate
+    /// becomes that figure plus the estimate of what was appended since
+    /// (`docs/tokens.md`, usage anchoring). What the last request held is our previous
+    /// output when the session recognises it, else everything before the last reply.
+    pub usage: Option<usize>,
 }
 
 /// Builds a [`CompactManager`].
@@ -246,6 +251,30 @@ impl CompactManager {
             messages,
             tools,
         )
+    }
+
+    /// The token estimate of a request anchored to `usage_tokens`, the provider's
+    /// reported `usage.input_tokens` of the response that produced the last reply of
+    /// `messages` (everything before that reply was the request it reports on). With
+    /// no reply in `messages` there is nothing to anchor and the estimate is the pure
+    /// one ([`crate::estimate::Basis::Estimate`]).
+    pub fn estimate_with_usage(
+        &self,
+        messages: &[Message],
+        tools: &[Value],
+        usage_tokens: usize,
+    ) -> Estimate {
+        match crate::estimate::covered_before_last_reply(messages) {
+            Some(covered) => self.inner.estimator.estimate_anchored(
+                &self.inner.limits.model,
+                self.inner.limits.max_tokens,
+                messages,
+                tools,
+                covered,
+                usage_tokens,
+            ),
+            None => self.estimate(messages, tools),
+        }
     }
 
     /// docs/design.md §5: estimate, decide, compact if needed.

@@ -12,7 +12,7 @@ use crate::pipeline::{self, Compaction, Input, Limits};
 use crate::trigger::{self, Decision, Forced};
 
 use super::report::{Facts, Report};
-use super::session::{Recognised, Session};
+use super::session::{Continuation, Recognised, Session};
 use super::trail::Trail;
 use super::{CompactError, CompactManager, PreflightOutcome, PreflightRequest};
 
@@ -52,6 +52,7 @@ impl CompactManager {
             forced,
             note,
             strict,
+            usage,
         } = req;
 
         let (messages, injected) = self.prepare(session, messages).await;
@@ -65,8 +66,18 @@ impl CompactManager {
             self.check_input(session, trail, &mut input, repair).await?;
 
         let span = trail.start(names::TOKEN_ESTIMATE);
-        let estimate = self.estimate(&input.messages, &tools);
-        trail.estimated(span, &estimate, &input, &injected, &input_problems);
+        let estimate = self.anchored_estimate(session, &input, &tools, usage);
+        if let Some(error) = estimate.anchor.and_then(|a| a.error) {
+            session.estimate_error = Some(error);
+        }
+        trail.estimated(
+            span,
+            &estimate,
+            &input,
+            &injected,
+            &input_problems,
+            session.estimate_error,
+        );
 
         let span = trail.start(names::TRIGGER_DECISION);
         let user_turns = user_turns(&input);
@@ -98,10 +109,19 @@ impl CompactManager {
             input_problems,
             repaired,
             injected,
+            estimate_error: session.estimate_error,
         });
         let messages = if decision.triggered {
             let c = self
-                .compact(session, trail, &input, &tools, &decision, forced, limits)
+                .compact(
+                    session,
+                    trail,
+                    &input,
+                    &tools,
+                    &decision,
+                    forced,
+                    limits.corrected(estimate.correction()),
+                )
                 .await?;
             self.settle(session, trail, &input, c, &mut report).await?
         } else {
@@ -110,6 +130,38 @@ impl CompactManager {
         session.remember(input.raw_hashes, &messages);
         report.duration_us = started.elapsed().as_micros() as u64;
         Ok(PreflightOutcome { messages, report })
+    }
+
+    /// The estimate of this call, anchored to the reported `usage` of the last request
+    /// when given: the last request was our previous output when the input continues
+    /// it, else everything before the last reply.
+    fn anchored_estimate(
+        &self,
+        session: &Session,
+        input: &Recognised,
+        tools: &[serde_json::Value],
+        usage: Option<usize>,
+    ) -> crate::estimate::Estimate {
+        let Some(usage) = usage else {
+            return self.estimate(&input.messages, tools);
+        };
+        let covered = match input.continuation {
+            Continuation::Fresh => crate::estimate::covered_before_last_reply(&input.messages),
+            Continuation::RawPrefix | Continuation::OutputPrefix => {
+                Some(session.last.out_hashes.len())
+            }
+        };
+        match covered {
+            Some(covered) => self.inner.estimator.estimate_anchored(
+                &self.inner.limits.model,
+                self.inner.limits.max_tokens,
+                &input.messages,
+                tools,
+                covered,
+                usage,
+            ),
+            None => self.estimate(&input.messages, tools),
+        }
     }
 
     /// Runs the pipeline over the recognised input.

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use crate::config::Mode;
-use crate::estimate::{Breakdown, Estimate};
+use crate::estimate::{Anchor, Basis, Breakdown, Estimate};
 use crate::model::{Message, Problem, Repaired};
 use crate::pipeline::{Compaction, Fallback, Kept, Limits, Tier};
 use crate::trigger::{Decision, Forced};
@@ -64,8 +64,20 @@ pub struct Report {
     pub usage_before: f64,
     /// `tokens_after / max_tokens` as a fraction (1.0 = full).
     pub usage_after: f64,
-    /// Breakdown of the input estimate.
+    /// Breakdown of the input estimate (of the pure estimate when `basis` is `usage`).
     pub breakdown: Breakdown,
+    /// Which figure `tokens_before` rests on: the pure estimate, or the provider's
+    /// reported usage of the last request plus the estimate of what was appended
+    /// (`tokens_after` then carries the same correction when it is positive).
+    pub basis: Basis,
+    /// With `basis: usage`: the provider's figure, what it covered, and the observed
+    /// error of the pure estimate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub anchor: Option<Anchor>,
+    /// The last observed relative error of the pure estimate against the provider's
+    /// reported usage in this session (`(estimate - usage) / usage`: positive when
+    /// over); `None` until a call passes the usage.
+    pub estimate_error: Option<f64>,
     /// The tiers that changed something, in the order they ran.
     pub tiers: Vec<Tier>,
     /// How many messages each kept layer holds in the output.
@@ -116,6 +128,7 @@ pub(super) struct Facts<'a> {
     pub(super) input_problems: Vec<Problem>,
     pub(super) repaired: Vec<Repaired>,
     pub(super) injected: Vec<String>,
+    pub(super) estimate_error: Option<f64>,
 }
 
 impl Report {
@@ -138,6 +151,9 @@ impl Report {
             usage_before: est.usage_pct,
             usage_after: est.usage_pct,
             breakdown: est.breakdown,
+            basis: est.basis,
+            anchor: est.anchor,
+            estimate_error: f.estimate_error,
             tiers: Vec::new(),
             kept: Kept::default(),
             capped: 0,
@@ -159,8 +175,13 @@ impl Report {
 
     /// Adds what a compaction did.
     pub(super) fn apply(&mut self, c: &Compaction) {
-        self.tokens_after = c.tokens_after;
-        self.usage_after = crate::estimate::usage(c.tokens_after, self.max_tokens);
+        // The pipeline counts with the estimator; a positive anchoring correction
+        // stays (see `Limits::corrected`).
+        let correction = self
+            .anchor
+            .map_or(0, |a| usize::try_from(a.correction()).unwrap_or(0));
+        self.tokens_after = c.tokens_after + correction;
+        self.usage_after = crate::estimate::usage(self.tokens_after, self.max_tokens);
         self.tiers = c.tiers.clone();
         self.kept = c.kept;
         self.capped = c.capped;

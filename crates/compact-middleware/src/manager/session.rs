@@ -39,6 +39,9 @@ pub struct Session {
     /// Secret fragments seen in messages that left the context, scrubbed
     /// literally from derived text (summaries, events).
     pub(super) secrets: Secrets,
+    /// The last observed relative error of the pure token estimate against the
+    /// provider's reported usage (`crate::estimate::Anchor::error`).
+    pub(super) estimate_error: Option<f64>,
 }
 
 /// The rolling summary message we put in the context.
@@ -116,6 +119,7 @@ impl Session {
             memory_key: None,
             cross_session: None,
             secrets: Secrets::default(),
+            estimate_error: None,
         }
     }
 

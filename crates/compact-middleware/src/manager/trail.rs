@@ -86,6 +86,7 @@ impl Trail {
         input: &Recognised,
         injected: &[String],
         problems: &[crate::model::Problem],
+        estimate_error: Option<f64>,
     ) {
         self.events
             .push(span.0.finish_payload(&payload::TokenEstimate {
@@ -98,6 +99,12 @@ impl Trail {
                 reused_messages: input.reused as u64,
                 injected: injected.to_vec(),
                 input_problems: json!(problems),
+                basis: match est.basis {
+                    crate::estimate::Basis::Estimate => "estimate",
+                    crate::estimate::Basis::Usage => "usage",
+                }
+                .to_string(),
+                estimate_error,
             }));
     }
 

@@ -59,6 +59,21 @@ pub struct Limits {
     pub target: usize,
 }
 
+impl Limits {
+    /// The limits in the estimator's own counts when `correction` tokens have to be
+    /// added to them to get the real figure (usage anchoring): the budget and target
+    /// shrink by a positive correction. A negative one (the estimate was over) is not
+    /// credited: compaction removes the messages it was measured on.
+    pub fn corrected(self, correction: i64) -> Self {
+        let c = usize::try_from(correction).unwrap_or(0);
+        Limits {
+            budget: self.budget.saturating_sub(c),
+            target: self.target.saturating_sub(c),
+            ..self
+        }
+    }
+}
+
 /// What the pipeline is given.
 pub struct Input<'a> {
     /// The history to compact, oldest first.

@@ -1,6 +1,6 @@
 //! Token estimates for models without a public tokenizer (Claude, Gemini, open models):
 //! characters per token, calibrated per kind of text. The calibration and its measured
-//! error are in `docs/tokens.md`; usage anchoring (`crate::anchor`) corrects what is
+//! error are in `docs/tokens.md`; usage anchoring (`crate::estimate::Anchor`) corrects what is
 //! left.
 use std::sync::Mutex;
 

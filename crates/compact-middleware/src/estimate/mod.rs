@@ -1,6 +1,11 @@
 //! Token estimates of whole requests: the per-message counts (cached by
 //! content hash), the tool schemas, the reply priming, and the breakdown
-//! the `compact.token_estimate` event reports.
+//! the `compact.token_estimate` event reports; anchored to the provider's
+//! reported usage when the caller passes it ([`Anchor`]).
+
+mod anchor;
+
+pub use anchor::{Anchor, Basis, covered_before_last_reply, relative_error};
 
 use std::sync::Arc;
 
@@ -74,15 +79,23 @@ pub struct Breakdown {
 pub struct Estimate {
     /// The model the estimate was made for.
     pub model: String,
-    /// Estimated tokens of the whole request: the breakdown's total.
+    /// Estimated tokens of the whole request: the breakdown's total, or with
+    /// [`Basis::Usage`] the anchored figure ([`Anchor::t_est`]).
     pub t_est: usize,
     /// The model's context window in tokens.
     pub max_tokens: usize,
     /// `t_est / max_tokens` as a fraction (1.0 = full), rounded to 4
     /// decimals; infinite when `max_tokens` is 0.
     pub usage_pct: f64,
-    /// Where the `t_est` tokens go.
+    /// Where the tokens of the pure estimate go (with [`Basis::Usage`], `t_est`
+    /// differs from its total by [`Anchor::correction`]).
     pub breakdown: Breakdown,
+    /// Which figure `t_est` rests on.
+    pub basis: Basis,
+    /// With [`Basis::Usage`]: the provider's figure, what it covered, and the
+    /// observed error of the pure estimate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub anchor: Option<Anchor>,
 }
 
 /// Counts messages with one encoder and a shared cache, so a history whose
@@ -168,6 +181,30 @@ impl Estimator {
         let breakdown = Self::breakdown(messages, &counts, self.count_tools(tools));
         Estimate::new(model, max_tokens, breakdown)
     }
+
+    /// The estimate of a request anchored to `usage_tokens`, the provider's reported
+    /// `usage.input_tokens` of the last request, which held the first `covered`
+    /// messages of this one (and the same tool schemas).
+    pub fn estimate_anchored(
+        &self,
+        model: &str,
+        max_tokens: usize,
+        messages: &[Message],
+        tools: &[Value],
+        covered: usize,
+        usage_tokens: usize,
+    ) -> Estimate {
+        let counts = self.counts(messages);
+        let tools_schema = self.count_tools(tools);
+        let breakdown = Self::breakdown(messages, &counts, tools_schema);
+        let anchor = Anchor::new(
+            &counts,
+            tools_schema + tokens::REPLY_PRIMING,
+            covered,
+            usage_tokens,
+        );
+        Estimate::new(model, max_tokens, breakdown).anchored(anchor)
+    }
 }
 
 impl Breakdown {
@@ -188,7 +225,23 @@ impl Estimate {
             max_tokens,
             usage_pct: usage(t_est, max_tokens),
             breakdown,
+            basis: Basis::Estimate,
+            anchor: None,
         }
+    }
+
+    /// This estimate with `t_est` (and `usage_pct`) taken from `anchor`.
+    pub fn anchored(mut self, anchor: Anchor) -> Self {
+        self.t_est = anchor.t_est;
+        self.usage_pct = usage(anchor.t_est, self.max_tokens);
+        self.basis = Basis::Usage;
+        self.anchor = Some(anchor);
+        self
+    }
+
+    /// What anchoring added to the pure estimate (0 for [`Basis::Estimate`]).
+    pub fn correction(&self) -> i64 {
+        self.anchor.as_ref().map_or(0, Anchor::correction)
     }
 }
 
