@@ -105,6 +105,63 @@ fn estimate_prints_the_breakdown() {
 }
 
 #[test]
+fn usage_anchors_the_estimate_and_the_report_says_so() {
+    let req = json!({"system": "You are helpful.", "messages": [
+        {"role": "user", "content": "What is the capital of France?"},
+        {"role": "assistant", "content": [{"type": "text", "text": "Paris."}]},
+        {"role": "user", "content": "And of Germany?"}
+    ]});
+    let plain = stdout_json(&compact(
+        &["estimate", "--model", "claude-sonnet-4-5"],
+        &req.to_string(),
+    ));
+    assert_eq!(plain["basis"], "estimate");
+    let o = compact(
+        &["estimate", "--model", "claude-sonnet-4-5", "--usage", "40"],
+        &req.to_string(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = stdout_json(&o);
+    assert_eq!(v["basis"], "usage");
+    let a = &v["anchor"];
+    assert_eq!(a["usage_tokens"], 40);
+    // The system and the first question were the request the usage reports on.
+    assert_eq!(a["covered"], 2);
+    let estimated = a["estimated"].as_u64().expect("number");
+    let appended = plain["t_est"].as_u64().expect("number") - estimated;
+    assert_eq!(v["t_est"].as_u64(), Some(40 + appended));
+    let error = (estimated as f64 - 40.0) / 40.0;
+    assert!((a["error"].as_f64().expect("number") - error).abs() < 1e-4);
+
+    let o = compact(
+        &[
+            "preflight",
+            "--model",
+            "claude-sonnet-4-5",
+            "--usage",
+            "40",
+            "--report",
+        ],
+        &req.to_string(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report: Value = serde_json::from_str(stderr(&o).lines().last().unwrap_or_default())
+        .expect("the report is the last line of stderr");
+    assert_eq!(report["basis"], "usage");
+    assert_eq!(report["tokens_before"], v["t_est"]);
+    assert_eq!(report["estimate_error"], a["error"]);
+
+    // No reply in the input: nothing to anchor, and the CLI says so.
+    let o = compact(
+        &["estimate", "--usage", "40"],
+        r#"[{"role":"user","content":"hi"}]"#,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout_json(&o)["basis"], "estimate");
+    assert!(stderr(&o).contains("--usage ignored"), "{}", stderr(&o));
+}
+
+#[test]
 fn bad_input_exits_2_naming_the_json_path_and_prints_nothing() {
     let o = compact(
         &["preflight"],

@@ -750,8 +750,8 @@ fn throughput() {
 /// `(name, text)` of each calibration file: Latin-script prose, CJK prose, code, and
 /// other alphabetic scripts (Cyrillic, Greek).
 fn calibration_corpus() -> Vec<(&'static str, String)> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/tokens/calibration");
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tokens/calibration");
     ["latin", "cjk", "code", "cyrillic"]
         .into_iter()
         .map(|name| {
@@ -805,7 +805,12 @@ fn ratio_figures() {
             for p in text.split("\n\n").filter(|p| p.len() > 200) {
                 let e = compact_middleware::tokens::ratio_estimate(p, &cpt) as f64;
                 let x = bpe.count(p) as f64;
-                println!("  {name} {:+.3} {:.2}c/t {:?}", e / x - 1.0, p.chars().count() as f64 / x, &p[..p.char_indices().nth(50).map_or(p.len(), |(i, _)| i)]);
+                println!(
+                    "  {name} {:+.3} {:.2}c/t {:?}",
+                    e / x - 1.0,
+                    p.chars().count() as f64 / x,
+                    &p[..p.char_indices().nth(50).map_or(p.len(), |(i, _)| i)]
+                );
             }
         }
         let (whole, worst) = ratio_errors(&text);
@@ -818,4 +823,120 @@ fn ratio_figures() {
             worst * 100.0
         );
     }
+}
+
+/// Text the ratios were not calibrated on: the mixed fixture (prose, code, JSON, CJK)
+/// and this repository's own design document and pipeline source.
+fn held_out_corpus() -> Vec<(&'static str, String)> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    [
+        ("mixed.txt", "tests/fixtures/tokens/mixed.txt"),
+        ("docs/design.md", "../../docs/design.md"),
+        ("pipeline/mod.rs", "src/pipeline/mod.rs"),
+    ]
+    .into_iter()
+    .filter_map(|(name, path)| Some((name, std::fs::read_to_string(root.join(path)).ok()?)))
+    .collect()
+}
+
+/// A conversation made of the calibration paragraphs, user and assistant in turn.
+fn calibration_conversation() -> Vec<compact_middleware::Message> {
+    let mut out = vec![compact_middleware::Message::system(
+        "You are a careful engineer. Answer with code when it helps.",
+    )];
+    for (i, p) in calibration_corpus()
+        .iter()
+        .flat_map(|(_, text)| text.split("\n\n").map(str::to_owned).collect::<Vec<_>>())
+        .filter(|p| !p.trim().is_empty())
+        .enumerate()
+    {
+        out.push(if i % 2 == 0 {
+            compact_middleware::Message::user(p)
+        } else {
+            compact_middleware::Message::assistant(p)
+        });
+    }
+    out
+}
+
+/// `(worst pure error, worst anchored error)` over every request of the calibration
+/// conversation that ends with a user message, the exact `o200k` count standing in
+/// for the provider's reported usage: the anchored estimate is the usage of the
+/// request before plus the ratio estimate of the reply and the new user message.
+fn anchoring_errors() -> (f64, f64) {
+    use compact_middleware::estimate::{Estimator, relative_error};
+    let exact = Estimator::new(
+        counter(Backend::Bpe, Encoding::O200k),
+        Arc::new(CountCache::new(10_000)),
+    );
+    let ratio = Estimator::new(
+        compact_middleware::tokens::ratio_counter(compact_middleware::tokens::CharsPerToken::O200K),
+        Arc::new(CountCache::new(10_000)),
+    );
+    let conversation = calibration_conversation();
+    let ends: Vec<usize> = (2..=conversation.len())
+        .filter(|&n| conversation[n - 1].role() == compact_middleware::model::Role::User)
+        .collect();
+    let (mut worst_pure, mut worst_anchored) = (0.0f64, 0.0f64);
+    for pair in ends.windows(2) {
+        let (before, now) = (&conversation[..pair[0]], &conversation[..pair[1]]);
+        let usage = exact.estimate("m", 1 << 20, before, &[]).t_est;
+        let truth = exact.estimate("m", 1 << 20, now, &[]).t_est;
+        let pure = ratio.estimate("m", 1 << 20, now, &[]).t_est;
+        let anchored = ratio.estimate_anchored("m", 1 << 20, now, &[], before.len(), usage);
+        assert_eq!(
+            anchored.basis,
+            compact_middleware::estimate::Basis::Usage,
+            "anchored"
+        );
+        let e = |est: usize| relative_error(est, truth).unwrap_or(0.0).abs();
+        worst_pure = worst_pure.max(e(pure));
+        worst_anchored = worst_anchored.max(e(anchored.t_est));
+    }
+    (worst_pure, worst_anchored)
+}
+
+#[test]
+fn anchoring_to_the_reported_usage_shrinks_the_ratio_error() {
+    let (pure, anchored) = anchoring_errors();
+    // Past the first turns only the appended messages are estimated, so the error
+    // of the whole is a fraction of the error of the pure estimate.
+    assert!(anchored < pure, "anchored {anchored:.4} vs pure {pure:.4}");
+    assert!(anchored <= 0.05, "anchored error {anchored:.4}");
+}
+
+#[test]
+fn the_ratio_estimator_holds_on_text_it_was_not_calibrated_on() {
+    let bpe = counter(Backend::Bpe, Encoding::O200k);
+    let cpt = compact_middleware::tokens::CharsPerToken::O200K;
+    let (_, mixed) = &held_out_corpus()[0];
+    let e = compact_middleware::tokens::ratio_estimate(mixed, &cpt) as f64
+        / bpe.count(mixed) as f64
+        - 1.0;
+    assert!(e.abs() <= 0.15, "mixed.txt: {e:+.3}");
+}
+
+/// The anchoring and held-out figures in `docs/tokens.md`:
+/// `cargo test -p compact-middleware --test tokens anchoring_figures -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn anchoring_figures() {
+    let bpe = counter(Backend::Bpe, Encoding::O200k);
+    for (name, text) in held_out_corpus() {
+        let (whole, worst) = ratio_errors(&text);
+        println!(
+            "held out {name}: {} chars, {} o200k tokens; ratio estimate error {:+.1}% (worst paragraph {:.1}%)",
+            text.chars().count(),
+            bpe.count(&text),
+            whole * 100.0,
+            worst * 100.0
+        );
+    }
+    let (pure, anchored) = anchoring_errors();
+    println!(
+        "calibration conversation ({} messages): worst request error pure {:.2}%, anchored {:.2}%",
+        calibration_conversation().len(),
+        pure * 100.0,
+        anchored * 100.0
+    );
 }

@@ -66,6 +66,17 @@ impl Anchor {
     pub fn correction(&self) -> i64 {
         self.t_est as i64 - self.pure_t_est as i64
     }
+
+    /// How many real tokens one estimated token of this request stands for, at least
+    /// 1: `t_est / pure_t_est`. Compaction works in estimated tokens and aims this much
+    /// lower. An estimate that was over is not credited (a factor below 1 is 1):
+    /// compaction removes the messages it was measured on.
+    pub fn scale(&self) -> f64 {
+        if self.pure_t_est == 0 {
+            return 1.0;
+        }
+        (self.t_est as f64 / self.pure_t_est as f64).max(1.0)
+    }
 }
 
 /// `(estimated - actual) / actual`, rounded to 4 decimals; `None` when `actual` is 0.
@@ -104,6 +115,12 @@ mod tests {
         assert_eq!(a.pure_t_est, 80);
         assert_eq!(a.t_est, 93);
         assert_eq!(a.correction(), 13);
+        assert_eq!(a.scale(), 93.0 / 80.0);
+        assert_eq!(
+            Anchor::new(&[10, 20, 30], 0, 3, 30).scale(),
+            1.0,
+            "over: not credited"
+        );
         assert_eq!(a.error, Some(-0.1625));
         // Covering more than there is covers everything.
         let all = Anchor::new(&[10, 20], 3, 9, 40);

@@ -132,10 +132,11 @@ impl Estimator {
         // A ratio counter shares the encoding of a BPE one: the salt keeps their
         // counts apart in the shared cache.
         let salt = u128::from(self.counter.cache_salt());
-        self.cache
-            .get_or_insert_with(m.content_hash() ^ (salt << 64 | salt), self.counter.encoding(), || {
-                tokens::count_item(self.counter, m.raw())
-            })
+        self.cache.get_or_insert_with(
+            m.content_hash() ^ (salt << 64 | salt),
+            self.counter.encoding(),
+            || tokens::count_item(self.counter, m.raw()),
+        )
     }
 
     /// Tokens of the tool schemas.
@@ -239,9 +240,10 @@ impl Estimate {
         self
     }
 
-    /// What anchoring added to the pure estimate (0 for [`Basis::Estimate`]).
-    pub fn correction(&self) -> i64 {
-        self.anchor.as_ref().map_or(0, Anchor::correction)
+    /// How many real tokens one estimated token stands for ([`Anchor::scale`]; 1 for
+    /// [`Basis::Estimate`]).
+    pub fn scale(&self) -> f64 {
+        self.anchor.as_ref().map_or(1.0, Anchor::scale)
     }
 }
 

@@ -120,7 +120,7 @@ impl CompactManager {
                     &tools,
                     &decision,
                     forced,
-                    limits.corrected(estimate.correction()),
+                    limits.scaled(estimate.scale()),
                 )
                 .await?;
             self.settle(session, trail, &input, c, &mut report).await?

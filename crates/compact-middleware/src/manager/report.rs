@@ -68,7 +68,8 @@ pub struct Report {
     pub breakdown: Breakdown,
     /// Which figure `tokens_before` rests on: the pure estimate, or the provider's
     /// reported usage of the last request plus the estimate of what was appended
-    /// (`tokens_after` then carries the same correction when it is positive).
+    /// (`tokens_after` is then the estimate of the output times
+    /// `anchor.t_est / anchor.pure_t_est`, when that is above 1).
     pub basis: Basis,
     /// With `basis: usage`: the provider's figure, what it covered, and the observed
     /// error of the pure estimate.
@@ -175,12 +176,10 @@ impl Report {
 
     /// Adds what a compaction did.
     pub(super) fn apply(&mut self, c: &Compaction) {
-        // The pipeline counts with the estimator; a positive anchoring correction
-        // stays (see `Limits::corrected`).
-        let correction = self
-            .anchor
-            .map_or(0, |a| usize::try_from(a.correction()).unwrap_or(0));
-        self.tokens_after = c.tokens_after + correction;
+        // The pipeline counts in estimated tokens; anchoring says what they stand for
+        // (see `Limits::scaled`).
+        let scale = self.anchor.map_or(1.0, |a| a.scale());
+        self.tokens_after = (c.tokens_after as f64 * scale).round() as usize;
         self.usage_after = crate::estimate::usage(self.tokens_after, self.max_tokens);
         self.tiers = c.tiers.clone();
         self.kept = c.kept;

@@ -88,8 +88,8 @@ impl Trail {
         problems: &[crate::model::Problem],
         estimate_error: Option<f64>,
     ) {
-        self.events
-            .push(span.0.finish_payload(&payload::TokenEstimate {
+        self.events.push(
+            span.0.finish_payload(&payload::TokenEstimate {
                 model: est.model.clone(),
                 t_est: est.t_est as u64,
                 max_tokens: est.max_tokens as u64,
@@ -105,7 +105,8 @@ impl Trail {
                 }
                 .to_string(),
                 estimate_error,
-            }));
+            }),
+        );
     }
 
     /// `compact.trigger_decision`.

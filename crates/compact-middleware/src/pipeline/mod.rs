@@ -60,15 +60,17 @@ pub struct Limits {
 }
 
 impl Limits {
-    /// The limits in the estimator's own counts when `correction` tokens have to be
-    /// added to them to get the real figure (usage anchoring): the budget and target
-    /// shrink by a positive correction. A negative one (the estimate was over) is not
-    /// credited: compaction removes the messages it was measured on.
-    pub fn corrected(self, correction: i64) -> Self {
-        let c = usize::try_from(correction).unwrap_or(0);
+    /// The limits in the estimator's own counts when one estimated token stands for
+    /// `scale` real ones (usage anchoring, `crate::estimate::Anchor::scale`): the
+    /// budget and target shrink by that factor; a factor at or below 1 changes nothing.
+    pub fn scaled(self, scale: f64) -> Self {
+        if !(scale.is_finite() && scale > 1.0) {
+            return self;
+        }
+        let down = |t: usize| (t as f64 / scale).floor() as usize;
         Limits {
-            budget: self.budget.saturating_sub(c),
-            target: self.target.saturating_sub(c),
+            budget: down(self.budget),
+            target: down(self.target),
             ..self
         }
     }

@@ -51,13 +51,21 @@ impl CharsPerToken {
 
     /// The first ratio that is not a finite number above zero, by name.
     pub fn invalid(&self) -> Option<(&'static str, f64)> {
-        [("latin", self.latin), ("cjk", self.cjk), ("code", self.code)]
-            .into_iter()
-            .find(|(_, v)| !(v.is_finite() && *v > 0.0))
+        [
+            ("latin", self.latin),
+            ("cjk", self.cjk),
+            ("code", self.code),
+        ]
+        .into_iter()
+        .find(|(_, v)| !(v.is_finite() && *v > 0.0))
     }
 
     fn bits(&self) -> [u64; 3] {
-        [self.latin.to_bits(), self.cjk.to_bits(), self.code.to_bits()]
+        [
+            self.latin.to_bits(),
+            self.cjk.to_bits(),
+            self.code.to_bits(),
+        ]
     }
 }
 
@@ -74,8 +82,30 @@ const CODE_SYMBOL_SHARE: f64 = 0.05;
 fn is_code_symbol(c: char) -> bool {
     matches!(
         c,
-        '{' | '}' | '[' | ']' | '(' | ')' | '<' | '>' | '=' | '_' | '/' | '\\' | '|' | '&'
-            | '*' | '#' | '$' | '%' | '^' | '~' | '`' | '@' | '+' | ';' | '"'
+        '{' | '}'
+            | '['
+            | ']'
+            | '('
+            | ')'
+            | '<'
+            | '>'
+            | '='
+            | '_'
+            | '/'
+            | '\\'
+            | '|'
+            | '&'
+            | '*'
+            | '#'
+            | '$'
+            | '%'
+            | '^'
+            | '~'
+            | '`'
+            | '@'
+            | '+'
+            | ';'
+            | '"'
     )
 }
 
@@ -129,13 +159,12 @@ pub fn estimate(text: &str, cpt: &CharsPerToken) -> usize {
             }
         }
         let latin_visible = visible - cjk;
-        let per_token = if latin_visible > 0
-            && symbols as f64 >= CODE_SYMBOL_SHARE * latin_visible as f64
-        {
-            cpt.code
-        } else {
-            cpt.latin
-        };
+        let per_token =
+            if latin_visible > 0 && symbols as f64 >= CODE_SYMBOL_SHARE * latin_visible as f64 {
+                cpt.code
+            } else {
+                cpt.latin
+            };
         tokens += units / per_token + cjk as f64 / cpt.cjk;
     }
     (tokens.round() as usize).max(1)
