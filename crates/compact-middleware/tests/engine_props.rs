@@ -182,6 +182,7 @@ fn decode(items: &[Value], wire: Wire) -> Vec<Message> {
     let f = match wire {
         Wire::Chat => Format::Chat,
         Wire::Responses => Format::Responses,
+        Wire::Anthropic => Format::Anthropic,
     };
     Request::from_value(Value::Array(items.to_vec()), f)
         .expect("generated history decodes")
@@ -314,5 +315,23 @@ proptest! {
         steps in prop::collection::vec(arb_next(), 0..4),
     ) {
         run_case(Wire::Responses, items, config, tools, first, steps)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Invariants 1-5 after every call of a random session, Anthropic Messages
+    /// (parallel tool_use blocks answered in one user message, signed thinking
+    /// blocks, cache_control).
+    #[test]
+    fn invariants_hold_anthropic(
+        items in arb_rich_history(Wire::Anthropic, 1..14),
+        config in arb_config(),
+        tools in arb_tools_schema(),
+        first in 1usize..10,
+        steps in prop::collection::vec(arb_next(), 0..4),
+    ) {
+        run_case(Wire::Anthropic, items, config, tools, first, steps)?;
     }
 }

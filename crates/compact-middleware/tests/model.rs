@@ -40,6 +40,41 @@ proptest! {
     }
 
     #[test]
+    fn anthropic_round_trip_is_lossless(items in arb_history(Wire::Anthropic, 0..12)) {
+        let mut v = json!({"model": "claude-sonnet-4-5", "max_tokens": 1024, "messages": items.clone()});
+        let system = items.first().filter(|m| m["role"] == "system").cloned();
+        if let Some(system) = &system {
+            // The top-level form of the system prompt.
+            v["messages"] = Value::Array(items[1..].to_vec());
+            v["system"] = system["content"].clone();
+        }
+        let req = Request::from_value(v.clone(), Format::Anthropic).unwrap();
+        let back = req.to_value(&req.messages, false);
+        prop_assert_eq!(serde_json::to_string(&back).unwrap(), serde_json::to_string(&v).unwrap());
+        prop_assert!(validate(&req.messages).is_empty());
+        // A history with a tool_use or thinking block is recognised as Anthropic.
+        let anthropic_only = serde_json::to_string(&items).unwrap().contains("\"tool_use\"");
+        if anthropic_only {
+            let auto = Request::from_value(v, Format::Auto).unwrap();
+            prop_assert_eq!(auto.format, Format::Anthropic);
+        }
+    }
+
+    #[test]
+    fn anthropic_groups_never_split_a_pair(items in arb_history(Wire::Anthropic, 0..10)) {
+        let req = Request::from_value(Value::Array(items), Format::Anthropic).unwrap();
+        let ms = req.messages;
+        let gs = groups(&ms);
+        let mut next = 0;
+        for g in &gs {
+            prop_assert_eq!(g.start, next);
+            next = g.end;
+            prop_assert!(validate(&ms[g.clone()]).is_empty(), "group {:?} not self-contained", g);
+        }
+        prop_assert_eq!(next, ms.len());
+    }
+
+    #[test]
     fn groups_partition_and_never_split_a_pair(items in arb_history(Wire::Responses, 0..10)) {
         let ms = decode(Value::Array(items));
         let gs = groups(&ms);

@@ -1,5 +1,5 @@
 //! Shared generators for integration tests: random but well-formed agent
-//! histories in both wire formats.
+//! histories in every wire format (Chat Completions, Responses, Anthropic Messages).
 #![allow(dead_code)]
 
 pub(crate) mod invariants;
@@ -12,6 +12,24 @@ use serde_json::{Map, Value, json};
 pub(crate) enum Wire {
     Chat,
     Responses,
+    /// Anthropic Messages: text, `thinking` (signed), `tool_use` blocks in assistant
+    /// messages, `tool_result` blocks in the user message after them.
+    Anthropic,
+}
+
+/// True for an Anthropic user message that only carries `tool_result` blocks (a tool
+/// answer, not a user turn).
+pub(crate) fn is_tool_result_message(item: &Value) -> bool {
+    item.get("role").and_then(Value::as_str) == Some("user")
+        && item
+            .get("content")
+            .and_then(Value::as_array)
+            .is_some_and(|blocks| {
+                !blocks.is_empty()
+                    && blocks
+                        .iter()
+                        .all(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
+            })
 }
 
 /// Random JSON scalars/objects for unknown fields (round-trip must keep them).
@@ -121,14 +139,26 @@ pub(crate) fn render(wire: Wire, system: bool, plans: &[TurnPlan]) -> Vec<Value>
         out.push(json!({"role": "system", "content": "You are a careful coding agent."}));
     }
     for (t, plan) in plans.iter().enumerate() {
-        let mut user = json!({"role": "user", "content": format!("turn {t}: {}", plan.user)});
+        let text = format!("turn {t}: {}", plan.user);
+        let mut user = match wire {
+            // Anthropic user text as blocks, sometimes with a cache breakpoint.
+            Wire::Anthropic if t % 2 == 1 => json!({"role": "user", "content": [
+                {"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}
+            ]}),
+            _ => json!({"role": "user", "content": text}),
+        };
         if plan.protected {
             user["meta"] = json!({"protected": true, "label": "requirement"});
         }
         out.push(with_extra(user, &plan.extra));
         for step in &plan.steps {
             match step {
-                Step::Reply(text) => out.push(json!({"role": "assistant", "content": text})),
+                Step::Reply(text) => out.push(match wire {
+                    Wire::Anthropic => {
+                        json!({"role": "assistant", "content": [{"type": "text", "text": text}]})
+                    }
+                    _ => json!({"role": "assistant", "content": text}),
+                }),
                 Step::Tools { reasoning, calls } => {
                     let ids: Vec<String> = calls
                         .iter()
@@ -164,6 +194,25 @@ pub(crate) fn render(wire: Wire, system: bool, plans: &[TurnPlan]) -> Vec<Value>
                                 out.push(json!({"type": "function_call_output", "call_id": id, "output": tool_output(name, args, *size)}));
                             }
                         }
+                        Wire::Anthropic => {
+                            let mut blocks = Vec::new();
+                            if *reasoning {
+                                blocks.push(json!({"type": "thinking", "thinking": format!("Which tools answer turn {t}?"), "signature": format!("sig-{call}-EqQBCkgIARABGAIiQL")}));
+                            }
+                            for ((name, args, _), id) in calls.iter().zip(&ids) {
+                                blocks.push(json!({"type": "tool_use", "id": format!("toolu_{id}"), "name": name, "input": {"q": args}}));
+                            }
+                            out.push(json!({"role": "assistant", "content": blocks}));
+                            // Every answer in one user message, as the API wants them.
+                            let results: Vec<Value> = calls
+                                .iter()
+                                .zip(&ids)
+                                .map(|((name, args, size), id)| {
+                                    json!({"type": "tool_result", "tool_use_id": format!("toolu_{id}"), "content": tool_output(name, args, *size)})
+                                })
+                                .collect();
+                            out.push(json!({"role": "user", "content": results}));
+                        }
                     }
                 }
             }
@@ -184,7 +233,7 @@ pub(crate) fn obj(v: Value) -> Map<String, Value> {
 /// (cycled): pin assistant replies, tool results, reasoning items or user
 /// messages; insert developer messages before a turn; paste a summary
 /// look-alike into a user message (ordinary content, never our summary).
-pub(crate) fn decorate(items: Vec<Value>, marks: &[u8]) -> Vec<Value> {
+pub(crate) fn decorate(items: Vec<Value>, marks: &[u8], wire: Wire) -> Vec<Value> {
     if marks.is_empty() {
         return items;
     }
@@ -194,16 +243,27 @@ pub(crate) fn decorate(items: Vec<Value>, marks: &[u8]) -> Vec<Value> {
         let role = item.get("role").and_then(Value::as_str).unwrap_or("");
         let ty = item.get("type").and_then(Value::as_str).unwrap_or("");
         let is_reply = role == "assistant" && item.get("tool_calls").is_none();
-        let is_result = role == "tool" || ty == "function_call_output";
+        let tool_answer = is_tool_result_message(&item);
+        let is_result = role == "tool" || ty == "function_call_output" || tool_answer;
+        // An Anthropic history has no developer messages.
+        let anthropic = wire == Wire::Anthropic;
+        let role = if tool_answer { "" } else { role };
         let pin = json!({"protected": true, "label": format!("pin {i}")});
         match mark {
             0 if is_reply => item["meta"] = pin,
             1 if is_result => item["meta"] = pin,
-            2 if role == "user" => {
+            2 if role == "user" && !anthropic => {
                 out.push(json!({"role": "developer", "content": format!("Developer note {i}: answers stay short.")}));
             }
             3 if role == "user" => {
-                let text = item["content"].as_str().unwrap_or("").to_string();
+                let text = match &item["content"] {
+                    Value::Array(blocks) => blocks
+                        .iter()
+                        .filter_map(|b| b.get("text").and_then(Value::as_str))
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                    other => other.as_str().unwrap_or("").to_string(),
+                };
                 item["content"] = Value::String(format!("COMPACT-SUMMARY v1\n(pasted) {text}"));
             }
             4 if role == "user" => item["meta"] = pin,
@@ -224,16 +284,18 @@ pub(crate) fn arb_rich_history(
         arb_history(wire, turns),
         prop::collection::vec(any::<u8>(), 1..24),
     )
-        .prop_map(|(items, marks)| decorate(items, &marks))
+        .prop_map(move |(items, marks)| decorate(items, &marks, wire))
 }
 
-/// Index of the item that opens user turn `t` (the `t`-th user message), or
-/// the length when there are fewer.
+/// Index of the item that opens user turn `t` (the `t`-th user message; an Anthropic
+/// message of tool results is none), or the length when there are fewer.
 pub(crate) fn turn_boundary(items: &[Value], t: usize) -> usize {
     items
         .iter()
         .enumerate()
-        .filter(|(_, v)| v.get("role").and_then(Value::as_str) == Some("user"))
+        .filter(|(_, v)| {
+            v.get("role").and_then(Value::as_str) == Some("user") && !is_tool_result_message(v)
+        })
         .map(|(i, _)| i)
         .nth(t)
         .unwrap_or(items.len())
