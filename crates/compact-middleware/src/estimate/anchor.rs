@@ -94,7 +94,7 @@ pub fn relative_error(estimated: usize, actual: usize) -> Option<f64> {
 /// history has no model output, so no response whose usage could be anchored.
 pub fn covered_before_last_reply(messages: &[Message]) -> Option<usize> {
     let is_output = |m: &Message| m.role() == Role::Assistant || m.kind().compaction;
-    let last = messages.iter().rposition(|m| is_output(m))?;
+    let last = messages.iter().rposition(is_output)?;
     let mut start = last;
     while start > 0 && is_output(&messages[start - 1]) && !messages[start - 1].is_bridge() {
         start -= 1;

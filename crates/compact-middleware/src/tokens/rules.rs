@@ -189,7 +189,7 @@ fn count_object(c: &dyn TokenCounter, map: &Map<String, Value>) -> usize {
         .filter(|(key, value)| {
             // `type` discriminators are structure; encrypted reasoning is opaque to us and
             // not billed as text we can see.
-            !(key.as_str() == "type" && value.is_string()) && !never_counted(key)
+            !(never_counted(key) || key.as_str() == "type" && value.is_string())
         })
         .map(|(_, value)| count_value(c, value))
         .sum()
