@@ -1,5 +1,5 @@
 //! An Ariadne-compatible trace server: the public Ariadne Trace Viewer's
-//! web UI and Python exporter work against it unchanged (DESIGN §8), and
+//! web UI and Python exporter work against it unchanged (`docs/design.md §8`), and
 //! it adds what Ariadne lacks: durability (a 200 means on disk), SSE
 //! replay by event id, tokens, CORS limits, metrics, and the OpenAI
 //! Agents SDK and OTLP ingest formats.
@@ -16,6 +16,7 @@
 //! - [`listener`]: the connection-limited TCP listener.
 //! - [`metrics`]: Prometheus counters.
 //! - [`map`]: OpenAI Agents SDK and OTLP JSON to events.
+//! - [`session`]: a session's preflights, one row each, from its spans.
 //! - [`ui`]: the timeline web UI.
 //! - [`error`]: [`ServerError`], [`StoreError`].
 
@@ -29,6 +30,7 @@ pub mod metrics;
 pub mod routes;
 pub mod schema;
 pub mod security;
+pub mod session;
 pub mod sse;
 pub mod store;
 pub mod ui;

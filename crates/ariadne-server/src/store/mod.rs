@@ -9,6 +9,7 @@
 //! concurrent requests share the cost of one `fsync`.
 
 pub mod log;
+pub mod marks;
 pub mod memory;
 
 use std::path::Path;
@@ -23,7 +24,8 @@ use tokio::sync::{broadcast, oneshot};
 use crate::config::{Retention, StoreOptions};
 use crate::error::StoreError;
 use crate::schema::ValidEvent;
-pub use memory::{Memory, StoredEvent, TraceSummary};
+pub use marks::{Counts, Marks};
+pub use memory::{Badge, EventMeta, Memory, StoredEvent, TraceFilter, TraceSummary};
 
 /// A group commit takes at most this many events at once, so one huge
 /// burst does not hold every earlier request behind one giant write.
@@ -203,6 +205,12 @@ struct Meta<'a> {
     kind: Option<std::borrow::Cow<'a, str>>,
     #[serde(default, borrow)]
     started_at: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    ended_at: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    name: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    status: Option<std::borrow::Cow<'a, str>>,
 }
 
 fn stored_from_record(r: log::Record) -> Option<StoredEvent> {
@@ -214,15 +222,29 @@ fn stored_from_record(r: log::Record) -> Option<StoredEvent> {
             return None;
         }
     };
-    Some(StoredEvent::new(
-        r.seq,
-        r.received_ms,
-        meta.ty == "span",
-        meta.trace_id.as_ref().into(),
-        meta.kind.map(|k| k.as_ref().into()),
-        meta.started_at.as_deref().and_then(parse_rfc3339_millis),
-        &r.json,
-    ))
+    let is_span = meta.ty == "span";
+    // Only compact's spans carry marks beyond span and status: read the
+    // whole object for those alone, so recovery stays cheap.
+    let marks = if meta
+        .name
+        .as_deref()
+        .is_some_and(|n| n.starts_with("compact."))
+    {
+        serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&r.json)
+            .map(|o| Marks::of(&o))
+            .unwrap_or_default()
+    } else {
+        Marks::span(is_span, meta.status.as_deref() == Some("error"))
+    };
+    let meta = EventMeta {
+        is_span,
+        trace_id: meta.trace_id.as_ref().into(),
+        kind: meta.kind.map(|k| k.as_ref().into()),
+        started_ms: meta.started_at.as_deref().and_then(parse_rfc3339_millis),
+        ended_ms: meta.ended_at.as_deref().and_then(parse_rfc3339_millis),
+        marks,
+    };
+    Some(StoredEvent::new(r.seq, r.received_ms, meta, &r.json))
 }
 
 struct Writer {
@@ -293,10 +315,7 @@ impl Writer {
                 published.push(Arc::new(StoredEvent::new(
                     seq,
                     received_ms,
-                    ev.is_span,
-                    ev.trace_id.into_boxed_str(),
-                    ev.kind.map(String::into_boxed_str),
-                    ev.started_ms,
+                    ev.meta,
                     &ev.json,
                 )));
                 seq += 1;
