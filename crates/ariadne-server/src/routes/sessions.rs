@@ -61,7 +61,8 @@ fn filter(q: &HashMap<String, String>) -> Result<TraceFilter, BadRequest> {
 /// an `/api/traces` entry plus `counts` and `usage_pct`; `q` keeps the ids
 /// containing it (case-insensitive), `has` (a comma list of `compactions`,
 /// `errors`, `insufficient`, `fallbacks`, `breaker_open`) the sessions with
-/// at least one of them. `totals` counts every retained event, and `traces`.
+/// at least one of them. `totals` counts every retained event, the `traces`,
+/// and gives the `last_seq` they include (a live client adds what comes after).
 pub async fn list(
     State(state): State<AppState>,
     Query(q): Query<HashMap<String, String>>,
@@ -74,16 +75,19 @@ pub async fn list(
         Ok(f) => f,
         Err(e) => return e.into_response(),
     };
-    let (page, totals, traces) = {
+    let (page, totals, traces, last_seq) = {
         let memory = state.store().memory();
         (
             memory.traces_where(limit, before, &filter),
             memory.totals(),
             memory.trace_count(),
+            memory.last_seq(),
         )
     };
     let mut totals = json!(totals);
     totals["traces"] = json!(traces);
+    // What these counts include: a live client adds only what comes after.
+    totals["last_seq"] = json!(last_seq.unwrap_or(0));
     reply(
         StatusCode::OK,
         json!({
