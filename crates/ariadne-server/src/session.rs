@@ -19,7 +19,7 @@ use crate::store::StoredEvent;
 
 /// One preflight: the `compact.preflight` span and its children.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct PreflightRow {
+pub(crate) struct PreflightRow {
     /// 1-based position among the session's retained preflights, by start.
     pub turn: usize,
     /// The `compact.preflight` span.
@@ -72,7 +72,7 @@ pub struct PreflightRow {
 
 /// A `compact.summary_created` span, without its text.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct SummaryInfo {
+pub(crate) struct SummaryInfo {
     /// The span.
     pub span_id: String,
     /// The `N` of `COMPACT-SUMMARY vN`.
@@ -101,7 +101,7 @@ pub struct SummaryInfo {
 
 /// A `compact.pruned_messages` span.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct PrunedInfo {
+pub(crate) struct PrunedInfo {
     /// Messages that left the context.
     pub pruned_count: Option<u64>,
     /// Tool results capped.
@@ -120,7 +120,7 @@ pub struct PrunedInfo {
 
 /// A `compact.archival` span.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct ArchivalInfo {
+pub(crate) struct ArchivalInfo {
     /// The first key written.
     pub path: Option<String>,
     /// Every key written.
@@ -137,7 +137,7 @@ pub struct ArchivalInfo {
 
 /// A `compact.error` span.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct ErrorInfo {
+pub(crate) struct ErrorInfo {
     /// `InsufficientBudget`, `CircuitOpen`, a summarizer failure...
     pub error_type: Option<String>,
     /// What was done instead.
@@ -148,7 +148,7 @@ pub struct ErrorInfo {
 
 /// The session view of one trace.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct SessionView {
+pub(crate) struct SessionView {
     /// The context window of the latest preflight that reported one.
     pub window: Option<u64>,
     /// The latest trigger threshold.
@@ -162,7 +162,7 @@ pub struct SessionView {
 /// One preflight in full: its row, its spans, and the summary text next to
 /// the previous one (for a side-by-side diff).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PreflightDetail {
+pub(crate) struct PreflightDetail {
     /// The row.
     pub row: PreflightRow,
     /// The summary this call wrote (`output_text`).
@@ -175,7 +175,7 @@ pub struct PreflightDetail {
 
 /// The summary an earlier preflight wrote.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PreviousSummary {
+pub(crate) struct PreviousSummary {
     /// The preflight that wrote it.
     pub preflight_span_id: String,
     /// Its version.
@@ -417,7 +417,7 @@ fn summary_info(s: &Span) -> SummaryInfo {
 }
 
 /// The session view of a trace's events (in sequence order).
-pub fn view(events: &[Arc<StoredEvent>]) -> SessionView {
+pub(crate) fn view(events: &[Arc<StoredEvent>]) -> SessionView {
     let parsed = parse(events);
     let preflights: Vec<PreflightRow> = parsed
         .preflights
@@ -436,7 +436,7 @@ pub fn view(events: &[Arc<StoredEvent>]) -> SessionView {
 
 /// One preflight of a trace in full, or `None` when no retained
 /// `compact.preflight` span has that id.
-pub fn detail(events: &[Arc<StoredEvent>], span_id: &str) -> Option<PreflightDetail> {
+pub(crate) fn detail(events: &[Arc<StoredEvent>], span_id: &str) -> Option<PreflightDetail> {
     let parsed = parse(events);
     let pos = parsed
         .preflights

@@ -93,7 +93,7 @@ pub(crate) fn trace_entry(t: &TraceSummary) -> Map<String, Value> {
 /// events, `times_derived` when the times come from its events,
 /// `last_activity_at`, `event_count`, `last_seq`. Pass `next_before` as
 /// `before` for the next page.
-pub async fn list(
+pub(crate) async fn list(
     State(state): State<AppState>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
@@ -112,7 +112,7 @@ pub async fn list(
 /// `GET /api/traces/{trace_id}`: `{"trace":<event>|null,"spans":[...]}`,
 /// spans in arrival order, each as ingested plus its `seq`; the trace is
 /// its trace events merged; 404 if unknown.
-pub async fn get(State(state): State<AppState>, Path(trace_id): Path<String>) -> Response {
+pub(crate) async fn get(State(state): State<AppState>, Path(trace_id): Path<String>) -> Response {
     let (events, summary) = {
         let memory = state.store().memory();
         (memory.trace_events(&trace_id), memory.trace(&trace_id))

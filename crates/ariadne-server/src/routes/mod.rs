@@ -6,10 +6,10 @@
 //!   `GET /api/sessions/{id}/preflights/{span_id}`.
 //! - [`health`]: `GET /healthz`, `GET /metrics`.
 
-pub mod api;
-pub mod health;
-pub mod ingest;
-pub mod sessions;
+pub(crate) mod api;
+pub(crate) mod health;
+pub(crate) mod ingest;
+pub(crate) mod sessions;
 
 use axum::Json;
 use axum::http::StatusCode;

@@ -63,7 +63,7 @@ fn filter(q: &HashMap<String, String>) -> Result<TraceFilter, BadRequest> {
 /// `errors`, `insufficient`, `fallbacks`, `breaker_open`) the sessions with
 /// at least one of them. `totals` counts every retained event, the `traces`,
 /// and gives the `last_seq` they include (a live client adds what comes after).
-pub async fn list(
+pub(crate) async fn list(
     State(state): State<AppState>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
@@ -108,7 +108,7 @@ fn not_found(what: &str) -> Response {
 /// `GET /api/sessions/{id}`: the `/api/sessions` entry of the trace plus
 /// `window`, `trigger_pct`, `target_pct` and `preflights` (one row per
 /// `compact.preflight`, oldest first); 404 if unknown.
-pub async fn get(State(state): State<AppState>, Path(id): Path<String>) -> Response {
+pub(crate) async fn get(State(state): State<AppState>, Path(id): Path<String>) -> Response {
     let (summary, events) = {
         let memory = state.store().memory();
         (memory.trace(&id), memory.trace_events(&id))
@@ -127,7 +127,7 @@ pub async fn get(State(state): State<AppState>, Path(id): Path<String>) -> Respo
 /// `GET /api/sessions/{id}/preflights/{span_id}`: `{"row", "summary_text",
 /// "previous_summary": {preflight_span_id, version, output_text}|null,
 /// "spans": [...]}`; 404 if the session or the preflight is unknown.
-pub async fn preflight(
+pub(crate) async fn preflight(
     State(state): State<AppState>,
     Path((id, span_id)): Path<(String, String)>,
 ) -> Response {

@@ -18,7 +18,7 @@ const BREAKER_OPEN: u8 = 1 << 6;
 
 /// What one event says about its session.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Marks {
+pub(crate) struct Marks {
     bits: u8,
     /// `usage_pct` of a `compact.token_estimate`: how full the context was.
     usage_pct: Option<f64>,
@@ -26,7 +26,7 @@ pub struct Marks {
 
 impl Marks {
     /// Classifies a validated event (its canonical object).
-    pub fn of(object: &Map<String, Value>) -> Marks {
+    pub(crate) fn of(object: &Map<String, Value>) -> Marks {
         let mut m = Marks::default();
         if object.get("type").and_then(Value::as_str) != Some("span") {
             return m;
@@ -70,7 +70,7 @@ impl Marks {
 
     /// The marks of an event that is not one of compact's spans: whether it
     /// is a span, and whether it failed.
-    pub fn span(is_span: bool, error: bool) -> Marks {
+    pub(crate) fn span(is_span: bool, error: bool) -> Marks {
         let mut m = Marks::default();
         if is_span {
             m.bits |= SPAN;
@@ -81,20 +81,15 @@ impl Marks {
         m
     }
 
-    /// Whether the event is a span.
-    pub fn is_span(self) -> bool {
-        self.bits & SPAN != 0
-    }
-
     /// The context usage a `compact.token_estimate` reported.
-    pub fn usage_pct(self) -> Option<f64> {
+    pub(crate) fn usage_pct(self) -> Option<f64> {
         self.usage_pct
     }
 }
 
 /// Counters over a set of retained events (one trace, or all of them).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Counts {
+pub(crate) struct Counts {
     /// Events (traces and spans).
     pub events: u64,
     /// Spans.
@@ -134,12 +129,12 @@ impl Counts {
     }
 
     /// Counts one more event.
-    pub fn add(&mut self, m: Marks) {
+    pub(crate) fn add(&mut self, m: Marks) {
         self.each(m, |c| *c += 1);
     }
 
     /// Forgets one event counted before.
-    pub fn remove(&mut self, m: Marks) {
+    pub(crate) fn remove(&mut self, m: Marks) {
         self.each(m, |c| *c = c.saturating_sub(1));
     }
 }

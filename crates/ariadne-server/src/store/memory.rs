@@ -12,7 +12,7 @@ use super::marks::{Counts, Marks};
 
 /// What the index keeps of an event besides its JSON.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct EventMeta {
+pub(crate) struct EventMeta {
     /// A span (`true`) or a trace.
     pub is_span: bool,
     /// The trace it belongs to.
@@ -29,7 +29,7 @@ pub struct EventMeta {
 
 /// One stored event, shared by the store, the SSE streams and the API.
 #[derive(Debug)]
-pub struct StoredEvent {
+pub(crate) struct StoredEvent {
     /// Monotonic sequence number: the SSE `id:`.
     pub seq: u64,
     /// When the server received it (epoch ms); age retention uses it.
@@ -54,7 +54,7 @@ pub struct StoredEvent {
 
 impl StoredEvent {
     /// An event numbered `seq` whose JSON (one line, as serde_json writes it) is `json`.
-    pub fn new(seq: u64, received_ms: i64, meta: EventMeta, json: &str) -> Self {
+    pub(crate) fn new(seq: u64, received_ms: i64, meta: EventMeta, json: &str) -> Self {
         let frame = format!("id: {seq}\ndata: {json}\n\n").into_boxed_str();
         let json_at = frame.len() - 2 - json.len();
         StoredEvent {
@@ -72,12 +72,12 @@ impl StoredEvent {
     }
 
     /// The event's JSON, exactly as ingested after validation.
-    pub fn json(&self) -> &str {
+    pub(crate) fn json(&self) -> &str {
         &self.frame[self.json_at..self.frame.len() - 2]
     }
 
     /// The event as one SSE message.
-    pub fn sse_frame(&self) -> &str {
+    pub(crate) fn sse_frame(&self) -> &str {
         &self.frame
     }
 }
@@ -146,7 +146,7 @@ struct TraceEntry {
 
 /// Retained events and the trace index.
 #[derive(Debug, Default)]
-pub struct Memory {
+pub(crate) struct Memory {
     events: VecDeque<Arc<StoredEvent>>,
     traces: HashMap<Box<str>, TraceEntry>,
     /// Traces by their latest event, for newest-first listing.
@@ -157,7 +157,7 @@ pub struct Memory {
 
 /// A trace as `/api/traces` and `/api/sessions` list it.
 #[derive(Debug, Clone)]
-pub struct TraceSummary {
+pub(crate) struct TraceSummary {
     /// The trace id.
     pub trace_id: String,
     /// Its trace fields (merged over its retained trace events), if any.
@@ -202,7 +202,7 @@ impl TraceEntry {
 
 /// Which traces a listing wants, besides its page.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TraceFilter {
+pub(crate) struct TraceFilter {
     /// A substring of the trace id (ASCII case-insensitive).
     pub id_contains: Option<String>,
     /// Only traces with at least one of these counted.
@@ -211,7 +211,7 @@ pub struct TraceFilter {
 
 /// A counter a listing can filter on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Badge {
+pub(crate) enum Badge {
     /// At least one compaction.
     Compactions,
     /// At least one span with status `error`.
@@ -226,7 +226,7 @@ pub enum Badge {
 
 impl Badge {
     /// The names the API accepts, in `has=` order.
-    pub const NAMES: [&'static str; 5] = [
+    pub(crate) const NAMES: [&'static str; 5] = [
         "compactions",
         "errors",
         "insufficient",
@@ -235,7 +235,7 @@ impl Badge {
     ];
 
     /// The badge called `name`.
-    pub fn parse(name: &str) -> Option<Badge> {
+    pub(crate) fn parse(name: &str) -> Option<Badge> {
         Some(match name {
             "compactions" => Badge::Compactions,
             "errors" => Badge::Errors,
@@ -271,7 +271,7 @@ impl TraceFilter {
 
 impl Memory {
     /// Appends an event (sequence numbers must increase).
-    pub fn push(&mut self, ev: Arc<StoredEvent>) {
+    pub(crate) fn push(&mut self, ev: Arc<StoredEvent>) {
         let entry = self.traces.entry(ev.trace_id.clone()).or_default();
         if entry.last_seq != 0 {
             self.by_activity.remove(&entry.last_seq);
@@ -298,7 +298,7 @@ impl Memory {
 
     /// Drops the oldest events while there are more than `max_events` or
     /// they were received before `min_received_ms`.
-    pub fn evict(&mut self, max_events: usize, min_received_ms: i64) {
+    pub(crate) fn evict(&mut self, max_events: usize, min_received_ms: i64) {
         while let Some(front) = self.events.front() {
             if self.events.len() <= max_events && front.received_ms >= min_received_ms {
                 break;
@@ -323,37 +323,38 @@ impl Memory {
     }
 
     /// Retained events.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.events.len()
     }
 
     /// Whether nothing is retained.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.events.is_empty()
     }
 
     /// The oldest retained sequence number.
-    pub fn first_seq(&self) -> Option<u64> {
+    pub(crate) fn first_seq(&self) -> Option<u64> {
         self.events.front().map(|e| e.seq)
     }
 
     /// The newest retained sequence number.
-    pub fn last_seq(&self) -> Option<u64> {
+    pub(crate) fn last_seq(&self) -> Option<u64> {
         self.events.back().map(|e| e.seq)
     }
 
     /// Bytes of retained events (their SSE frames).
-    pub fn json_bytes(&self) -> usize {
+    pub(crate) fn json_bytes(&self) -> usize {
         self.json_bytes
     }
 
     /// Counters over every retained event.
-    pub fn totals(&self) -> Counts {
+    pub(crate) fn totals(&self) -> Counts {
         self.totals
     }
 
     /// Traces with at least one retained event.
-    pub fn trace_count(&self) -> usize {
+    pub(crate) fn trace_count(&self) -> usize {
         self.traces.len()
     }
 
@@ -365,18 +366,18 @@ impl Memory {
     }
 
     /// Events with a sequence number above `after`, oldest first.
-    pub fn after(&self, after: u64) -> Vec<Arc<StoredEvent>> {
+    pub(crate) fn after(&self, after: u64) -> Vec<Arc<StoredEvent>> {
         let skip = self.events.partition_point(|e| e.seq <= after);
         self.events.iter().skip(skip).cloned().collect()
     }
 
     /// Up to `limit` traces whose latest event is before `before`, newest first.
-    pub fn traces(&self, limit: usize, before: Option<u64>) -> Vec<TraceSummary> {
+    pub(crate) fn traces(&self, limit: usize, before: Option<u64>) -> Vec<TraceSummary> {
         self.traces_where(limit, before, &TraceFilter::default())
     }
 
     /// Like [`Memory::traces`], only the traces `filter` accepts.
-    pub fn traces_where(
+    pub(crate) fn traces_where(
         &self,
         limit: usize,
         before: Option<u64>,
@@ -395,12 +396,12 @@ impl Memory {
     }
 
     /// One trace's summary.
-    pub fn trace(&self, trace_id: &str) -> Option<TraceSummary> {
+    pub(crate) fn trace(&self, trace_id: &str) -> Option<TraceSummary> {
         self.traces.get(trace_id).map(|e| e.summary(trace_id))
     }
 
     /// Every retained event of one trace, in sequence order.
-    pub fn trace_events(&self, trace_id: &str) -> Option<Vec<Arc<StoredEvent>>> {
+    pub(crate) fn trace_events(&self, trace_id: &str) -> Option<Vec<Arc<StoredEvent>>> {
         let entry = self.traces.get(trace_id)?;
         Some(
             entry

@@ -12,15 +12,15 @@ use serde::{Deserialize, Serialize};
 
 mod extractive;
 mod facts;
-pub mod openai;
+mod openai;
 mod render;
-pub mod templates;
+mod templates;
 
 pub use extractive::ExtractiveSummarizer;
 pub use openai::{OpenAiConfig, OpenAiError, OpenAiSummarizer};
-pub use templates::Templates;
+pub use templates::{TemplateError, Templates};
 
-/// The summary styles of seed 004 §3.
+/// The summary styles (docs/design.md §6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Strategy {
