@@ -726,6 +726,7 @@
       chart.appendChild(svg('text', { class: 'line-label ' + cls + '-label', x: W - pad.r + 6, y: y(v) + 4 }, label));
     };
     hline(window_, 'window-line', 'window ' + fmtTokens(window_).replace('.0k', 'k'));
+    chart.appendChild(svg('text', { class: 'axis-label', x: pad.l - 6, y: y(window_) + 4, 'text-anchor': 'end' }, fmtTokens(window_)));
     if (typeof d.trigger_pct === 'number') hline(window_ * d.trigger_pct, 'trigger-line', 'trigger ' + Math.round(d.trigger_pct * 100) + '%');
     if (typeof d.target_pct === 'number') hline(window_ * d.target_pct, 'target-line', 'target ' + Math.round(d.target_pct * 100) + '%');
     chart.appendChild(svg('line', { class: 'axis-line', x1: pad.l, x2: W - pad.r, y1: y(0), y2: y(0) }));
