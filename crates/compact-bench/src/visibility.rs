@@ -128,7 +128,7 @@ pub(crate) async fn run(base_url: &str) -> Result<Value, String> {
         "preflights": expected,
         "seen": lat_us.len(),
         "pace_ms": PACE.as_millis() as u64,
-        "exporter_requests_events": dispatch.exported,
+        "events_exported": dispatch.exported,
         "p50_ms": pct(0.50),
         "p99_ms": pct(0.99),
         "max_ms": pct(1.0),
