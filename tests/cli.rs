@@ -472,7 +472,7 @@ fn config_check_and_print() {
 fn demo_runs_scripted() {
     let sandbox = sandbox();
     let o = cli(sandbox.path())
-        .args(["demo", "--turns", "12", "--no-serve"])
+        .args(["demo", "--turns", "12", "--no-serve", "--pace", "0"])
         .output()
         .expect("run");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

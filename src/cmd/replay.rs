@@ -58,6 +58,7 @@ pub(crate) fn run(args: Args) -> CliResult {
         opening,
         batches,
         &req.tools,
+        std::time::Duration::ZERO,
     ))?;
     manager
         .dispatcher()

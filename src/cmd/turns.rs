@@ -28,13 +28,16 @@ pub(super) fn header() {
 }
 
 /// Feeds `turn_messages` (one batch per turn) to `manager`, appending each
-/// batch to the compacted context of the previous call.
+/// batch to the compacted context of the previous call. `pace` is the model
+/// call each preflight stands in front of: it is waited for after each
+/// turn, so a timeline fills at the speed of a real agent.
 pub(super) async fn drive(
     manager: &CompactManager,
     session: &str,
     opening: Vec<Message>,
     turn_messages: impl IntoIterator<Item = Vec<Message>>,
     tools: &[Value],
+    pace: std::time::Duration,
 ) -> CliResult<Totals> {
     let mut totals = Totals::default();
     let mut context = opening.clone();
@@ -77,6 +80,9 @@ pub(super) async fn drive(
             }
         );
         context = outcome.messages;
+        if !pace.is_zero() {
+            tokio::time::sleep(pace).await;
+        }
     }
     totals.final_messages = context.len();
     Ok(totals)

@@ -15,7 +15,7 @@ use crate::config::ServerConfig;
 use crate::error::ServerError;
 use crate::listener::LimitedListener;
 use crate::metrics::Metrics;
-use crate::routes::{api, health, ingest};
+use crate::routes::{api, health, ingest, sessions};
 use crate::security::{self, Access};
 use crate::sse;
 use crate::store::Store;
@@ -96,6 +96,12 @@ pub fn router(state: AppState) -> Router {
         .route("/events", get(sse::events))
         .route("/api/traces", get(api::list))
         .route("/api/traces/{trace_id}", get(api::get))
+        .route("/api/sessions", get(sessions::list))
+        .route("/api/sessions/{id}", get(sessions::get))
+        .route(
+            "/api/sessions/{id}/preflights/{span_id}",
+            get(sessions::preflight),
+        )
         .route("/metrics", get(health::metrics))
         .route_layer(middleware::from_fn_with_state(state.clone(), read_auth));
     Router::new()

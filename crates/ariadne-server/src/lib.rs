@@ -14,7 +14,8 @@
 //! Private modules: `app` (the router, `serve`, `spawn`), `config`, `schema`
 //! (`/ingest` validation, truncation, the older span shape), `body` (body
 //! reading under a byte limit), `store` (the durable segmented log with
-//! group commit, and the in-memory index), `sse` (`GET /events`), `routes`
+//! group commit, and the in-memory index), `session` (a session's
+//! preflights, one row each, from its spans), `sse` (`GET /events`), `routes`
 //! (ingest, API, health and metrics handlers), `security` (bearer tokens and
 //! CORS), `listener` (the connection-limited TCP listener), `metrics`
 //! (Prometheus counters), `error`.
@@ -29,6 +30,7 @@ mod metrics;
 mod routes;
 mod schema;
 mod security;
+mod session;
 mod sse;
 mod store;
 pub mod ui;

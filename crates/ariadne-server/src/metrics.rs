@@ -83,7 +83,7 @@ impl Metrics {
     /// dropped; tokens before and after.
     pub(crate) fn observe_events(&self, events: &[ValidEvent]) {
         for ev in events {
-            if !ev.is_span
+            if !ev.meta.is_span
                 || ev.object.get("name").and_then(Value::as_str)
                     != Some(compact_events::names::PRUNED_MESSAGES)
             {

@@ -18,6 +18,8 @@ use compact_events::{format_rfc3339_millis, parse_rfc3339_millis};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::store::{EventMeta, Marks};
+
 // The truncation rule, shared with the exporters (`compact_events::truncate`).
 use compact_events::truncate::{MAX_DATA_STRING_CHARS, MAX_NAME_CHARS};
 
@@ -34,14 +36,8 @@ pub(crate) struct Issue {
 /// the server filters and indexes on.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ValidEvent {
-    /// `true` for a span, `false` for a trace.
-    pub is_span: bool,
-    /// The trace it belongs to.
-    pub trace_id: String,
-    /// The span's kind.
-    pub kind: Option<String>,
-    /// `started_at` in epoch milliseconds.
-    pub started_ms: Option<i64>,
+    /// What the index keeps of it.
+    pub meta: EventMeta,
     /// The event as stored and streamed (known fields only).
     pub json: String,
     /// The canonical object itself (the metrics read `data`).
@@ -196,11 +192,18 @@ pub(crate) fn parse_event(value: Value, prefix: &[Value]) -> Result<ValidEvent, 
     if !issues.is_empty() {
         return Err(issues);
     }
-    let trace_id = match out.get("trace_id") {
-        Some(Value::String(s)) => s.clone(),
-        _ => String::new(),
+    let meta = EventMeta {
+        is_span,
+        trace_id: out
+            .get("trace_id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .into(),
+        kind: out.get("kind").and_then(Value::as_str).map(Into::into),
+        started_ms,
+        ended_ms,
+        marks: Marks::of(&out),
     };
-    let kind = out.get("kind").and_then(Value::as_str).map(str::to_owned);
     let json = Value::Object(out);
     let text = json.to_string();
     let Value::Object(object) = json else {
@@ -210,10 +213,7 @@ pub(crate) fn parse_event(value: Value, prefix: &[Value]) -> Result<ValidEvent, 
         )]);
     };
     Ok(ValidEvent {
-        is_span,
-        trace_id,
-        kind,
-        started_ms,
+        meta,
         json: text,
         object,
     })

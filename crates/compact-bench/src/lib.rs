@@ -9,13 +9,15 @@
 //!
 //! Private modules: `harness` (`measure`, `Stats`), `workload` (mixed text
 //! and tool-heavy chat histories), `tokens`, `preflight` and `server` (the
-//! suites), `rng` ([`Rng`], seeded and reproducible).
+//! suites), `rng` ([`Rng`], seeded and reproducible), `visibility` (preflight end to
+//! a live viewer, for the server suite).
 
 mod harness;
 mod preflight;
 mod rng;
 mod server;
 mod tokens;
+mod visibility;
 mod workload;
 
 pub use rng::Rng;

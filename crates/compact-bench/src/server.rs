@@ -4,8 +4,12 @@
 //!
 //! - `ingest`: durable throughput, batches of 100 events, several
 //!   concurrent clients (target ≥ 20 000 events/s).
+//! - `ingest_by_connections`: the same at 1, 4 and 16 clients, each on a
+//!   fresh server.
 //! - `sse_latency`: ingest → SSE delivery p50/p99 with 20 subscribers at
 //!   5 000 events/s (target p99 < 50 ms).
+//! - `preflight_visibility`: preflight end → its span seen by an `/events`
+//!   subscriber, through the real dispatcher and exporter (target p99 < 50 ms).
 //! - `rss`: the process's resident memory after 1 000 000 events under the
 //!   default retention (server and client share the process, so this is an
 //!   upper bound on the server's).
@@ -57,10 +61,27 @@ impl Default for BenchOptions {
 
 /// Runs every benchmark; failures are reported in the JSON, not raised.
 pub(crate) async fn run(opts: BenchOptions) -> Value {
-    let ingest = ingest(&opts)
+    let ingest_report = ingest(&opts)
         .await
         .unwrap_or_else(|e| json!({ "error": e }));
+    // The connection counts the comparison with Ariadne's server uses
+    // (docs/performance.md), each on a fresh server.
+    let mut by_connections = Vec::new();
+    for clients in [1, 4, 16] {
+        let one = BenchOptions {
+            ingest_clients: clients,
+            ..opts.clone()
+        };
+        by_connections.push(
+            ingest(&one)
+                .await
+                .unwrap_or_else(|e| json!({ "clients": clients, "error": e })),
+        );
+    }
     let latency = sse_latency(&opts)
+        .await
+        .unwrap_or_else(|e| json!({ "error": e }));
+    let visibility = preflight_visibility(&opts)
         .await
         .unwrap_or_else(|e| json!({ "error": e }));
     let rss = if opts.rss_events > 0 {
@@ -68,7 +89,15 @@ pub(crate) async fn run(opts: BenchOptions) -> Value {
     } else {
         Value::Null
     };
-    json!({"ingest": ingest, "sse_latency": latency, "rss": rss})
+    json!({"ingest": ingest_report, "ingest_by_connections": by_connections, "sse_latency": latency, "preflight_visibility": visibility, "rss": rss})
+}
+
+async fn preflight_visibility(opts: &BenchOptions) -> Result<Value, String> {
+    let dir = Scratch::new(opts, "visibility");
+    let server = spawn(config(&dir)).await.map_err(|e| e.to_string())?;
+    let report = crate::visibility::run(&server.url()).await;
+    let _ = server.shutdown().await;
+    report
 }
 
 struct Scratch(PathBuf);

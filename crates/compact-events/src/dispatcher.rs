@@ -152,6 +152,9 @@ struct Queue {
     closed: bool,
     // The worker is asleep with nothing pending, so the next event must wake it.
     worker_idle: bool,
+    // A complete group was queued: publish what is queued without waiting
+    // for the batch to fill.
+    publish_now: bool,
 }
 
 impl Shared {
@@ -331,6 +334,7 @@ impl Dispatcher {
                 last_seq: 0,
                 closed: false,
                 worker_idle: true,
+                publish_now: false,
             }),
             wake: Notify::new(),
             progress: Notify::new(),
@@ -387,6 +391,7 @@ impl Dispatcher {
                         last_seq: 0,
                         closed: false,
                         worker_idle: false,
+                        publish_now: false,
                     }),
                     wake: Notify::new(),
                     progress: Notify::new(),
@@ -447,6 +452,21 @@ impl Dispatcher {
         for event in events {
             self.emit(event);
         }
+    }
+
+    /// [`emit_all`](Dispatcher::emit_all), then publishes everything queued
+    /// at once instead of waiting up to [`DispatchOptions::flush_interval`]
+    /// for a batch to fill: for a group that is complete (a preflight's
+    /// events), where waiting would only delay what a live viewer sees.
+    /// Events queued concurrently by others go out in the same batch.
+    pub fn emit_all_now(&self, events: impl IntoIterator<Item = Event>) {
+        self.emit_all(events);
+        let shared = &self.inner.shared;
+        if !shared.enabled {
+            return;
+        }
+        shared.lock().publish_now = true;
+        shared.wake.notify_one();
     }
 
     /// A snapshot of the counters.
@@ -601,6 +621,7 @@ impl Worker {
                 // Swap rather than drain so emitters wait only for a pointer swap.
                 std::mem::swap(&mut q.events, &mut taken);
                 q.worker_idle = taken.is_empty() && pending.is_empty();
+                force |= std::mem::take(&mut q.publish_now);
             }
             pending.append(&mut taken);
 

@@ -503,6 +503,24 @@ fn flush_delivers_everything_without_waiting_for_the_interval() {
 }
 
 #[test]
+fn emit_all_now_publishes_a_complete_group_without_waiting_for_the_interval() {
+    let collect = Arc::new(CollectingExporter::new());
+    // An interval far beyond the test and batches that never fill: only
+    // emit_all_now can send these before the hang guard.
+    let dispatcher = Dispatcher::new(
+        vec![collect.clone()],
+        opts(4096, 1_000, Duration::from_secs(3600)),
+    );
+    dispatcher.emit_all_now((0..5).map(numbered));
+    assert!(wait_until(HANG_GUARD, || collect.len() == 5));
+    dispatcher.emit(numbered(5));
+    dispatcher.emit_all_now((6..9).map(numbered));
+    assert!(wait_until(HANG_GUARD, || collect.len() == 9));
+    let order: Vec<u64> = collect.events().iter().map(index_of).collect();
+    assert_eq!(order, (0..9).collect::<Vec<u64>>());
+}
+
+#[test]
 fn flush_reports_false_when_an_exporter_is_still_busy() {
     let gated = Arc::new(Gated::new());
     let dispatcher = Dispatcher::new(vec![gated.clone()], DispatchOptions::default());

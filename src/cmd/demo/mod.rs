@@ -1,7 +1,9 @@
 //! `compact demo`: starts the trace server (or uses a running one), drives a
 //! realistic long, tool-heavy coding-agent session through `CompactManager`
-//! with the Ariadne exporter, prints a line per turn and a savings table,
-//! then keeps serving so the timeline can be explored.
+//! with the Ariadne exporter, at the pace of a real agent (a simulated model
+//! call after each turn), prints a line per turn and a savings table, ends
+//! the session's trace, then keeps serving so the timeline can be explored.
+//! Each run is a new session, `demo-<UTC time>`.
 
 mod session;
 
@@ -12,6 +14,7 @@ use std::time::Duration;
 use ariadne_exporter::{AriadneExporter, HttpOptions};
 use ariadne_server::ServerConfig;
 use compact_middleware::config::{Config, ExporterKind};
+use compact_middleware::events::{Event, TraceEvent, now_rfc3339};
 use compact_middleware::model::{Format, Request};
 use compact_middleware::{CompactManager, Message};
 use serde_json::Value;
@@ -42,7 +45,24 @@ pub(crate) struct Args {
     /// Start no server and exit when the session is done (scripted use).
     #[arg(long)]
     no_serve: bool,
+    /// Milliseconds each simulated model call takes, after every turn (0: none).
+    #[arg(long, value_name = "MS", default_value_t = 400)]
+    pace: u64,
 }
+
+/// A session id of its own for each run: `demo-20260101T120000Z`, so a
+/// second run never merges into the first.
+fn session_id() -> String {
+    let now = now_rfc3339();
+    let digits: String = now
+        .chars()
+        .take(19)
+        .filter(char::is_ascii_alphanumeric)
+        .collect();
+    format!("demo-{digits}Z")
+}
+
+const AGENT_NAME: &str = "demo-coding-agent";
 
 pub(crate) fn run(args: Args) -> CliResult {
     let rt = tokio::runtime::Runtime::new()?;
@@ -91,7 +111,7 @@ async fn drive(args: Args) -> CliResult {
     };
     config.storage.path = work.join("archive").display().to_string();
     config.storage.spool_path = work.join("spool").display().to_string();
-    config.telemetry.agent_name = "demo-coding-agent".into();
+    config.telemetry.agent_name = AGENT_NAME.into();
     if let Some(path) = &args.events {
         config.telemetry.exporter = ExporterKind::Jsonl;
         config.telemetry.jsonl_path = path.display().to_string();
@@ -112,8 +132,9 @@ async fn drive(args: Args) -> CliResult {
     let batches = (1..=args.turns)
         .map(|t| decode(session::turn(t, &mut rng)))
         .collect::<CliResult<Vec<_>>>()?;
+    let session = session_id();
     println!(
-        "compact demo: {} turns, gpt-4o budgeted at {} tokens{}\n",
+        "compact demo: session {session}, {} turns, gpt-4o budgeted at {} tokens{}\n",
         args.turns,
         args.max_context_tokens,
         base.as_deref()
@@ -121,7 +142,34 @@ async fn drive(args: Args) -> CliResult {
             .unwrap_or_default()
     );
     turns::header();
-    let totals = turns::drive(&manager, "demo-session", opening, batches, &tools).await?;
+    let totals = turns::drive(
+        &manager,
+        &session,
+        opening,
+        batches,
+        &tools,
+        Duration::from_millis(args.pace),
+    )
+    .await?;
+    // The session is over: say so on its trace. The server merges this into
+    // the trace the manager opened (name and start kept).
+    manager.dispatcher().emit(Event::Trace(TraceEvent {
+        trace_id: session.clone(),
+        name: Some(AGENT_NAME.to_owned()),
+        group_id: None,
+        started_at: None,
+        ended_at: Some(now_rfc3339()),
+        metadata: Some(
+            [
+                ("agent_name", AGENT_NAME.to_owned()),
+                ("turns", totals.turns.to_string()),
+                ("compactions", totals.compactions.to_string()),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect(),
+        ),
+    }));
     manager
         .dispatcher()
         .flush_async(Duration::from_secs(10))
@@ -134,7 +182,7 @@ async fn drive(args: Args) -> CliResult {
     }
     if let Some(running) = server {
         println!(
-            "\nTimeline: {url}/   API: {url}/api/traces   live: compact tail --url {url}\nServing until Ctrl-C.",
+            "\nTimeline: {url}/?trace={session}   API: {url}/api/sessions/{session}   live: compact tail --url {url}\nServing until Ctrl-C.",
             url = running.url()
         );
         let _ = tokio::signal::ctrl_c().await;

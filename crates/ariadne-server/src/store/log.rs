@@ -3,7 +3,8 @@
 //! A segment is a file `{first_seq:020}.log` holding records
 //! `[len u32 LE][crc32 u32 LE][seq u64 LE][received_ms i64 LE][json]`,
 //! where `len` counts the 16 header bytes plus the JSON and the CRC covers
-//! the same bytes. A write is acknowledged only after `sync_data`, so every
+//! the same bytes. A write is acknowledged only after `sync_data` (which
+//! the store's writer runs on a thread of its own), so every
 //! acknowledged record is whole on disk. A crash mid-write leaves at most a
 //! torn tail on the last segment: its length runs past the end of the file
 //! or its CRC does not match, so recovery stops there and cuts the file
@@ -12,6 +13,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::error::StoreError;
 
@@ -44,8 +46,17 @@ struct Segment {
 pub(super) struct Log {
     dir: PathBuf,
     segments: Vec<Segment>,
-    file: File,
+    // Shared with the thread that syncs it while the next group is written.
+    file: Arc<File>,
     segment_bytes: u64,
+}
+
+/// Where the log stood before a write: its segment count and the bytes of
+/// the last one.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Mark {
+    segments: usize,
+    bytes: u64,
 }
 
 /// What recovery found.
@@ -206,32 +217,67 @@ impl Log {
             Log {
                 dir: dir.to_owned(),
                 segments,
-                file,
+                file: Arc::new(file),
                 segment_bytes,
             },
             rec,
         ))
     }
 
-    /// Writes `buf` (whole records, the first numbered `first_seq`) and
-    /// syncs it. On failure the segment is cut back, so a failed batch
-    /// leaves nothing behind.
-    pub(super) fn append(&mut self, first_seq: u64, buf: &[u8]) -> Result<(), StoreError> {
+    /// Writes `buf` (whole records, the first numbered `first_seq`) without
+    /// syncing it: it is durable once the returned file's `sync_data`
+    /// succeeds. The [`Mark`] is where the log stood before, for
+    /// [`Log::cut_back`]. On a failed write the segment is cut back, so a
+    /// failed batch leaves nothing behind.
+    pub(super) fn write(
+        &mut self,
+        first_seq: u64,
+        buf: &[u8],
+    ) -> Result<(Mark, Arc<File>), StoreError> {
         if self.current_bytes() >= self.segment_bytes {
             self.roll(first_seq)?;
         }
-        let before = self.current_bytes();
-        let res = self
-            .file
-            .write_all(buf)
-            .and_then(|()| self.file.sync_data());
-        if let Err(e) = res {
-            let _ = self.file.set_len(before);
+        let mark = Mark {
+            segments: self.segments.len(),
+            bytes: self.current_bytes(),
+        };
+        if let Err(e) = (&*self.file).write_all(buf) {
+            let _ = self.file.set_len(mark.bytes);
             return Err(StoreError::io("append to log", e));
         }
         if let Some(seg) = self.segments.last_mut() {
             seg.bytes += buf.len() as u64;
         }
+        Ok((mark, Arc::clone(&self.file)))
+    }
+
+    /// [`Log::write`] and sync at once.
+    #[cfg(test)]
+    fn append(&mut self, first_seq: u64, buf: &[u8]) -> Result<(), StoreError> {
+        let (_, file) = self.write(first_seq, buf)?;
+        file.sync_data()
+            .map_err(|e| StoreError::io("sync the log", e))
+    }
+
+    /// Undoes every write since `mark` (their sync failed): later segments
+    /// are deleted and the one `mark` is in is cut back to it.
+    pub(super) fn cut_back(&mut self, mark: Mark) -> Result<(), StoreError> {
+        while self.segments.len() > mark.segments.max(1) {
+            if let Some(seg) = self.segments.pop() {
+                let _ = fs::remove_file(&seg.path);
+            }
+        }
+        let Some(seg) = self.segments.last_mut() else {
+            return Ok(());
+        };
+        let file = OpenOptions::new()
+            .append(true)
+            .open(&seg.path)
+            .map_err(|e| StoreError::io(format!("reopen {}", seg.path.display()), e))?;
+        file.set_len(mark.bytes)
+            .map_err(|e| StoreError::io("cut back the log", e))?;
+        seg.bytes = mark.bytes;
+        self.file = Arc::new(file);
         Ok(())
     }
 
@@ -241,11 +287,13 @@ impl Log {
 
     fn roll(&mut self, first_seq: u64) -> Result<(), StoreError> {
         let path = segment_path(&self.dir, first_seq);
-        self.file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(|e| StoreError::io(format!("create {}", path.display()), e))?;
+        self.file = Arc::new(
+            OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .map_err(|e| StoreError::io(format!("create {}", path.display()), e))?,
+        );
         // The new file's directory entry must be durable too.
         sync_dir(&self.dir)?;
         self.segments.push(Segment {

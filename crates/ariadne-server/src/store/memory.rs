@@ -1,8 +1,31 @@
 //! The in-memory half of the store: the retained events in sequence order,
-//! and a per-trace index for `/api/traces`.
+//! and a per-trace index for `/api/traces` and `/api/sessions`: each trace's
+//! latest trace fields (merged over its trace events), its counters, the
+//! time range its events cover, and its last activity.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::marks::{Counts, Marks};
+
+/// What the index keeps of an event besides its JSON.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct EventMeta {
+    /// A span (`true`) or a trace.
+    pub is_span: bool,
+    /// The trace it belongs to.
+    pub trace_id: Box<str>,
+    /// The span's kind.
+    pub kind: Option<Box<str>>,
+    /// `started_at` in epoch ms.
+    pub started_ms: Option<i64>,
+    /// `ended_at` in epoch ms.
+    pub ended_ms: Option<i64>,
+    /// What it adds to its trace's counters.
+    pub marks: Marks,
+}
 
 /// One stored event, shared by the store, the SSE streams and the API.
 #[derive(Debug)]
@@ -19,6 +42,10 @@ pub(crate) struct StoredEvent {
     pub kind: Option<Box<str>>,
     /// `started_at` in epoch ms.
     pub started_ms: Option<i64>,
+    /// `ended_at` in epoch ms.
+    pub ended_ms: Option<i64>,
+    /// What it adds to its trace's counters.
+    pub marks: Marks,
     /// The SSE frame `id: {seq}\ndata: {json}\n\n`, built once and sent to
     /// every subscriber as is; the JSON is a slice of it.
     frame: Box<str>,
@@ -27,24 +54,18 @@ pub(crate) struct StoredEvent {
 
 impl StoredEvent {
     /// An event numbered `seq` whose JSON (one line, as serde_json writes it) is `json`.
-    pub(crate) fn new(
-        seq: u64,
-        received_ms: i64,
-        is_span: bool,
-        trace_id: Box<str>,
-        kind: Option<Box<str>>,
-        started_ms: Option<i64>,
-        json: &str,
-    ) -> Self {
+    pub(crate) fn new(seq: u64, received_ms: i64, meta: EventMeta, json: &str) -> Self {
         let frame = format!("id: {seq}\ndata: {json}\n\n").into_boxed_str();
         let json_at = frame.len() - 2 - json.len();
         StoredEvent {
             seq,
             received_ms,
-            is_span,
-            trace_id,
-            kind,
-            started_ms,
+            is_span: meta.is_span,
+            trace_id: meta.trace_id,
+            kind: meta.kind,
+            started_ms: meta.started_ms,
+            ended_ms: meta.ended_ms,
+            marks: meta.marks,
             frame,
             json_at,
         }
@@ -61,13 +82,66 @@ impl StoredEvent {
     }
 }
 
+/// The trace fields of a trace, merged over its trace events in arrival
+/// order: a later event overrides the fields it carries (`metadata` key by
+/// key) and keeps the others, so a closing `{"type":"trace","trace_id",
+/// "ended_at"}` ends the trace without erasing its name.
+#[derive(Debug)]
+struct TraceFields {
+    /// The latest trace event merged in; evicting it forgets the fields.
+    seq: u64,
+    json: Box<str>,
+    has_started: bool,
+    has_ended: bool,
+}
+
+fn merge_trace(old: Option<&TraceFields>, ev: &StoredEvent) -> TraceFields {
+    // Stored JSON is always an object; should one ever not parse, the newest
+    // event alone is still the best answer.
+    let Ok(new) = serde_json::from_str::<Map<String, Value>>(ev.json()) else {
+        return TraceFields {
+            seq: ev.seq,
+            json: ev.json().into(),
+            has_started: false,
+            has_ended: false,
+        };
+    };
+    let mut base = old
+        .and_then(|o| serde_json::from_str::<Map<String, Value>>(&o.json).ok())
+        .unwrap_or_default();
+    for (k, v) in new {
+        match (base.get_mut(&k), v) {
+            (Some(Value::Object(have)), Value::Object(more)) if k == "metadata" => {
+                have.extend(more);
+            }
+            (_, v) => {
+                base.insert(k, v);
+            }
+        }
+    }
+    TraceFields {
+        seq: ev.seq,
+        has_started: base.contains_key("started_at"),
+        has_ended: base.contains_key("ended_at"),
+        json: Value::Object(base).to_string().into_boxed_str(),
+    }
+}
+
 #[derive(Debug, Default)]
 struct TraceEntry {
-    /// The latest `trace` event (its name, metadata, times).
-    trace: Option<Arc<StoredEvent>>,
+    /// Its trace fields, merged over its trace events.
+    trace: Option<TraceFields>,
     /// Sequence numbers of every retained event of the trace, ascending.
     seqs: VecDeque<u64>,
     last_seq: u64,
+    counts: Counts,
+    /// Earliest and latest `started_at`/`ended_at` of any of its events
+    /// (kept when those events are evicted: the trace did start then).
+    first_ms: Option<i64>,
+    last_ms: Option<i64>,
+    last_received_ms: i64,
+    /// The latest `compact.token_estimate`'s `usage_pct`.
+    usage_pct: Option<f64>,
 }
 
 /// Retained events and the trace index.
@@ -78,19 +152,121 @@ pub(crate) struct Memory {
     /// Traces by their latest event, for newest-first listing.
     by_activity: BTreeMap<u64, Box<str>>,
     json_bytes: usize,
+    totals: Counts,
 }
 
-/// A trace as `/api/traces` lists it.
+/// A trace as `/api/traces` and `/api/sessions` list it.
 #[derive(Debug, Clone)]
 pub(crate) struct TraceSummary {
     /// The trace id.
     pub trace_id: String,
-    /// The latest `trace` event's JSON, if one is retained.
+    /// Its trace fields (merged over its retained trace events), if any.
     pub trace_json: Option<String>,
     /// Retained events of the trace.
     pub event_count: usize,
     /// Sequence number of its latest event (the paging cursor).
     pub last_seq: u64,
+    /// Its counters over the retained events.
+    pub counts: Counts,
+    /// The earliest time any of its events gives (epoch ms).
+    pub first_ms: Option<i64>,
+    /// The latest time any of its events gives (epoch ms).
+    pub last_ms: Option<i64>,
+    /// Whether its trace fields carry `started_at`.
+    pub has_started: bool,
+    /// Whether its trace fields carry `ended_at` (it has ended).
+    pub has_ended: bool,
+    /// When the server received its latest event (epoch ms).
+    pub last_received_ms: i64,
+    /// The latest context usage it reported (`compact.token_estimate`).
+    pub usage_pct: Option<f64>,
+}
+
+impl TraceEntry {
+    fn summary(&self, id: &str) -> TraceSummary {
+        TraceSummary {
+            trace_id: id.to_owned(),
+            trace_json: self.trace.as_ref().map(|t| t.json.to_string()),
+            event_count: self.seqs.len(),
+            last_seq: self.last_seq,
+            counts: self.counts,
+            first_ms: self.first_ms,
+            last_ms: self.last_ms,
+            has_started: self.trace.as_ref().is_some_and(|t| t.has_started),
+            has_ended: self.trace.as_ref().is_some_and(|t| t.has_ended),
+            last_received_ms: self.last_received_ms,
+            usage_pct: self.usage_pct,
+        }
+    }
+}
+
+/// Which traces a listing wants, besides its page.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct TraceFilter {
+    /// A substring of the trace id (ASCII case-insensitive).
+    pub id_contains: Option<String>,
+    /// Only traces with at least one of these counted.
+    pub has: Vec<Badge>,
+}
+
+/// A counter a listing can filter on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Badge {
+    /// At least one compaction.
+    Compactions,
+    /// At least one span with status `error`.
+    Errors,
+    /// At least one `InsufficientBudget`.
+    Insufficient,
+    /// At least one fallback.
+    Fallbacks,
+    /// At least one `CircuitOpen`.
+    BreakerOpen,
+}
+
+impl Badge {
+    /// The names the API accepts, in `has=` order.
+    pub(crate) const NAMES: [&'static str; 5] = [
+        "compactions",
+        "errors",
+        "insufficient",
+        "fallbacks",
+        "breaker_open",
+    ];
+
+    /// The badge called `name`.
+    pub(crate) fn parse(name: &str) -> Option<Badge> {
+        Some(match name {
+            "compactions" => Badge::Compactions,
+            "errors" => Badge::Errors,
+            "insufficient" => Badge::Insufficient,
+            "fallbacks" => Badge::Fallbacks,
+            "breaker_open" => Badge::BreakerOpen,
+            _ => return None,
+        })
+    }
+
+    fn count(self, c: &Counts) -> u64 {
+        match self {
+            Badge::Compactions => c.compactions,
+            Badge::Errors => c.errors,
+            Badge::Insufficient => c.insufficient,
+            Badge::Fallbacks => c.fallbacks,
+            Badge::BreakerOpen => c.breaker_open,
+        }
+    }
+}
+
+impl TraceFilter {
+    fn matches(&self, id: &str, e: &TraceEntry) -> bool {
+        if let Some(q) = &self.id_contains {
+            let id = id.to_ascii_lowercase();
+            if !id.contains(&q.to_ascii_lowercase()) {
+                return false;
+            }
+        }
+        self.has.is_empty() || self.has.iter().any(|b| b.count(&e.counts) > 0)
+    }
 }
 
 impl Memory {
@@ -103,8 +279,18 @@ impl Memory {
         entry.last_seq = ev.seq;
         entry.seqs.push_back(ev.seq);
         if !ev.is_span {
-            entry.trace = Some(ev.clone());
+            entry.trace = Some(merge_trace(entry.trace.as_ref(), &ev));
         }
+        entry.counts.add(ev.marks);
+        for t in [ev.started_ms, ev.ended_ms].into_iter().flatten() {
+            entry.first_ms = Some(entry.first_ms.map_or(t, |f| f.min(t)));
+            entry.last_ms = Some(entry.last_ms.map_or(t, |l| l.max(t)));
+        }
+        entry.last_received_ms = entry.last_received_ms.max(ev.received_ms);
+        if let Some(u) = ev.marks.usage_pct() {
+            entry.usage_pct = Some(u);
+        }
+        self.totals.add(ev.marks);
         self.by_activity.insert(ev.seq, ev.trace_id.clone());
         self.json_bytes += ev.frame.len();
         self.events.push_back(ev);
@@ -121,8 +307,10 @@ impl Memory {
                 break;
             };
             self.json_bytes -= ev.frame.len();
+            self.totals.remove(ev.marks);
             if let Some(entry) = self.traces.get_mut(&ev.trace_id) {
                 entry.seqs.pop_front();
+                entry.counts.remove(ev.marks);
                 if entry.trace.as_ref().is_some_and(|t| t.seq == ev.seq) {
                     entry.trace = None;
                 }
@@ -160,6 +348,16 @@ impl Memory {
         self.json_bytes
     }
 
+    /// Counters over every retained event.
+    pub(crate) fn totals(&self) -> Counts {
+        self.totals
+    }
+
+    /// Traces with at least one retained event.
+    pub(crate) fn trace_count(&self) -> usize {
+        self.traces.len()
+    }
+
     // A binary search rather than an index: recovery may have skipped a
     // damaged record, so sequence numbers are ascending but not contiguous.
     fn get(&self, seq: u64) -> Option<&Arc<StoredEvent>> {
@@ -175,21 +373,31 @@ impl Memory {
 
     /// Up to `limit` traces whose latest event is before `before`, newest first.
     pub(crate) fn traces(&self, limit: usize, before: Option<u64>) -> Vec<TraceSummary> {
+        self.traces_where(limit, before, &TraceFilter::default())
+    }
+
+    /// Like [`Memory::traces`], only the traces `filter` accepts.
+    pub(crate) fn traces_where(
+        &self,
+        limit: usize,
+        before: Option<u64>,
+        filter: &TraceFilter,
+    ) -> Vec<TraceSummary> {
         let upper = before.unwrap_or(u64::MAX);
         self.by_activity
             .range(..upper)
             .rev()
-            .take(limit)
             .filter_map(|(_, id)| {
                 let entry = self.traces.get(id)?;
-                Some(TraceSummary {
-                    trace_id: id.to_string(),
-                    trace_json: entry.trace.as_ref().map(|t| t.json().to_owned()),
-                    event_count: entry.seqs.len(),
-                    last_seq: entry.last_seq,
-                })
+                filter.matches(id, entry).then(|| entry.summary(id))
             })
+            .take(limit)
             .collect()
+    }
+
+    /// One trace's summary.
+    pub(crate) fn trace(&self, trace_id: &str) -> Option<TraceSummary> {
+        self.traces.get(trace_id).map(|e| e.summary(trace_id))
     }
 
     /// Every retained event of one trace, in sequence order.
@@ -213,10 +421,11 @@ mod tests {
         Arc::new(StoredEvent::new(
             seq,
             seq as i64,
-            span,
-            trace.into(),
-            None,
-            None,
+            EventMeta {
+                is_span: span,
+                trace_id: trace.into(),
+                ..EventMeta::default()
+            },
             &format!("{{\"seq\":{seq}}}"),
         ))
     }

@@ -6,9 +6,12 @@
 //! it; it takes every request waiting at that moment, writes them in one
 //! go, syncs once (group commit), then publishes them (index, broadcast)
 //! and only then answers the requests. So a 200 means on disk, and
-//! concurrent requests share the cost of one `fsync`.
+//! concurrent requests share the cost of one `fsync`. The sync runs on a
+//! thread of its own so that the next group is gathered and written, and
+//! the previous one published, while the disk works (a two-stage pipeline).
 
 mod log;
+mod marks;
 mod memory;
 
 use std::path::Path;
@@ -23,7 +26,8 @@ use tokio::sync::{broadcast, oneshot};
 use crate::config::{Retention, StoreOptions};
 use crate::error::StoreError;
 use crate::schema::ValidEvent;
-pub(crate) use memory::{Memory, StoredEvent};
+pub(crate) use marks::Marks;
+pub(crate) use memory::{Badge, EventMeta, Memory, StoredEvent, TraceFilter, TraceSummary};
 
 /// A group commit takes at most this many events at once, so one huge
 /// burst does not hold every earlier request behind one giant write.
@@ -200,6 +204,12 @@ struct Meta<'a> {
     kind: Option<std::borrow::Cow<'a, str>>,
     #[serde(default, borrow)]
     started_at: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    ended_at: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    name: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    status: Option<std::borrow::Cow<'a, str>>,
 }
 
 fn stored_from_record(r: log::Record) -> Option<StoredEvent> {
@@ -211,15 +221,98 @@ fn stored_from_record(r: log::Record) -> Option<StoredEvent> {
             return None;
         }
     };
-    Some(StoredEvent::new(
-        r.seq,
-        r.received_ms,
-        meta.ty == "span",
-        meta.trace_id.as_ref().into(),
-        meta.kind.map(|k| k.as_ref().into()),
-        meta.started_at.as_deref().and_then(parse_rfc3339_millis),
-        &r.json,
-    ))
+    let is_span = meta.ty == "span";
+    // Only compact's spans carry marks beyond span and status: read the
+    // whole object for those alone, so recovery stays cheap.
+    let marks = if meta
+        .name
+        .as_deref()
+        .is_some_and(|n| n.starts_with("compact."))
+    {
+        serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&r.json)
+            .map(|o| Marks::of(&o))
+            .unwrap_or_default()
+    } else {
+        Marks::span(is_span, meta.status.as_deref() == Some("error"))
+    };
+    let meta = EventMeta {
+        is_span,
+        trace_id: meta.trace_id.as_ref().into(),
+        kind: meta.kind.map(|k| k.as_ref().into()),
+        started_ms: meta.started_at.as_deref().and_then(parse_rfc3339_millis),
+        ended_ms: meta.ended_at.as_deref().and_then(parse_rfc3339_millis),
+        marks,
+    };
+    Some(StoredEvent::new(r.seq, r.received_ms, meta, &r.json))
+}
+
+/// Every request waiting now, after `first`, up to [`MAX_GROUP_EVENTS`].
+fn gather(first: WriteReq, rx: &mpsc::Receiver<WriteReq>) -> Vec<WriteReq> {
+    let mut n = first.events.len();
+    let mut group = vec![first];
+    while n < MAX_GROUP_EVENTS {
+        match rx.try_recv() {
+            Ok(r) => {
+                n += r.events.len();
+                group.push(r);
+            }
+            Err(_) => break,
+        }
+    }
+    group
+}
+
+/// A group written to the log, not yet known to be on disk.
+struct Written {
+    group: Vec<WriteReq>,
+    first_seq: u64,
+    received_ms: i64,
+    mark: log::Mark,
+    file: Arc<std::fs::File>,
+}
+
+/// The thread that runs `sync_data`, one file at a time.
+struct Syncer {
+    files: mpsc::Sender<Arc<std::fs::File>>,
+    done: mpsc::Receiver<std::io::Result<()>>,
+}
+
+impl Syncer {
+    fn start() -> std::io::Result<Syncer> {
+        let (files, file_rx) = mpsc::channel::<Arc<std::fs::File>>();
+        let (done_tx, done) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("ariadne-sync".into())
+            .spawn(move || {
+                for file in file_rx {
+                    if done_tx.send(file.sync_data()).is_err() {
+                        break;
+                    }
+                }
+            })?;
+        Ok(Syncer { files, done })
+    }
+
+    /// Starts syncing `w`'s file; `None` (its requests answered) when the
+    /// syncer is gone.
+    fn start_sync(&self, w: Written) -> Option<Written> {
+        match self.files.send(Arc::clone(&w.file)) {
+            Ok(()) => Some(w),
+            Err(_) => {
+                for req in w.group {
+                    let _ = req.reply.send(Err("the log syncer stopped".into()));
+                }
+                None
+            }
+        }
+    }
+
+    /// The result of the sync started last.
+    fn wait(&self) -> std::io::Result<()> {
+        self.done
+            .recv()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the log syncer stopped")))
+    }
 }
 
 struct Writer {
@@ -230,33 +323,85 @@ struct Writer {
 }
 
 impl Writer {
+    // Pipelined group commit: while the syncer thread runs `sync_data` for
+    // group k, this thread takes what queued meanwhile as group k+1 and
+    // writes it (to the page cache); when k's sync returns, it starts k+1's
+    // and only then publishes and answers k. Nothing is answered before its
+    // own sync, so a 200 still means on disk; the fsync no longer idles the
+    // rest of the commit path.
     fn run(mut self, rx: mpsc::Receiver<WriteReq>) {
-        loop {
-            let first = match rx.recv_timeout(SWEEP_EVERY) {
-                Ok(r) => r,
-                Err(mpsc::RecvTimeoutError::Timeout) => {
-                    self.retain();
-                    continue;
+        let syncer = match Syncer::start() {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot start the log syncer; ingest is refused");
+                for req in rx {
+                    let _ = req.reply.send(Err(e.to_string()));
                 }
-                Err(mpsc::RecvTimeoutError::Disconnected) => break,
-            };
-            let mut group = vec![first];
-            let mut n = group[0].events.len();
-            while n < MAX_GROUP_EVENTS {
-                match rx.try_recv() {
-                    Ok(r) => {
-                        n += r.events.len();
-                        group.push(r);
+                return;
+            }
+        };
+        let mut in_sync: Option<Written> = None;
+        loop {
+            let next = if in_sync.is_some() {
+                // A sync is running: write what is queued, wait for nothing.
+                rx.try_recv().ok()
+            } else {
+                match rx.recv_timeout(SWEEP_EVERY) {
+                    Ok(r) => Some(r),
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        self.retain();
+                        continue;
                     }
-                    Err(_) => break,
+                    Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                }
+            };
+            let written = next.and_then(|first| self.write(gather(first, &rx)));
+            let Some(prev) = in_sync.take() else {
+                in_sync = written.and_then(|w| syncer.start_sync(w));
+                continue;
+            };
+            match syncer.wait() {
+                Ok(()) => {
+                    in_sync = written.and_then(|w| syncer.start_sync(w));
+                    self.shared.commits.fetch_add(1, Ordering::Relaxed);
+                    self.publish(prev);
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "log sync failed; the batch is refused");
+                    // The later group was written after it: undo both.
+                    if let Err(cut) = self.log.cut_back(prev.mark) {
+                        tracing::error!(error = %cut, "cannot cut the log back after a failed sync");
+                    }
+                    self.next_seq = prev.first_seq;
+                    self.shared
+                        .disk_bytes
+                        .store(self.log.disk_bytes(), Ordering::Relaxed);
+                    for req in prev
+                        .group
+                        .into_iter()
+                        .chain(written.into_iter().flat_map(|w| w.group))
+                    {
+                        let _ = req.reply.send(Err(format!("sync the log: {e}")));
+                    }
                 }
             }
-            self.commit(group);
+        }
+        if let Some(last) = in_sync.take() {
+            match syncer.wait() {
+                Ok(()) => self.publish(last),
+                Err(e) => {
+                    for req in last.group {
+                        let _ = req.reply.send(Err(format!("sync the log: {e}")));
+                    }
+                }
+            }
         }
         tracing::debug!("store writer stopped");
     }
 
-    fn commit(&mut self, group: Vec<WriteReq>) {
+    /// Numbers, encodes and writes one group (not yet synced); a failed
+    /// write answers its requests and gives `None`.
+    fn write(&mut self, group: Vec<WriteReq>) -> Option<Written> {
         let received_ms = now_millis();
         let first_seq = self.next_seq;
         let mut buf = Vec::new();
@@ -267,33 +412,43 @@ impl Writer {
                 seq += 1;
             }
         }
-        if let Err(e) = self.log.append(first_seq, &buf) {
-            tracing::error!(error = %e, "log append failed; the batch is refused");
-            for req in group {
-                let _ = req.reply.send(Err(e.to_string()));
+        match self.log.write(first_seq, &buf) {
+            Ok((mark, file)) => {
+                self.next_seq = seq;
+                self.shared
+                    .disk_bytes
+                    .fetch_add(buf.len() as u64, Ordering::Relaxed);
+                Some(Written {
+                    group,
+                    first_seq,
+                    received_ms,
+                    mark,
+                    file,
+                })
             }
-            return;
+            Err(e) => {
+                tracing::error!(error = %e, "log append failed; the batch is refused");
+                for req in group {
+                    let _ = req.reply.send(Err(e.to_string()));
+                }
+                None
+            }
         }
-        self.next_seq = seq;
-        self.shared.commits.fetch_add(1, Ordering::Relaxed);
-        self.shared
-            .disk_bytes
-            .fetch_add(buf.len() as u64, Ordering::Relaxed);
+    }
 
-        let mut seq = first_seq;
-        let mut published = Vec::with_capacity(group.len());
-        let mut replies = Vec::with_capacity(group.len());
-        for req in group {
+    /// Makes a synced group visible (index, live streams), then answers it.
+    fn publish(&mut self, w: Written) {
+        let mut seq = w.first_seq;
+        let mut published = Vec::new();
+        let mut replies = Vec::with_capacity(w.group.len());
+        for req in w.group {
             let start = seq;
             let count = req.events.len();
             for ev in req.events {
                 published.push(Arc::new(StoredEvent::new(
                     seq,
-                    received_ms,
-                    ev.is_span,
-                    ev.trace_id.into_boxed_str(),
-                    ev.kind.map(String::into_boxed_str),
-                    ev.started_ms,
+                    w.received_ms,
+                    ev.meta,
                     &ev.json,
                 )));
                 seq += 1;

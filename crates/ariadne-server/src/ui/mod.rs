@@ -1,9 +1,12 @@
 //! The live timeline web UI: one self-contained page (HTML, CSS and vanilla
 //! JavaScript embedded in the binary, no build step, no CDN).
 //!
-//! Routes: `GET /` (the page), `GET /ui/app.js`, `GET /ui/app.css`. The page
+//! Routes: `GET /` (the page), `GET /ui/app.js`, `GET /ui/app.css`, and the
+//! icon at `GET /favicon.svg` and `GET /favicon.ico` (the same SVG). The page
 //! talks to the server's `GET /events` (SSE, resumed with `Last-Event-ID`),
-//! `GET /api/traces?limit=` and `GET /api/traces/{id}`. A read token given
+//! `GET /api/sessions` (the fleet), `GET /api/sessions/{id}` and
+//! `GET /api/sessions/{id}/preflights/{span}` (the session view), and
+//! `GET /api/traces/{id}` (the spans). A read token given
 //! as `/?token=T` is passed on to those requests as `?token=T` (an
 //! `EventSource` cannot send an `Authorization` header). `docs/integrations.md`
 //! describes what it shows.
@@ -16,6 +19,7 @@ use axum::routing::get;
 const INDEX_HTML: &str = include_str!("index.html");
 const APP_JS: &str = include_str!("app.js");
 const APP_CSS: &str = include_str!("app.css");
+const FAVICON_SVG: &str = include_str!("favicon.svg");
 
 // The page loads only its own script and stylesheet and talks only to its
 // own origin; nothing inline runs.
@@ -49,5 +53,13 @@ pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
         .route(
             "/ui/app.css",
             get(|| async { asset("text/css; charset=utf-8", APP_CSS) }),
+        )
+        .route(
+            "/favicon.svg",
+            get(|| async { asset("image/svg+xml", FAVICON_SVG) }),
+        )
+        .route(
+            "/favicon.ico",
+            get(|| async { asset("image/svg+xml", FAVICON_SVG) }),
         )
 }

@@ -483,7 +483,9 @@ impl CompactManager {
             }
             emitted.extend(extra.iter().map(|e| st.redactor.redact_event(e)));
         }
-        self.inner.dispatcher.emit_all(emitted);
+        // A preflight's events are complete here: a live viewer should see
+        // them now, not after the dispatcher's batch timer.
+        self.inner.dispatcher.emit_all_now(emitted);
     }
 }
 

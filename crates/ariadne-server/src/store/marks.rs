@@ -1,0 +1,189 @@
+//! What each event adds to its trace's counters, so the fleet view
+//! (`GET /api/sessions`) lists every retained session with its badges
+//! without reading a single event again. Each event is classified once, when
+//! it is ingested or recovered; the index adds its marks when it is pushed
+//! and takes them away when it is evicted.
+
+use compact_events::names;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+const SPAN: u8 = 1;
+const PREFLIGHT: u8 = 1 << 1;
+const COMPACTION: u8 = 1 << 2;
+const ERROR: u8 = 1 << 3;
+const INSUFFICIENT: u8 = 1 << 4;
+const FALLBACK: u8 = 1 << 5;
+const BREAKER_OPEN: u8 = 1 << 6;
+
+/// What one event says about its session.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Marks {
+    bits: u8,
+    /// `usage_pct` of a `compact.token_estimate`: how full the context was.
+    usage_pct: Option<f64>,
+}
+
+impl Marks {
+    /// Classifies a validated event (its canonical object).
+    pub(crate) fn of(object: &Map<String, Value>) -> Marks {
+        let mut m = Marks::default();
+        if object.get("type").and_then(Value::as_str) != Some("span") {
+            return m;
+        }
+        m.bits |= SPAN;
+        if object.get("status").and_then(Value::as_str) == Some("error") {
+            m.bits |= ERROR;
+        }
+        let data = object.get("data").and_then(Value::as_object);
+        let field = |k: &str| data.and_then(|d| d.get(k));
+        match object.get("name").and_then(Value::as_str) {
+            Some(names::PREFLIGHT) => {
+                m.bits |= PREFLIGHT;
+                let failed = field("error").is_some_and(|e| !e.is_null());
+                if field("triggered").and_then(Value::as_bool) == Some(true) && !failed {
+                    m.bits |= COMPACTION;
+                }
+            }
+            Some(names::TOKEN_ESTIMATE) => {
+                m.usage_pct = field("usage_pct")
+                    .and_then(Value::as_f64)
+                    .filter(|u| u.is_finite());
+            }
+            Some(names::ERROR) => {
+                match field("error_type").and_then(Value::as_str) {
+                    Some("InsufficientBudget") => m.bits |= INSUFFICIENT,
+                    Some("CircuitOpen") => m.bits |= BREAKER_OPEN,
+                    _ => {}
+                }
+                if field("fallback")
+                    .and_then(Value::as_str)
+                    .is_some_and(|f| !f.is_empty() && f != "none")
+                {
+                    m.bits |= FALLBACK;
+                }
+            }
+            _ => {}
+        }
+        m
+    }
+
+    /// The marks of an event that is not one of compact's spans: whether it
+    /// is a span, and whether it failed.
+    pub(crate) fn span(is_span: bool, error: bool) -> Marks {
+        let mut m = Marks::default();
+        if is_span {
+            m.bits |= SPAN;
+            if error {
+                m.bits |= ERROR;
+            }
+        }
+        m
+    }
+
+    /// The context usage a `compact.token_estimate` reported.
+    pub(crate) fn usage_pct(self) -> Option<f64> {
+        self.usage_pct
+    }
+}
+
+/// Counters over a set of retained events (one trace, or all of them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub(crate) struct Counts {
+    /// Events (traces and spans).
+    pub events: u64,
+    /// Spans.
+    pub spans: u64,
+    /// `compact.preflight` spans: one per model call.
+    pub preflights: u64,
+    /// Preflights that compacted (triggered and did not fail).
+    pub compactions: u64,
+    /// Spans with status `error`.
+    pub errors: u64,
+    /// `compact.error` spans of type `InsufficientBudget`.
+    pub insufficient: u64,
+    /// `compact.error` spans that took a fallback (anything but `none`).
+    pub fallbacks: u64,
+    /// `compact.error` spans of type `CircuitOpen`: the summarizer's circuit
+    /// breaker was open.
+    pub breaker_open: u64,
+}
+
+impl Counts {
+    fn each(&mut self, m: Marks, f: fn(&mut u64)) {
+        f(&mut self.events);
+        let flags = [
+            (SPAN, &mut self.spans),
+            (PREFLIGHT, &mut self.preflights),
+            (COMPACTION, &mut self.compactions),
+            (ERROR, &mut self.errors),
+            (INSUFFICIENT, &mut self.insufficient),
+            (FALLBACK, &mut self.fallbacks),
+            (BREAKER_OPEN, &mut self.breaker_open),
+        ];
+        for (bit, counter) in flags {
+            if m.bits & bit != 0 {
+                f(counter);
+            }
+        }
+    }
+
+    /// Counts one more event.
+    pub(crate) fn add(&mut self, m: Marks) {
+        self.each(m, |c| *c += 1);
+    }
+
+    /// Forgets one event counted before.
+    pub(crate) fn remove(&mut self, m: Marks) {
+        self.each(m, |c| *c = c.saturating_sub(1));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn marks(v: Value) -> Marks {
+        match v {
+            Value::Object(o) => Marks::of(&o),
+            _ => Marks::default(),
+        }
+    }
+
+    #[test]
+    fn classifies_compact_spans() {
+        let mut c = Counts::default();
+        for v in [
+            json!({"type":"trace","trace_id":"t"}),
+            json!({"type":"span","name":"compact.preflight","data":{"triggered":true}}),
+            json!({"type":"span","name":"compact.preflight","status":"error",
+                   "data":{"triggered":true,"error":"InsufficientBudget"}}),
+            json!({"type":"span","name":"compact.error","status":"error",
+                   "data":{"error_type":"InsufficientBudget","fallback":"none"}}),
+            json!({"type":"span","name":"compact.error","status":"error",
+                   "data":{"error_type":"CircuitOpen","fallback":"extractive"}}),
+            json!({"type":"span","name":"compact.token_estimate","data":{"usage_pct":"high"}}),
+        ] {
+            c.add(marks(v));
+        }
+        let expected = Counts {
+            events: 6,
+            spans: 5,
+            preflights: 2,
+            compactions: 1,
+            errors: 3,
+            insufficient: 1,
+            fallbacks: 1,
+            breaker_open: 1,
+        };
+        assert_eq!(c, expected);
+        let usage = marks(json!({"type":"span","name":"compact.token_estimate",
+            "data":{"usage_pct":0.5}}));
+        assert_eq!(usage.usage_pct(), Some(0.5));
+        c.remove(usage);
+        c.remove(usage);
+        assert_eq!(c.events, 4);
+        assert_eq!(c.spans, 3);
+    }
+}

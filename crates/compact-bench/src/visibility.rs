@@ -1,0 +1,189 @@
+//! `preflight_visibility`, run by `compact bench server`: how long after a
+//! preflight returns its `compact.preflight` span is visible to a live
+//! viewer. The whole path is real: a `CompactManager` whose dispatcher
+//! batches for an `AriadneExporter`, HTTP to a real server, its durable
+//! group commit, and an `/events` SSE subscriber (target p99 < 50 ms; the
+//! seed asks for under 200 ms).
+//!
+//! Several sessions run at once, each a paced agent whose history grows by
+//! one tool-heavy turn per preflight (some preflights compact). A session's
+//! preflights are sequential, so its n-th preflight span seen on the stream
+//! belongs to its n-th preflight.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ariadne_exporter::{AriadneExporter, HttpOptions};
+use compact_middleware::CompactManager;
+use compact_middleware::config::Config;
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::workload::{history, received};
+
+/// Sessions running at once.
+const SESSIONS: usize = 8;
+/// Preflights per session.
+const TURNS: usize = 60;
+/// The simulated model call between two preflights of a session.
+const PACE: Duration = Duration::from_millis(25);
+/// The window: small enough that the later turns compact.
+const WINDOW: usize = 32_000;
+
+/// When the subscriber saw each session's preflight spans, in micros since
+/// the bench's base instant, in arrival order.
+type Seen = HashMap<String, Vec<u64>>;
+
+/// Runs the benchmark against the fresh server at `base_url`.
+pub(crate) async fn run(base_url: &str) -> Result<Value, String> {
+    let base = Instant::now();
+    let (ready_tx, ready_rx) = oneshot::channel();
+    let (stop_tx, stop_rx) = oneshot::channel::<()>();
+    let (count_tx, mut count_rx) = mpsc::unbounded_channel::<()>();
+    let subscriber = tokio::spawn(subscribe(
+        format!("{base_url}/events"),
+        base,
+        ready_tx,
+        stop_rx,
+        count_tx,
+    ));
+    ready_rx
+        .await
+        .map_err(|_| "the SSE subscriber never connected".to_owned())?;
+
+    let config = Config {
+        model: "gpt-4o".into(),
+        max_context_tokens: Some(WINDOW),
+        ..Config::default()
+    };
+    let exporter = AriadneExporter::new(&format!("{base_url}/ingest"), HttpOptions::default())
+        .map_err(|e| e.to_string())?;
+    let manager = CompactManager::builder(config)
+        .without_config_exporters()
+        .without_storage()
+        .exporter(Arc::new(exporter))
+        .build()
+        .map_err(|e| e.to_string())?;
+
+    let full = history(TURNS, 2_500);
+    let run_id = std::process::id();
+    let mut agents = Vec::new();
+    for s in 0..SESSIONS {
+        let (manager, full) = (manager.clone(), full.clone());
+        let session = format!("visibility-{run_id}-{s}");
+        agents.push(tokio::spawn(async move {
+            // Start the sessions out of step, as independent agents are.
+            tokio::time::sleep(PACE * s as u32 / SESSIONS as u32).await;
+            let mut ends = Vec::with_capacity(TURNS);
+            for t in 1..=TURNS {
+                let messages = received(&full[..1 + 4 * t]);
+                manager
+                    .preflight(&session, messages)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                ends.push(base.elapsed().as_micros() as u64);
+                tokio::time::sleep(PACE).await;
+            }
+            Ok::<_, String>((session, ends))
+        }));
+    }
+    let mut ends: HashMap<String, Vec<u64>> = HashMap::new();
+    for a in agents {
+        let (session, e) = a.await.map_err(|e| e.to_string())??;
+        ends.insert(session, e);
+    }
+    // Every preflight span, or a hang guard (a lost event shows as missing).
+    let expected = SESSIONS * TURNS;
+    let mut got = 0;
+    while got < expected {
+        match tokio::time::timeout(Duration::from_secs(10), count_rx.recv()).await {
+            Ok(Some(())) => got += 1,
+            _ => break,
+        }
+    }
+    let _ = stop_tx.send(());
+    let seen = subscriber.await.map_err(|e| e.to_string())??;
+    let dispatch = manager.dispatcher().stats();
+    manager.dispatcher().shutdown(Duration::from_secs(2));
+
+    let mut lat_us: Vec<u64> = Vec::with_capacity(expected);
+    for (session, ends) in &ends {
+        let Some(seen) = seen.get(session) else {
+            continue;
+        };
+        lat_us.extend(
+            ends.iter()
+                .zip(seen)
+                .map(|(end, seen)| seen.saturating_sub(*end)),
+        );
+    }
+    lat_us.sort_unstable();
+    let pct = |p: f64| -> Option<f64> {
+        let idx = ((lat_us.len().checked_sub(1)?) as f64 * p).round() as usize;
+        Some(lat_us[idx] as f64 / 1000.0)
+    };
+    Ok(json!({
+        "sessions": SESSIONS,
+        "preflights": expected,
+        "seen": lat_us.len(),
+        "pace_ms": PACE.as_millis() as u64,
+        "events_exported": dispatch.exported,
+        "p50_ms": pct(0.50),
+        "p99_ms": pct(0.99),
+        "max_ms": pct(1.0),
+        "target_p99_ms": 50,
+        "note": "preflight returned -> its compact.preflight span parsed by an /events subscriber; dispatcher, HTTP exporter, durable commit and SSE included",
+    }))
+}
+
+/// Reads `/events` until told to stop, noting when each session's
+/// preflight spans arrive.
+async fn subscribe(
+    url: String,
+    base: Instant,
+    ready: oneshot::Sender<()>,
+    mut stop: oneshot::Receiver<()>,
+    count: mpsc::UnboundedSender<()>,
+) -> Result<Seen, String> {
+    let mut resp = reqwest::get(url).await.map_err(|e| e.to_string())?;
+    let mut ready = Some(ready);
+    let mut seen = Seen::new();
+    let mut pending = String::new();
+    loop {
+        let chunk = tokio::select! {
+            c = resp.chunk() => c.map_err(|e| e.to_string())?,
+            _ = &mut stop => break,
+        };
+        let Some(chunk) = chunk else { break };
+        let now = base.elapsed().as_micros() as u64;
+        pending.push_str(&String::from_utf8_lossy(&chunk));
+        let Some(end) = pending.rfind("\n\n") else {
+            continue;
+        };
+        for msg in pending[..end].split("\n\n") {
+            if msg.contains("\"connected\"")
+                && let Some(r) = ready.take()
+            {
+                let _ = r.send(());
+            }
+            if !msg.contains("\"compact.preflight\"") {
+                continue;
+            }
+            let Some(data) = msg.lines().find_map(|l| l.strip_prefix("data: ")) else {
+                continue;
+            };
+            let Ok(ev) = serde_json::from_str::<Value>(data) else {
+                continue;
+            };
+            if ev["name"] == "compact.preflight"
+                && let Some(trace) = ev["trace_id"].as_str()
+            {
+                seen.entry(trace.to_owned()).or_default().push(now);
+                let _ = count.send(());
+            }
+        }
+        pending.drain(..end + 2);
+    }
+    Ok(seen)
+}
