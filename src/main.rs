@@ -5,6 +5,7 @@
 mod cmd;
 mod exit;
 mod input;
+mod sidecar;
 mod wiring;
 
 use clap::{Parser, Subcommand};
