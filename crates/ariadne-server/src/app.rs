@@ -123,12 +123,17 @@ pub fn router(state: AppState) -> Router {
 
 /// [`router`] with `mount`'s routes behind the same tokens and CORS.
 pub fn router_with(state: AppState, mount: Mount) -> Router {
-    let extra_write = mount
-        .write
-        .route_layer(middleware::from_fn_with_state(state.clone(), ingest_auth));
-    let extra_read = mount
-        .read
-        .route_layer(middleware::from_fn_with_state(state.clone(), read_auth));
+    // axum refuses a route layer on a router without routes.
+    let mut extra_write = mount.write;
+    if extra_write.has_routes() {
+        extra_write =
+            extra_write.route_layer(middleware::from_fn_with_state(state.clone(), ingest_auth));
+    }
+    let mut extra_read = mount.read;
+    if extra_read.has_routes() {
+        extra_read =
+            extra_read.route_layer(middleware::from_fn_with_state(state.clone(), read_auth));
+    }
     let ingest_routes = Router::new()
         .route("/ingest", post(ingest::ingest))
         .route("/v1/traces/ingest", post(ingest::sdk))
