@@ -68,7 +68,9 @@ impl From<CompactError> for CliError {
             CompactError::Config(_)
             | CompactError::InvalidInput(_)
             | CompactError::InvalidSession(_) => CliError::BadInput(e.to_string()),
-            CompactError::Internal(_) => CliError::Other(anyhow::anyhow!(e)),
+            CompactError::Internal(_) | CompactError::State(_) => {
+                CliError::Other(anyhow::anyhow!(e))
+            }
         }
     }
 }

@@ -5,6 +5,7 @@
 mod cmd;
 mod exit;
 mod input;
+mod sidecar;
 mod wiring;
 
 use clap::{Parser, Subcommand};
@@ -28,6 +29,8 @@ enum Command {
     Estimate(cmd::estimate::Args),
     /// Compact a request read from stdin; compacted JSON of the same shape on stdout.
     Preflight(cmd::preflight::Args),
+    /// What is remembered about a session now (summary, layers, last report), as JSON.
+    Status(cmd::status::Args),
     /// Replay a recorded transcript turn by turn through the middleware; table of savings.
     Replay(cmd::replay::Args),
     /// Audit archived transcripts: list sessions, show a step, verify a session.
@@ -62,6 +65,7 @@ fn main() {
         Command::Demo(a) => cmd::demo::run(a),
         Command::Estimate(a) => cmd::estimate::run(a),
         Command::Preflight(a) => cmd::preflight::run(a),
+        Command::Status(a) => cmd::status::run(a),
         Command::Replay(a) => cmd::replay::run(a),
         Command::Archive(c) => cmd::archive::run(c),
         Command::Config(c) => cmd::config::run(c),

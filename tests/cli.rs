@@ -192,7 +192,13 @@ fn bad_input_exits_2_naming_the_json_path_and_prints_nothing() {
 fn preflight_keeps_the_shape_and_compacts() {
     let mut req = json!({"session_id": "s1", "messages": history(40, 4000), "config": {"k": 1}});
     let o = compact(
-        &["preflight", "--max-context-tokens", "20000", "--report"],
+        &[
+            "preflight",
+            "--max-context-tokens",
+            "20000",
+            "--report",
+            "--keep-meta",
+        ],
         &req.to_string(),
     );
     assert!(o.status.success(), "{}", stderr(&o));
@@ -215,25 +221,121 @@ fn preflight_keeps_the_shape_and_compacts() {
     assert_eq!(report["triggered"], true);
     assert!(report["tokens_after"].as_u64() <= report["budget"].as_u64());
 
-    // --provider strips our fields.
-    let o = compact(
-        &["preflight", "--max-context-tokens", "20000", "--provider"],
-        &req.to_string(),
-    );
-    let v = stdout_json(&o);
-    assert!(
-        v["messages"]
-            .as_array()
-            .expect("messages")
-            .iter()
-            .all(|m| m.get("meta").is_none() && m.get("compacted").is_none())
-    );
+    // By default (and with the old --provider) our fields are stripped: the
+    // output is what the provider may receive.
+    for extra in [None, Some("--provider")] {
+        let mut args = vec!["preflight", "--max-context-tokens", "20000"];
+        args.extend(extra);
+        let o = compact(&args, &req.to_string());
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v = stdout_json(&o);
+        assert!(
+            v["messages"]
+                .as_array()
+                .expect("messages")
+                .iter()
+                .all(|m| m.get("meta").is_none() && m.get("compacted").is_none())
+        );
+    }
+}
+
+/// `COMPACT-SUMMARY vN` headers in a history, in order.
+fn summary_versions(messages: &Value) -> Vec<u64> {
+    let text = messages.to_string();
+    text.match_indices("COMPACT-SUMMARY v")
+        .filter_map(|(i, m)| {
+            let digits: String = text[i + m.len()..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            digits.parse().ok()
+        })
+        .collect()
+}
+
+/// One more turn on `messages`: a user request with a planted fact, a tool
+/// call and its result, an answer.
+fn add_turn(messages: &mut Vec<Value>, t: usize) {
+    let id = format!("call_{t}");
+    messages.push(json!({"role": "user", "content": format!("Turn {t}: remember that ticket OPS-{t} is owned by team-{t}.")}));
+    messages.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "read", "arguments": "{}"}}]}));
+    messages.push(json!({"role": "tool", "tool_call_id": id, "content": "log line ".repeat(150)}));
+    messages.push(json!({"role": "assistant", "content": format!("Ticket OPS-{t} handled.")}));
+}
+
+#[test]
+fn preflight_with_state_rolls_one_summary_chain_across_processes() {
+    let dir = sandbox();
+    let state = dir.path().join("state.sqlite3");
+    let state = state.to_str().expect("utf-8 path");
+    let args = [
+        "preflight",
+        "--max-context-tokens",
+        "4000",
+        "--session",
+        "s1",
+        "--state",
+        state,
+        "--report",
+    ];
+    // The agent feeds our output back (fed) or resends its raw history (raw):
+    // both continue the chain.
+    for resend_raw in [false, true] {
+        let session = if resend_raw { "raw" } else { "fed" };
+        let mut args = args.to_vec();
+        args[4] = session;
+        let mut raw: Vec<Value> =
+            vec![json!({"role": "system", "content": "You are a coding agent."})];
+        let mut fed = raw.clone();
+        let mut versions = Vec::new();
+        for t in 0..30 {
+            add_turn(&mut raw, t);
+            add_turn(&mut fed, t);
+            let input = if resend_raw { &raw } else { &fed };
+            let o = compact_in(dir.path(), &args, &json!({ "messages": input }).to_string());
+            assert!(o.status.success(), "turn {t}: {}", stderr(&o));
+            let out = stdout_json(&o)["messages"].clone();
+            let headers = summary_versions(&out);
+            assert!(headers.len() <= 1, "turn {t}: nested summaries {headers:?}");
+            versions.extend(headers);
+            let report: Value = serde_json::from_str(stderr(&o).lines().last().unwrap_or(""))
+                .expect("report JSON on stderr");
+            if t > 0 {
+                assert_ne!(report["continuation"], "fresh", "turn {t}: {report}");
+            }
+            fed = out.as_array().expect("messages").clone();
+        }
+        // The version grows across processes: each compaction folds the
+        // previous summary into the next one.
+        versions.dedup();
+        assert!(versions.len() >= 3, "{session}: {versions:?}");
+        assert!(
+            versions.windows(2).all(|w| w[1] == w[0] + 1),
+            "{versions:?}"
+        );
+
+        let o = compact_in(dir.path(), &["status", session, "--state", state], "");
+        assert!(o.status.success(), "{}", stderr(&o));
+        let status = stdout_json(&o);
+        assert_eq!(status["known"], true);
+        assert_eq!(status["store"], "sqlite");
+        assert_eq!(
+            status["summary"]["version"].as_u64(),
+            versions.last().copied()
+        );
+        assert!(status["layers"]["recent"]["messages"].as_u64() > Some(0));
+        assert_eq!(status["last_report"]["session_id"], session);
+    }
+    // A session never seen is not known, and is not created by asking.
+    let o = compact_in(dir.path(), &["status", "nobody", "--state", state], "");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout_json(&o)["known"], false);
 }
 
 #[test]
 fn preflight_below_trigger_returns_input_unchanged() {
     let h = history(2, 100);
-    let o = compact(&["preflight"], &h.to_string());
+    let o = compact(&["preflight", "--keep-meta"], &h.to_string());
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout_json(&o), h);
 }

@@ -38,7 +38,14 @@ pub(crate) fn run(cmd: Command) -> CliResult {
             let mut loaded = load(config.as_deref(), &env())?;
             // What the other commands would use, the CLI's defaults included.
             crate::input::cli_defaults(&mut loaded)?;
-            let rows = loaded.sources();
+            let rows: Vec<_> = loaded
+                .sources()
+                .into_iter()
+                .map(|(path, value, source)| {
+                    let shown = shown(&path, value);
+                    (path, shown, source)
+                })
+                .collect();
             if json {
                 let v: Vec<serde_json::Value> = rows
                     .iter()
@@ -59,5 +66,19 @@ pub(crate) fn run(cmd: Command) -> CliResult {
             }
             Ok(())
         }
+    }
+}
+
+/// A value as `config print` may show it: tokens hidden, a connection URL's
+/// password hidden.
+fn shown(path: &str, value: serde_json::Value) -> serde_json::Value {
+    match value {
+        serde_json::Value::String(_) if path.ends_with("_token") => {
+            serde_json::Value::String("***".into())
+        }
+        serde_json::Value::String(s) if path == "state.url" => {
+            serde_json::Value::String(compact_middleware::config::redact_url_password(&s))
+        }
+        other => other,
     }
 }

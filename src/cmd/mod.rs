@@ -7,5 +7,6 @@ pub(crate) mod estimate;
 pub(crate) mod preflight;
 pub(crate) mod replay;
 pub(crate) mod serve;
+pub(crate) mod status;
 pub(crate) mod tail;
 mod turns;

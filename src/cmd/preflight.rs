@@ -49,9 +49,19 @@ pub(crate) struct Args {
     /// Append the compaction events to this JSONL file.
     #[arg(long, value_name = "FILE")]
     events: Option<PathBuf>,
-    /// Strip our `meta`/`compacted` fields (what the provider must receive).
-    #[arg(long)]
+    /// Keep our `meta`/`compacted` fields in the output (the shape before
+    /// 0.2; by default the output is what the provider may receive).
+    #[arg(long, conflicts_with = "provider")]
+    keep_meta: bool,
+    /// Strip our `meta`/`compacted` fields: the default now, kept so that
+    /// existing scripts still run.
+    #[arg(long, hide = true)]
     provider: bool,
+    /// Keep session state in this SQLite file, so that separate runs of one
+    /// session continue its summary chain (sets `state.store: sqlite` and
+    /// `state.path`).
+    #[arg(long, value_name = "FILE")]
+    state: Option<PathBuf>,
     /// Print the report on stderr as JSON.
     #[arg(long)]
     report: bool,
@@ -86,6 +96,9 @@ pub(crate) fn run(args: Args) -> CliResult {
             Source::Flag("--repair".into()),
         )?;
     }
+    if let Some(file) = &args.state {
+        crate::wiring::set_state_file(&mut loaded, file, "--state")?;
+    }
     let rt = tokio::runtime::Runtime::new()?;
     let req = read_request(args.format)?;
     let manager = crate::wiring::manager(loaded.config, &rt)?;
@@ -100,9 +113,7 @@ pub(crate) fn run(args: Args) -> CliResult {
             usage: args.usage,
         },
     ));
-    manager
-        .dispatcher()
-        .shutdown(std::time::Duration::from_secs(5));
+    manager.dispatcher().shutdown(crate::wiring::FLUSH_TIMEOUT);
     let outcome = outcome?;
     warn_about_input(&outcome.report);
     if args.usage.is_some() && outcome.report.anchor.is_none() {
@@ -116,7 +127,7 @@ pub(crate) fn run(args: Args) -> CliResult {
             serde_json::to_string(&outcome.report).map_err(|e| CliError::Other(e.into()))?
         );
     }
-    let out = req.to_value(&outcome.messages, args.provider);
+    let out = req.to_value(&outcome.messages, !args.keep_meta);
     let s = serde_json::to_string_pretty(&out).map_err(|e| CliError::Other(e.into()))?;
     println!("{s}");
     Ok(())

@@ -5,27 +5,31 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use ariadne_server::ServerConfig;
+use compact_middleware::config::{
+    Config, Loaded, ServerSettings, Source, StateStoreKind, redact_url_password,
+};
 
 use crate::exit::{CliError, CliResult};
 
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
-    /// Listen address [default: 127.0.0.1:5175, or the config file's].
+    /// Listen address [default: 127.0.0.1:5175, or `server.addr`].
     #[arg(long)]
     addr: Option<SocketAddr>,
-    /// Directory of the durable event log [default: .compact/server].
+    /// Directory of the durable event log [default: .compact/server, or `server.data_dir`].
     #[arg(long)]
     data_dir: Option<PathBuf>,
-    /// A YAML (or JSON) file with the server settings (`addr`, `data_dir`,
-    /// `ingest_token`, `read_token`, `cors_origins`, `insecure`, `limits`,
-    /// `retention`, `store`); flags override it.
+    /// The YAML configuration of the whole program: the compaction settings
+    /// (`model`, `policy`, ...), `state:` and `server:` (docs/configuration.md).
+    /// A file in the former server-only shape (`addr`, `data_dir`, ... at
+    /// the top) is still read, with a warning. Flags override it.
     #[arg(long)]
     config: Option<PathBuf>,
-    /// Bearer token required to ingest.
-    #[arg(long, env = "COMPACT_INGEST_TOKEN")]
+    /// Bearer token required to ingest and by the session API's writes.
+    #[arg(long)]
     ingest_token: Option<String>,
-    /// Bearer token required to read (/events, /api, /metrics).
-    #[arg(long, env = "COMPACT_READ_TOKEN")]
+    /// Bearer token required to read (/events, /api, /metrics, GET /v1/sessions).
+    #[arg(long)]
     read_token: Option<String>,
     /// A browser origin allowed by CORS (repeatable); replaces the defaults.
     #[arg(long = "cors-origin")]
@@ -35,33 +39,103 @@ pub(crate) struct Args {
     insecure: bool,
 }
 
-fn load(args: Args) -> Result<ServerConfig, CliError> {
-    let mut cfg = match &args.config {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading {}", path.display()))?;
-            serde_saphyr::from_str::<ServerConfig>(&text)
-                .map_err(|e| CliError::BadInput(format!("{}: {e}", path.display())))?
+/// The program's configuration and the server's, flags applied.
+fn load(args: &Args) -> Result<(Config, ServerConfig), CliError> {
+    let (mut config, legacy) = match Loaded::from_process_env(args.config.as_deref()) {
+        Ok(mut loaded) => {
+            default_state_under_data_dir(&mut loaded)?;
+            (loaded.config, None)
         }
-        None => ServerConfig::default(),
+        Err(e) => {
+            // The former `--config` shape: server settings at the top.
+            let legacy = args.config.as_ref().and_then(|path| {
+                let text = std::fs::read_to_string(path).ok()?;
+                serde_saphyr::from_str::<ServerConfig>(&text).ok()
+            });
+            match legacy {
+                Some(server) => {
+                    eprintln!(
+                        "compact serve: warning: the configuration file has the former server-only shape; move its keys under `server:`"
+                    );
+                    let mut loaded = Loaded::from_process_env(None)?;
+                    default_state_under_data_dir(&mut loaded)?;
+                    (loaded.config, Some(server))
+                }
+                None => return Err(e.into()),
+            }
+        }
+    };
+    let mut cfg = match legacy {
+        Some(server) => server,
+        None => server_config(&config.server)?,
     };
     if let Some(a) = args.addr {
         cfg.addr = a;
     }
-    if let Some(d) = args.data_dir {
-        cfg.data_dir = d;
+    if let Some(d) = &args.data_dir {
+        cfg.data_dir = d.clone();
     }
     if args.ingest_token.is_some() {
-        cfg.ingest_token = args.ingest_token;
+        cfg.ingest_token = args.ingest_token.clone();
     }
     if args.read_token.is_some() {
-        cfg.read_token = args.read_token;
+        cfg.read_token = args.read_token.clone();
     }
     if !args.cors_origins.is_empty() {
-        cfg.cors_origins = args.cors_origins;
+        cfg.cors_origins = args.cors_origins.clone();
     }
     cfg.insecure |= args.insecure;
-    Ok(cfg)
+    // The default SQLite state follows the data directory a flag chose.
+    if config.state.path == STATE_UNDER_DATA_DIR {
+        config.state.path = cfg.data_dir.join("state.sqlite3").display().to_string();
+    }
+    Ok((config, cfg))
+}
+
+/// Marks `state.path` to be put under the server's data directory.
+const STATE_UNDER_DATA_DIR: &str = "\0data_dir";
+
+/// `compact serve` keeps session state in SQLite under its data directory
+/// unless `state.store` was set.
+fn default_state_under_data_dir(loaded: &mut Loaded) -> CliResult {
+    if loaded.source_of("state.store") == Some(Source::Default) {
+        loaded.set("state.store", "sqlite".into(), Source::Default)?;
+        if loaded.source_of("state.path") == Some(Source::Default) {
+            loaded.set("state.path", STATE_UNDER_DATA_DIR.into(), Source::Default)?;
+        }
+    }
+    Ok(())
+}
+
+/// `server:` as the trace server's own settings.
+fn server_config(s: &ServerSettings) -> Result<ServerConfig, CliError> {
+    let addr = s
+        .addr
+        .parse()
+        .map_err(|_| CliError::BadInput(format!("configuration: server.addr: {:?}", s.addr)))?;
+    Ok(ServerConfig {
+        addr,
+        data_dir: PathBuf::from(&s.data_dir),
+        ingest_token: s.ingest_token.clone(),
+        read_token: s.read_token.clone(),
+        cors_origins: s.cors_origins.clone(),
+        insecure: s.insecure,
+        limits: ariadne_server::Limits {
+            ingest_body_bytes: s.limits.ingest_body_bytes,
+            otel_body_bytes: s.limits.otel_body_bytes,
+            max_connections: s.limits.max_connections,
+            max_sse_clients: s.limits.max_sse_clients,
+            sse_queue: s.limits.sse_queue,
+            heartbeat_secs: s.limits.heartbeat_secs,
+        },
+        retention: ariadne_server::Retention {
+            max_events: s.retention.max_events,
+            max_age_secs: s.retention.max_age_secs,
+        },
+        store: ariadne_server::StoreOptions {
+            segment_bytes: s.store.segment_bytes,
+        },
+    })
 }
 
 async fn shutdown_signal() {
@@ -89,19 +163,48 @@ async fn shutdown_signal() {
 }
 
 pub(crate) fn run(args: Args) -> CliResult {
-    let cfg = load(args)?;
+    let (config, cfg) = load(&args)?;
     if let Err(e) = cfg.check() {
         return Err(CliError::BadInput(e.to_string()));
     }
+    let body_limit = config.server.limits.preflight_body_bytes;
     let rt = tokio::runtime::Runtime::new()?;
-    rt.block_on(async move {
+    let parts = crate::wiring::Parts::new(&config, &rt)?;
+    let mut sidecar_error = None;
+    let served = rt.block_on(async {
         eprintln!(
-            "compact serve: listening on http://{} (data in {})",
+            "compact serve: listening on http://{} (data in {}, session state: {})",
             cfg.addr,
-            cfg.data_dir.display()
+            cfg.data_dir.display(),
+            state_label(&config)
         );
-        ariadne_server::serve(cfg, shutdown_signal()).await
-    })
-    .context("server")?;
+        ariadne_server::serve_with(
+            cfg,
+            |state| match crate::sidecar::Sidecar::new(config, parts, state) {
+                Ok(s) => std::sync::Arc::new(s).mount(body_limit),
+                Err(e) => {
+                    sidecar_error = Some(e);
+                    ariadne_server::Mount::default()
+                }
+            },
+            shutdown_signal(),
+        )
+        .await
+    });
+    if let Some(e) = sidecar_error {
+        return Err(CliError::BadInput(format!("session API: {e}")));
+    }
+    served.context("server")?;
     Ok(())
+}
+
+fn state_label(config: &Config) -> String {
+    match config.state.store {
+        StateStoreKind::Memory => "memory".into(),
+        StateStoreKind::Sqlite => format!("sqlite {}", config.state.path),
+        StateStoreKind::Postgres => format!(
+            "postgres {}",
+            redact_url_password(config.state.url.as_deref().unwrap_or_default())
+        ),
+    }
 }

@@ -74,6 +74,37 @@ impl AppState {
     pub(crate) fn shutdown_signal(&self) -> watch::Receiver<bool> {
         self.0.shutdown.clone()
     }
+
+    /// Stores events produced in this process (the sidecar's preflights)
+    /// exactly as `/ingest` would: validated, durable, then on the SSE
+    /// stream. Returns how many were stored.
+    pub async fn ingest_events(
+        &self,
+        events: Vec<compact_events::Event>,
+    ) -> Result<usize, ServerError> {
+        let valid = crate::routes::ingest::validate_mapped(events).map_err(|issues| {
+            ServerError::Io(std::io::Error::other(format!(
+                "events refused by the ingest schema: {}",
+                serde_json::to_string(&issues).unwrap_or_default()
+            )))
+        })?;
+        let n = valid.len();
+        self.metrics().observe_events(&valid);
+        self.store().append(valid).await?;
+        Ok(n)
+    }
+}
+
+/// Routes another crate mounts on the server (the `compact` binary's
+/// session API): `write` behind the ingest token, `read` behind the read
+/// token, both under CORS. Built once the state exists, so handlers can
+/// hold it (see [`AppState::ingest_events`]).
+#[derive(Debug, Default)]
+pub struct Mount {
+    /// Routes that change something (`POST`, `PATCH`, `DELETE`).
+    pub write: Router,
+    /// Routes that only read.
+    pub read: Router,
 }
 
 async fn ingest_auth(state: State<AppState>, req: Request, next: Next) -> axum::response::Response {
@@ -87,6 +118,22 @@ async fn read_auth(state: State<AppState>, req: Request, next: Next) -> axum::re
 /// The whole application: ingest routes behind the ingest token, read
 /// routes behind the read token, `/healthz` and the UI open, CORS outside.
 pub fn router(state: AppState) -> Router {
+    router_with(state, Mount::default())
+}
+
+/// [`router`] with `mount`'s routes behind the same tokens and CORS.
+pub fn router_with(state: AppState, mount: Mount) -> Router {
+    // axum refuses a route layer on a router without routes.
+    let mut extra_write = mount.write;
+    if extra_write.has_routes() {
+        extra_write =
+            extra_write.route_layer(middleware::from_fn_with_state(state.clone(), ingest_auth));
+    }
+    let mut extra_read = mount.read;
+    if extra_read.has_routes() {
+        extra_read =
+            extra_read.route_layer(middleware::from_fn_with_state(state.clone(), read_auth));
+    }
     let ingest_routes = Router::new()
         .route("/ingest", post(ingest::ingest))
         .route("/v1/traces/ingest", post(ingest::sdk))
@@ -109,11 +156,10 @@ pub fn router(state: AppState) -> Router {
         .merge(read_routes)
         .route("/healthz", get(health::healthz))
         .merge(crate::ui::router())
-        .layer(middleware::from_fn_with_state(
-            state.clone(),
-            security::cors,
-        ))
-        .with_state(state)
+        .with_state(state.clone())
+        .merge(extra_write)
+        .merge(extra_read)
+        .layer(middleware::from_fn_with_state(state, security::cors))
 }
 
 /// Runs the server until `shutdown` resolves, then stops accepting, ends
@@ -122,8 +168,18 @@ pub async fn serve(
     config: ServerConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
+    serve_with(config, |_| Mount::default(), shutdown).await
+}
+
+/// [`serve`] with the routes `mount` builds from the state.
+pub async fn serve_with(
+    config: ServerConfig,
+    mount: impl FnOnce(&AppState) -> Mount,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServerError> {
     let (listener, state, stop_tx) = bind(config).await?;
-    run(listener, state, stop_tx, shutdown).await
+    let mount = mount(&state);
+    run(listener, state, mount, stop_tx, shutdown).await
 }
 
 async fn bind(
@@ -143,12 +199,13 @@ async fn bind(
 async fn run(
     listener: LimitedListener,
     state: AppState,
+    mount: Mount,
     stop_tx: watch::Sender<bool>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
     let local = axum::serve::Listener::local_addr(&listener)?;
     tracing::info!(addr = %local, data_dir = %state.config().data_dir.display(), "ariadne server listening");
-    let app = router(state);
+    let app = router_with(state, mount);
     axum::serve(listener, app)
         .with_graceful_shutdown(async move {
             shutdown.await;
@@ -191,10 +248,19 @@ impl RunningServer {
 /// Binds (port 0 picks a free one), opens the store, and serves in a
 /// background task.
 pub async fn spawn(config: ServerConfig) -> Result<RunningServer, ServerError> {
+    spawn_with(config, |_| Mount::default()).await
+}
+
+/// [`spawn`] with the routes `mount` builds from the state.
+pub async fn spawn_with(
+    config: ServerConfig,
+    mount: impl FnOnce(&AppState) -> Mount,
+) -> Result<RunningServer, ServerError> {
     let (listener, state, stop_tx) = bind(config).await?;
+    let mount = mount(&state);
     let addr = axum::serve::Listener::local_addr(&listener)?;
     let (stop, stopped) = oneshot::channel::<()>();
-    let handle = tokio::spawn(run(listener, state, stop_tx, async move {
+    let handle = tokio::spawn(run(listener, state, mount, stop_tx, async move {
         let _ = stopped.await;
     }));
     Ok(RunningServer {

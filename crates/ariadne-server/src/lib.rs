@@ -6,8 +6,9 @@
 //!
 //! The API is what running and embedding the server needs, at the crate
 //! root: [`ServerConfig`] and its [`Limits`], [`Retention`] and
-//! [`StoreOptions`]; [`serve`] and [`spawn`] (a [`RunningServer`]);
-//! [`AppState`] and [`router`] to mount it in another axum app; the errors
+//! [`StoreOptions`]; [`serve`] and [`spawn`] (a [`RunningServer`]), and
+//! their `_with` forms that add a [`Mount`] of routes behind the same
+//! tokens; [`AppState`] and [`router`] to mount it in another axum app; the errors
 //! [`ServerError`] and [`StoreError`]. Two namespaces: [`map`] (OpenAI Agents
 //! SDK and OTLP JSON to events) and [`ui`] (the timeline web UI's routes).
 //!
@@ -35,6 +36,8 @@ mod sse;
 mod store;
 pub mod ui;
 
-pub use app::{AppState, RunningServer, router, serve, spawn};
+pub use app::{
+    AppState, Mount, RunningServer, router, router_with, serve, serve_with, spawn, spawn_with,
+};
 pub use config::{Limits, Retention, ServerConfig, StoreOptions};
 pub use error::{ServerError, StoreError};

@@ -22,6 +22,8 @@
 //! - [`redact`]: the `Redactor` applied to everything exported or archived.
 //! - [`memory`]: the memory store (SQLite), the sliding-window memory,
 //!   cross-session memory and memory files injected into the instructions.
+//! - [`state`]: the `SessionStore` trait and its in-memory and SQLite stores:
+//!   session state that outlives a process (docs/design.md §13).
 //! - [`strategy`]: per request > per conversation > per agent > defaults.
 pub mod archive;
 pub mod config;
@@ -32,6 +34,7 @@ pub mod memory;
 pub mod model;
 pub mod pipeline;
 pub mod redact;
+pub mod state;
 pub mod strategy;
 pub mod summarize;
 pub mod tokens;

@@ -15,7 +15,7 @@ use std::sync::RwLock;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::config::{Config, ConfigError};
+use crate::config::{Config, ConfigError, FieldError};
 
 /// A precedence level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -138,23 +138,80 @@ impl Strategies {
                 .get(c)
                 .cloned()
         });
-        let request_layer = request.map(from_seed_fields);
-        let mut merged = Value::Object(Map::new());
-        let mut sources = Vec::new();
-        for (level, layer) in [
-            (Level::Agent, agent_layer),
-            (Level::Conversation, conversation_layer),
-            (Level::Request, request_layer),
-        ] {
-            if let Some(layer) = layer {
-                let mut leaves = Vec::new();
-                leaf_paths(&layer, "", &mut leaves);
-                sources.extend(leaves.into_iter().map(|p| (p, level)));
-                deep_merge(&mut merged, layer);
-            }
+        resolve_layers(
+            &self.defaults,
+            agent_layer.as_ref(),
+            conversation_layer.as_ref(),
+            request,
+        )
+    }
+}
+
+/// The effective configuration of `defaults` under the layers given
+/// (request over conversation over agent over defaults), with the level
+/// that set each leaf.
+/// Layers may use the flat field names ([`from_seed_fields`]).
+pub fn resolve_layers(
+    defaults: &Config,
+    agent: Option<&Value>,
+    conversation: Option<&Value>,
+    request: Option<&Value>,
+) -> Result<Resolved, ConfigError> {
+    let mut merged = Value::Object(Map::new());
+    let mut sources = Vec::new();
+    for (level, layer) in [
+        (Level::Agent, agent),
+        (Level::Conversation, conversation),
+        (Level::Request, request),
+    ] {
+        if let Some(layer) = layer {
+            let layer = from_seed_fields(layer);
+            let mut leaves = Vec::new();
+            leaf_paths(&layer, "", &mut leaves);
+            sources.extend(leaves.into_iter().map(|p| (p, level)));
+            deep_merge(&mut merged, layer);
         }
-        let config = self.defaults.overlay(&merged)?;
-        Ok(Resolved { config, sources })
+    }
+    let config = defaults.overlay(&merged)?;
+    Ok(Resolved { config, sources })
+}
+
+/// The top-level keys a layer may set: what changes one call's compaction.
+/// Where state, events, archives and the server go is the process's business.
+pub const LAYER_KEYS: [&str; 4] = ["model", "max_context_tokens", "policy", "summarizer"];
+
+/// Checks that a layer (after [`from_seed_fields`]) only sets [`LAYER_KEYS`]
+/// and is a mapping.
+pub fn check_layer(layer: &Value) -> Result<(), ConfigError> {
+    let obj = match layer {
+        Value::Null => return Ok(()),
+        Value::Object(o) => o,
+        other => {
+            return Err(ConfigError::Invalid {
+                errors: vec![FieldError::new(
+                    "",
+                    format!("expected a mapping of configuration keys, got {other}"),
+                )],
+            });
+        }
+    };
+    let errors: Vec<FieldError> = obj
+        .keys()
+        .filter(|k| !LAYER_KEYS.contains(&k.as_str()))
+        .map(|k| {
+            FieldError::new(
+                k.as_str(),
+                format!(
+                    "cannot be set per request, conversation or agent (only {} can)",
+                    LAYER_KEYS.join(", ")
+                ),
+            )
+        })
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ConfigError::Invalid { errors })
     }
 }
 

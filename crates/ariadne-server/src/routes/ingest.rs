@@ -125,7 +125,9 @@ pub(crate) async fn ingest(
 
 /// Runs mapped events through the same schema as `/ingest` (truncation,
 /// validation), so every stored event has one shape whatever its source.
-fn validate_mapped(events: Vec<compact_events::Event>) -> Result<Vec<ValidEvent>, Vec<Issue>> {
+pub(crate) fn validate_mapped(
+    events: Vec<compact_events::Event>,
+) -> Result<Vec<ValidEvent>, Vec<Issue>> {
     let mut out = Vec::with_capacity(events.len());
     for (i, ev) in events.into_iter().enumerate() {
         let value = serde_json::to_value(&ev).map_err(|e| {

@@ -16,6 +16,8 @@ use super::schema::Config;
 
 /// The free-form map of model profiles: its keys are model names, not schema keys.
 const MODELS: &str = "models";
+/// The free-form map of agent layers: its keys are agent names.
+const AGENTS: &str = "agents";
 /// The keys of one `models` entry, for `set`.
 const MODEL_FIELDS: &[(&str, Kind)] = &[
     ("context_window", Kind::UInt),
@@ -347,6 +349,10 @@ fn merge(
         merge_models(target, incoming, origin, sources, errors);
         return;
     }
+    if path == AGENTS {
+        merge_agents(target, incoming, origin, sources, errors);
+        return;
+    }
     let Value::Object(existing) = target else {
         record_leaves(&incoming, path, origin, sources);
         *target = incoming;
@@ -400,6 +406,45 @@ fn merge_models(
             MODELS,
             format!(
                 "expected a mapping of model names, got {}",
+                type_name(&other)
+            ),
+        )),
+    }
+}
+
+/// `agents` entries are partial configurations, checked as a whole by the
+/// cross-section rules; each replaces any earlier layer of the same name.
+fn merge_agents(
+    target: &mut Value,
+    incoming: Value,
+    origin: &Source,
+    sources: &mut HashMap<String, Source>,
+    errors: &mut Vec<FieldError>,
+) {
+    match incoming {
+        Value::Null => {}
+        Value::Object(entries) => {
+            if !target.is_object() {
+                *target = Value::Object(Map::new());
+            }
+            if let Value::Object(existing) = target {
+                for (name, entry) in entries {
+                    if !entry.is_object() && !entry.is_null() {
+                        errors.push(FieldError::new(
+                            join(AGENTS, &name),
+                            format!("expected a mapping, got {}", type_name(&entry)),
+                        ));
+                        continue;
+                    }
+                    record_leaves(&entry, &join(AGENTS, &name), origin, sources);
+                    existing.insert(name, entry);
+                }
+            }
+        }
+        other => errors.push(FieldError::new(
+            AGENTS,
+            format!(
+                "expected a mapping of agent names, got {}",
                 type_name(&other)
             ),
         )),

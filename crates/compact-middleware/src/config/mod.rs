@@ -8,6 +8,7 @@
 //! the defaults and is checked against [`Config::default`] by the tests.
 //!
 //! - `schema`: the types ([`Config`] and its sections).
+//! - `sections`, `process`: the `summarizer:`/`memory:` and `state:`/`server:` sections.
 //! - `rules`: the validation rules garde runs, with messages that show the value.
 //! - `env`: the environment variable table and value parsing.
 //! - `load`: merging, provenance, [`load`], [`Loaded`].
@@ -19,6 +20,7 @@
 mod env;
 mod error;
 mod load;
+mod process;
 mod rules;
 mod schema;
 mod sections;
@@ -26,6 +28,10 @@ mod sections;
 pub use env::{EnvVar, env_vars};
 pub use error::{ConfigError, FieldError};
 pub use load::{Loaded, Source, load};
+pub use process::{
+    ServerLimits, ServerRetention, ServerSettings, ServerStore, StateSettings, StateStoreKind,
+    redact_url_password,
+};
 pub use schema::{
     Config, ExporterKind, Mode, ModelOverride, Policy, Redaction, Repair, Role, S3Settings,
     Storage, StorageAdapterKind, Telemetry,

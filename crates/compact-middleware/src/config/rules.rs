@@ -186,6 +186,13 @@ pub(super) fn cross_section(config: &Config) -> Vec<FieldError> {
     for (name, m) in &config.models {
         model_rules(name, m, &mut errors);
     }
+    if config.state.store == super::StateStoreKind::Postgres && config.state.url.is_none() {
+        errors.push(FieldError::new(
+            "state.url",
+            "is required when state.store is postgres (or set COMPACT_STATE_URL)",
+        ));
+    }
+    errors.extend(agent_layers(config));
     if let Some(window) = config.max_context_tokens
         && config.policy.hard_cap_buffer >= window
     {
@@ -230,4 +237,30 @@ fn model_rules(name: &str, m: &ModelOverride, errors: &mut Vec<FieldError>) {
             ));
         }
     }
+}
+
+/// Each `agents.NAME` layer applied on its own to the rest of the
+/// configuration, with the same checks as a request layer; errors are
+/// reported under `agents.NAME`.
+fn agent_layers(config: &Config) -> Vec<FieldError> {
+    if config.agents.is_empty() {
+        return Vec::new();
+    }
+    let mut base = config.clone();
+    base.agents.clear();
+    let mut errors = Vec::new();
+    for (name, layer) in &config.agents {
+        let layer = crate::strategy::from_seed_fields(layer);
+        let found =
+            crate::strategy::check_layer(&layer).and_then(|()| base.overlay(&layer).map(|_| ()));
+        if let Err(e) = found {
+            for fe in e.field_errors() {
+                errors.push(FieldError::new(
+                    format!("agents.{name}.{}", fe.path).trim_end_matches('.'),
+                    fe.message.clone(),
+                ));
+            }
+        }
+    }
+    errors
 }

@@ -31,6 +31,12 @@ pub struct Config {
     /// Extra or overridden model profiles, by model name.
     #[garde(custom(rules::model_names), dive)]
     pub models: BTreeMap<String, ModelOverride>,
+    /// Strategy layers per agent name (`agents: {NAME: {policy: ...}}`),
+    /// selected per call (docs/design.md §5, precedence). Each is a partial
+    /// configuration of `model`, `max_context_tokens`, `policy` and
+    /// `summarizer`, or the flat memory-strategy names.
+    #[garde(skip)]
+    pub agents: BTreeMap<String, serde_json::Value>,
     /// When and how to compact.
     #[garde(dive)]
     pub policy: Policy,
@@ -49,6 +55,12 @@ pub struct Config {
     /// Secret scrubbing applied to everything exported or archived.
     #[garde(dive)]
     pub redaction: Redaction,
+    /// Where session state lives.
+    #[garde(dive)]
+    pub state: super::process::StateSettings,
+    /// `compact serve`: the trace server and the sidecar routes.
+    #[garde(dive)]
+    pub server: super::process::ServerSettings,
 }
 
 impl Default for Config {
@@ -58,12 +70,15 @@ impl Default for Config {
             max_context_tokens: None,
             tokenizer: Backend::Bpe,
             models: BTreeMap::new(),
+            agents: BTreeMap::new(),
             policy: Policy::default(),
             summarizer: Default::default(),
             memory: Default::default(),
             telemetry: Telemetry::default(),
             storage: Storage::default(),
             redaction: Redaction::default(),
+            state: Default::default(),
+            server: Default::default(),
         }
     }
 }

@@ -34,6 +34,9 @@ pub enum CompactError {
     /// A bug: the output would have broken an invariant.
     #[error("internal error: {0}")]
     Internal(String),
+    /// The session store failed (connection, I/O, an unreadable record).
+    #[error("session state: {0}")]
+    State(String),
 }
 
 impl CompactError {
@@ -45,6 +48,7 @@ impl CompactError {
             CompactError::InvalidInput(_) => "InvalidInput",
             CompactError::InvalidSession(_) => "InvalidSession",
             CompactError::Internal(_) => "Internal",
+            CompactError::State(_) => "State",
         }
     }
 

@@ -8,10 +8,12 @@ mod archive;
 mod error;
 mod hook;
 mod memory;
+mod persist;
 mod preflight;
 mod repair;
 mod report;
 mod session;
+mod status;
 mod trail;
 
 use std::collections::HashMap;
@@ -24,6 +26,7 @@ use crate::config::{Config, ExporterKind};
 use crate::estimate::{Estimate, Estimator, ModelLimits};
 use crate::events::{self, DispatchOptions, Dispatcher, Exporter};
 use crate::model::Message;
+use crate::state::SessionStore;
 use crate::summarize::Summarizer;
 use crate::tokens::{self, CountCache};
 use crate::trigger::Forced;
@@ -32,6 +35,7 @@ pub use error::CompactError;
 pub use hook::{BeforeModelCall, ModelCallContext};
 pub use report::{Continuation, PreflightOutcome, Report};
 pub use session::Session;
+pub use status::{BreakerStatus, Layer, Layers, SessionStatus, SummaryStatus};
 
 /// The former name of [`Continuation`].
 pub type ContinuationKind = Continuation;
@@ -69,9 +73,18 @@ pub struct Builder {
     cache: Option<Arc<CountCache>>,
     archive: archive::ArchiveSetup,
     memory_store: Option<Arc<dyn crate::memory::MemoryStore>>,
+    store: Option<Arc<dyn SessionStore>>,
 }
 
 impl Builder {
+    /// Keeps session state in `store` (loaded and saved at every call, held
+    /// by the store's per-session lock) instead of this manager's memory
+    /// only: what lets separate processes or replicas share sessions.
+    pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
     /// Uses `store` for the memory layers instead of opening `memory.store_path`.
     pub fn memory_store(mut self, store: Arc<dyn crate::memory::MemoryStore>) -> Self {
         self.memory_store = Some(store);
@@ -169,6 +182,7 @@ impl Builder {
                 dispatcher,
                 sessions: Mutex::new(HashMap::new()),
                 archive,
+                store: self.store,
             }),
         })
     }
@@ -191,6 +205,8 @@ struct Inner {
     /// Every session's state, one record each behind its own lock.
     sessions: Mutex<HashMap<SessionId, Arc<tokio::sync::Mutex<Session>>>>,
     archive: archive::ArchiveState,
+    /// Where session state outlives this manager, if anywhere.
+    store: Option<Arc<dyn SessionStore>>,
 }
 
 impl std::fmt::Debug for CompactManager {
@@ -214,6 +230,7 @@ impl CompactManager {
             cache: None,
             archive: archive::ArchiveSetup::default(),
             memory_store: None,
+            store: None,
         }
     }
 
@@ -344,8 +361,10 @@ impl CompactManager {
             .clone()
     }
 
-    /// Forgets everything about a session (its summary, its last call, its
-    /// archive step, the secrets it taught the scrubber). Its archive stays.
+    /// Forgets everything this manager holds about a session (its summary,
+    /// its last call, its archive step, the secrets it taught the
+    /// scrubber). Its archive stays. With a session store the stored record
+    /// stays too: [`CompactManager::delete_session`] removes both.
     pub fn end_session(&self, id: &str) {
         let Ok(id) = SessionId::parse(id) else { return };
         let mut map = self

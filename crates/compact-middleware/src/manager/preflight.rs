@@ -27,15 +27,39 @@ impl CompactManager {
         let id = SessionId::parse(session_id)
             .map_err(|e| CompactError::InvalidSession(e.to_string()))?;
         let started = Instant::now();
-        let handle = self.session_handle(id);
+        let handle = self.session_handle(id.clone());
         let mut session = handle.lock().await;
+        let guard = self.load_session(&id, &mut session).await?;
         let mut trail = Trail::open(&mut session, &self.inner.config.telemetry.agent_name);
         let result = self.run_steps(&mut session, &mut trail, req, started).await;
         let closed = trail.close(result.as_ref().map(|o| &o.report));
         // Still under the session lock, so this session's archive writes
         // stay in order.
         self.emit(&session, closed.events, closed.archived).await;
+        if let Ok(outcome) = &result {
+            self.remember_report(&mut session, outcome);
+        }
+        if let Some(guard) = guard {
+            self.save_session(guard, &mut session).await?;
+        }
         result
+    }
+
+    /// Keeps the report and the output's layers for `status`.
+    fn remember_report(&self, session: &mut Session, outcome: &PreflightOutcome) {
+        let summary_hashes = session.summary.as_ref().map(|s| s.hashes);
+        let layers = super::status::layers_of(
+            &outcome.messages,
+            summary_hashes,
+            &self.inner.config.policy,
+            &self.inner.estimator,
+            outcome.report.breakdown.tools_schema,
+            outcome.report.tokens_after,
+        );
+        session.last_report = Some(super::status::LastCall {
+            report: super::status::LastReport::Typed(Box::new(outcome.report.clone())),
+            layers,
+        });
     }
 
     async fn run_steps(

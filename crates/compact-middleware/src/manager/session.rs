@@ -42,6 +42,13 @@ pub struct Session {
     /// The last observed relative error of the pure token estimate against the
     /// provider's reported usage (`crate::estimate::Anchor::error`).
     pub(super) estimate_error: Option<f64>,
+    /// The conversation's strategy layer (docs/design.md §5, precedence).
+    pub(super) conversation: Option<serde_json::Value>,
+    /// What the last preflight reported, and the layers of its output.
+    pub(super) last_report: Option<super::status::LastCall>,
+    /// The version of the stored record this state was loaded from or
+    /// saved as (a session store's etag); `None` when never stored.
+    pub(super) etag: Option<crate::state::Etag>,
 }
 
 /// The rolling summary message we put in the context.
@@ -120,12 +127,24 @@ impl Session {
             cross_session: None,
             secrets: Secrets::default(),
             estimate_error: None,
+            conversation: None,
+            last_report: None,
+            etag: None,
         }
     }
 
     /// The session's id.
     pub fn id(&self) -> &SessionId {
         &self.id
+    }
+
+    /// Whether anything is remembered: a stored record, a call, a summary
+    /// or a conversation layer.
+    pub fn is_known(&self) -> bool {
+        self.etag.is_some()
+            || self.summary.is_some()
+            || !self.last.raw.is_empty()
+            || self.conversation.is_some()
     }
 
     /// The current summary's version (`0` before the first one).
@@ -256,6 +275,21 @@ impl Breaker {
 }
 
 impl Secrets {
+    /// The fragments learned so far, with their scrubber rebuilt (a session
+    /// loaded from a store).
+    pub(super) fn from_fragments(fragments: Vec<String>) -> Self {
+        let fragments: HashSet<String> = fragments.into_iter().collect();
+        let scrub = LiteralScrub::new(&fragments);
+        Secrets { fragments, scrub }
+    }
+
+    /// The fragments, sorted (what a store keeps).
+    pub(super) fn fragments(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.fragments.iter().cloned().collect();
+        v.sort();
+        v
+    }
+
     /// Learns `found` fragments and returns the scrubber over all of them.
     pub(super) fn learn(&mut self, session: &str, found: Vec<String>) -> LiteralScrub {
         let before = self.fragments.len();

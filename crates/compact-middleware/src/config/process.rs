@@ -1,0 +1,286 @@
+//! The sections that configure the rest of the program: `state:` (where
+//! session state lives, docs/design.md §13) and `server:` (`compact serve`,
+//! docs/design.md §8). One file configures the library, the sidecar and the
+//! trace server; the server crate does not depend on this one, so the
+//! `compact` binary turns `server:` into the server's own settings.
+
+use garde::{Error, Validate};
+use serde::{Deserialize, Serialize};
+
+use super::rules;
+
+/// Which session store keeps session state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StateStoreKind {
+    /// In this process only (the library's default).
+    #[default]
+    Memory,
+    /// A SQLite file at `state.path`.
+    Sqlite,
+    /// A PostgreSQL database at `state.url` (replicas share it).
+    Postgres,
+}
+
+/// `state:`: where session state lives.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, Validate)]
+#[serde(default, deny_unknown_fields)]
+pub struct StateSettings {
+    /// `memory`, `sqlite` or `postgres`.
+    #[garde(skip)]
+    pub store: StateStoreKind,
+    /// The SQLite file (`store: sqlite`).
+    #[garde(custom(rules::non_empty))]
+    pub path: String,
+    /// The PostgreSQL connection URL (`store: postgres`); its password is
+    /// never printed or logged.
+    #[garde(custom(postgres_url))]
+    pub url: Option<String>,
+}
+
+impl Default for StateSettings {
+    fn default() -> Self {
+        Self {
+            store: StateStoreKind::Memory,
+            path: "./.compact/state.sqlite3".to_owned(),
+            url: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for StateSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StateSettings")
+            .field("store", &self.store)
+            .field("path", &self.path)
+            .field("url", &self.url.as_deref().map(redact_url_password))
+            .finish()
+    }
+}
+
+/// `postgres://user:secret@host/db` → `postgres://user:***@host/db`: a
+/// connection URL as it may be shown.
+pub fn redact_url_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    // The last `@` ends the user info even when an unescaped password holds
+    // `/` or `@`: hiding too much is fine, showing a password is not.
+    if let Some(at) = rest.rfind('@') {
+        let (userinfo, host) = (&rest[..at], &rest[at + 1..]);
+        return match userinfo.split_once(':') {
+            Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
+            None => url.to_owned(),
+        };
+    }
+    // key=value parameters: hide a password= parameter.
+    let hidden: Vec<String> = rest
+        .split('&')
+        .map(|kv| match kv.split_once('=') {
+            Some((k, _)) if k.rsplit(['?', '&']).next() == Some("password") => format!("{k}=***"),
+            _ => kv.to_owned(),
+        })
+        .collect();
+    format!("{scheme}://{}", hidden.join("&"))
+}
+
+fn postgres_url(value: &Option<String>, _: &()) -> garde::Result {
+    match value {
+        None => Ok(()),
+        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => Ok(()),
+        Some(url) => Err(Error::new(format!(
+            "must start with postgres:// or postgresql:// (got {:?})",
+            redact_url_password(url)
+        ))),
+    }
+}
+
+/// `server:`: `compact serve` (the trace server and the sidecar routes).
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, Validate)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerSettings {
+    /// Listen address; anything but loopback needs both tokens or `insecure`.
+    #[garde(custom(socket_addr))]
+    pub addr: String,
+    /// Directory of the durable event log (and of the session state when
+    /// `state.store` is left at its default).
+    #[garde(custom(rules::non_empty))]
+    pub data_dir: String,
+    /// Bearer token required by the write routes (ingest, preflight, the
+    /// session API's writes), when set.
+    #[garde(custom(rules::opt_non_empty))]
+    pub ingest_token: Option<String>,
+    /// Bearer token required by the read routes (`/events`, `/api`,
+    /// `/metrics`, `GET /v1/sessions/{id}`), when set.
+    #[garde(custom(rules::opt_non_empty))]
+    pub read_token: Option<String>,
+    /// Browser origins allowed by CORS (exact match).
+    #[garde(inner(custom(rules::non_empty)))]
+    pub cors_origins: Vec<String>,
+    /// Allow a non-loopback bind without tokens.
+    #[garde(skip)]
+    pub insecure: bool,
+    /// Request, connection and stream limits.
+    #[garde(dive)]
+    pub limits: ServerLimits,
+    /// How many events are kept.
+    #[garde(dive)]
+    pub retention: ServerRetention,
+    /// Durable log tuning.
+    #[garde(dive)]
+    pub store: ServerStore,
+}
+
+impl Default for ServerSettings {
+    fn default() -> Self {
+        Self {
+            addr: "127.0.0.1:5175".to_owned(),
+            data_dir: ".compact/server".to_owned(),
+            ingest_token: None,
+            read_token: None,
+            cors_origins: vec![
+                "http://localhost:5173".to_owned(),
+                "http://127.0.0.1:5173".to_owned(),
+            ],
+            insecure: false,
+            limits: ServerLimits::default(),
+            retention: ServerRetention::default(),
+            store: ServerStore::default(),
+        }
+    }
+}
+
+impl std::fmt::Debug for ServerSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let hidden = |t: &Option<String>| t.as_ref().map(|_| "***");
+        f.debug_struct("ServerSettings")
+            .field("addr", &self.addr)
+            .field("data_dir", &self.data_dir)
+            .field("ingest_token", &hidden(&self.ingest_token))
+            .field("read_token", &hidden(&self.read_token))
+            .field("cors_origins", &self.cors_origins)
+            .field("insecure", &self.insecure)
+            .field("limits", &self.limits)
+            .field("retention", &self.retention)
+            .field("store", &self.store)
+            .finish()
+    }
+}
+
+/// `server.limits:`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Validate)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerLimits {
+    /// `POST /ingest` body limit in bytes (Ariadne's 256 KiB).
+    #[garde(custom(rules::at_least(1024)))]
+    pub ingest_body_bytes: usize,
+    /// `POST /v1/traces/ingest` and `POST /v1/traces` body limit.
+    #[garde(custom(rules::at_least(1024)))]
+    pub otel_body_bytes: usize,
+    /// Body limit of the sidecar routes (`/v1/preflight`, the session API):
+    /// whole histories.
+    #[garde(custom(rules::at_least(1024)))]
+    pub preflight_body_bytes: usize,
+    /// Open TCP connections; more wait in the accept queue.
+    #[garde(custom(rules::at_least(1)))]
+    pub max_connections: usize,
+    /// Concurrent `/events` subscribers; more get a 503.
+    #[garde(skip)]
+    pub max_sse_clients: usize,
+    /// Events a subscriber may fall behind before it skips.
+    #[garde(custom(rules::at_least(1)))]
+    pub sse_queue: usize,
+    /// Seconds between `:heartbeat` comments.
+    #[garde(skip)]
+    pub heartbeat_secs: u64,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        Self {
+            ingest_body_bytes: 262_144,
+            otel_body_bytes: 16 * 1024 * 1024,
+            preflight_body_bytes: 32 * 1024 * 1024,
+            max_connections: 1024,
+            max_sse_clients: 256,
+            sse_queue: 4096,
+            heartbeat_secs: 15,
+        }
+    }
+}
+
+/// `server.retention:`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Validate)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerRetention {
+    /// Events kept.
+    #[garde(custom(rules::at_least(1)))]
+    pub max_events: usize,
+    /// Seconds an event is kept; 0 keeps forever.
+    #[garde(skip)]
+    pub max_age_secs: u64,
+}
+
+impl Default for ServerRetention {
+    fn default() -> Self {
+        Self {
+            max_events: 100_000,
+            max_age_secs: 7 * 24 * 3600,
+        }
+    }
+}
+
+/// `server.store:`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Validate)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerStore {
+    /// A log segment is closed past this size.
+    #[garde(custom(rules::at_least_u64(4096)))]
+    pub segment_bytes: u64,
+}
+
+impl Default for ServerStore {
+    fn default() -> Self {
+        Self {
+            segment_bytes: 16 * 1024 * 1024,
+        }
+    }
+}
+
+fn socket_addr(value: &str, _: &()) -> garde::Result {
+    value
+        .parse::<std::net::SocketAddr>()
+        .map(|_| ())
+        .map_err(|_| {
+            Error::new(format!(
+                "must be an IP address and port such as 127.0.0.1:5175 (got {value:?})"
+            ))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact_url_password;
+
+    #[test]
+    fn passwords_are_hidden() {
+        assert_eq!(
+            redact_url_password("postgres://u:s3cret@db:5432/x?sslmode=disable"),
+            "postgres://u:***@db:5432/x?sslmode=disable"
+        );
+        assert_eq!(
+            redact_url_password("postgresql://u@db/x"),
+            "postgresql://u@db/x"
+        );
+        assert_eq!(
+            redact_url_password("postgres://db/x?user=u&password=p"),
+            "postgres://db/x?user=u&password=***"
+        );
+        assert!(!redact_url_password("postgres://a:b:c@h/d").contains("b:c"));
+        assert!(!redact_url_password("postgres://a:p/w@h/d").contains("p/w"));
+        assert_eq!(
+            redact_url_password("postgres://db/x?password=p"),
+            "postgres://db/x?password=***"
+        );
+    }
+}

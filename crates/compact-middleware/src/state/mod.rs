@@ -1,0 +1,166 @@
+//! Session state stores (docs/design.md §13): where the manager keeps each
+//! session's [`SessionRecord`] between calls, so that separate processes, a
+//! restarted server or several replicas continue one summary chain.
+//!
+//! - [`SessionStore`]: the trait (object safe, async like `Summarizer`):
+//!   [`SessionStore::lock`] holds a session for one preflight, across
+//!   processes, and the [`SessionGuard`] it returns loads and saves the
+//!   record under that lock. `load`, `save` and `delete` at the store level
+//!   take the lock for one operation.
+//! - [`MemorySessionStore`]: records in this process, shared by the managers
+//!   given it (tests, embedding). A manager without a store keeps its
+//!   sessions in its own map and never serializes them: the library default.
+//! - [`SqliteSessionStore`]: one SQLite file, the default of `compact serve`
+//!   and of `compact preflight --state FILE`. Calls run on the blocking pool;
+//!   the cross-process lock is an advisory file lock.
+//! - PostgreSQL lives in the `compact-postgres` crate, so the core does not
+//!   always compile it.
+//!
+//! Private modules: `record` (the record and its encoding), `memory`,
+//! `sqlite`, `filelock` (the advisory lock files).
+
+mod filelock;
+mod memory;
+mod record;
+mod sqlite;
+
+pub use memory::MemorySessionStore;
+pub use record::{BreakerRecord, LastCallRecord, RECORD_FORMAT, SessionRecord, SummaryRecord};
+pub use sqlite::SqliteSessionStore;
+
+use std::fmt;
+
+use crate::BoxFuture;
+use crate::archive::SessionId;
+
+/// An opaque version of a stored record: it changes at every save, so a
+/// process that cached a record knows whether another one wrote since.
+pub type Etag = u64;
+
+/// A session store operation failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StateError {
+    /// The backend failed (connection, I/O, SQL).
+    #[error("session store: {0}")]
+    Backend(String),
+    /// A stored record cannot be read, or a record cannot be written.
+    #[error("session record: {0}")]
+    Encoding(String),
+    /// The store cannot be opened with the given settings.
+    #[error("session store configuration: {0}")]
+    Config(String),
+}
+
+/// What [`SessionGuard::load`] found.
+#[derive(Debug)]
+pub enum Fetched {
+    /// No record for the session.
+    Absent,
+    /// The stored record is the one the caller already has (same etag).
+    Unchanged,
+    /// The stored record and its etag.
+    Record(Etag, Box<SessionRecord>),
+}
+
+/// Where session records live. Implementations serialize
+/// [`SessionStore::lock`] per session across every process that shares the
+/// store, so two preflights of one session never fork its summary chain.
+pub trait SessionStore: Send + Sync + fmt::Debug {
+    /// A short name for logs and reports: `memory`, `sqlite`, `postgres`.
+    fn kind(&self) -> &'static str;
+
+    /// Waits until no other holder (in any process) has the session, and
+    /// holds it until the guard is released or dropped.
+    fn lock<'a>(
+        &'a self,
+        id: &'a SessionId,
+    ) -> BoxFuture<'a, Result<Box<dyn SessionGuard>, StateError>>;
+
+    /// The session's record, if any (takes the lock for the read).
+    fn load<'a>(
+        &'a self,
+        id: &'a SessionId,
+    ) -> BoxFuture<'a, Result<Option<SessionRecord>, StateError>> {
+        Box::pin(async move {
+            let mut guard = self.lock(id).await?;
+            let fetched = guard.load(None).await;
+            guard.release().await?;
+            Ok(match fetched? {
+                Fetched::Record(_, r) => Some(*r),
+                Fetched::Absent | Fetched::Unchanged => None,
+            })
+        })
+    }
+
+    /// Replaces the session's record (takes the lock for the write).
+    fn save<'a>(
+        &'a self,
+        id: &'a SessionId,
+        record: &'a SessionRecord,
+    ) -> BoxFuture<'a, Result<(), StateError>> {
+        Box::pin(async move {
+            let mut guard = self.lock(id).await?;
+            let saved = guard.save(record).await;
+            guard.release().await?;
+            saved.map(|_| ())
+        })
+    }
+
+    /// Removes the session's record; true when there was one.
+    fn delete<'a>(&'a self, id: &'a SessionId) -> BoxFuture<'a, Result<bool, StateError>> {
+        Box::pin(async move {
+            let mut guard = self.lock(id).await?;
+            let deleted = guard.delete().await;
+            guard.release().await?;
+            deleted
+        })
+    }
+}
+
+/// One session held by [`SessionStore::lock`]. Dropping it without
+/// [`SessionGuard::release`] also lets the session go, discarding writes
+/// that a transactional store had not committed.
+pub trait SessionGuard: Send {
+    /// The stored record; [`Fetched::Unchanged`] when its etag is `known`.
+    fn load(&mut self, known: Option<Etag>) -> BoxFuture<'_, Result<Fetched, StateError>>;
+
+    /// Writes `record`; returns its new etag.
+    fn save<'a>(&'a mut self, record: &'a SessionRecord)
+    -> BoxFuture<'a, Result<Etag, StateError>>;
+
+    /// Removes the record; true when there was one.
+    fn delete(&mut self) -> BoxFuture<'_, Result<bool, StateError>>;
+
+    /// Makes the writes durable and lets the session go.
+    fn release(self: Box<Self>) -> BoxFuture<'static, Result<(), StateError>>;
+}
+
+/// A fresh etag: unique per save in practice (time, process, counter, hashed).
+pub fn new_etag() -> Etag {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let mut bytes = Vec::with_capacity(32);
+    bytes.extend_from_slice(&nanos.to_le_bytes());
+    bytes.extend_from_slice(&std::process::id().to_le_bytes());
+    bytes.extend_from_slice(&COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes());
+    // Stored as a signed 64-bit integer by SQL backends: keep it positive.
+    xxhash_rust::xxh3::xxh3_64(&bytes) >> 1
+}
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// A stable 64-bit key of a session id, for lock striping and advisory
+/// locks (collisions only serialize two sessions, never mix them).
+pub fn lock_key(id: &SessionId) -> i64 {
+    (xxhash_rust::xxh3::xxh3_64(id.as_str().as_bytes()) >> 1) as i64
+}
