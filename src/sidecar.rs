@@ -238,6 +238,43 @@ fn messages_out(req: &Request, messages: &[compact_middleware::Message], keep_me
     }
 }
 
+/// The input tokens the provider reported for the last response: OpenAI's
+/// `input_tokens` (Responses) or `prompt_tokens` (Chat Completions), plus
+/// Anthropic's cache fields, which its `input_tokens` leaves out.
+fn usage_tokens(usage: Option<&Value>) -> Result<Option<usize>, ApiError> {
+    let Some(u) = usage.filter(|u| !u.is_null()) else {
+        return Ok(None);
+    };
+    let Some(o) = u.as_object() else {
+        return Err(invalid(
+            "$.usage",
+            "expected an object such as {\"input_tokens\": N}",
+        ));
+    };
+    let field = |name: &str| -> Result<Option<usize>, ApiError> {
+        match o.get(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => v
+                .as_u64()
+                .and_then(|n| usize::try_from(n).ok())
+                .map(Some)
+                .ok_or_else(|| invalid(&format!("$.usage.{name}"), "expected a non-negative integer")),
+        }
+    };
+    let base = match (field("input_tokens")?, field("prompt_tokens")?) {
+        (Some(n), _) | (None, Some(n)) => n,
+        (None, None) => {
+            return Err(invalid(
+                "$.usage.input_tokens",
+                "missing: the input tokens the provider reported for the last response",
+            ));
+        }
+    };
+    let cached = field("cache_creation_input_tokens")?.unwrap_or(0)
+        + field("cache_read_input_tokens")?.unwrap_or(0);
+    Ok(Some(base + cached))
+}
+
 async fn preflight(State(s): State<Arc<Sidecar>>, body: Bytes) -> Result<Response, ApiError> {
     let o = parse_object(&body)?;
     let session = opt_str(&o, "session_id")?
@@ -246,17 +283,7 @@ async fn preflight(State(s): State<Arc<Sidecar>>, body: Bytes) -> Result<Respons
     let req = history(&o)?;
     let keep_meta = opt_bool(&o, "keep_meta")?;
     let force = opt_bool(&o, "force")?;
-    // `usage` ({"input_tokens"} of the last response) is accepted; the
-    // estimate does not use it yet.
-    if let Some(u) = o.get("usage")
-        && !u.is_object()
-        && !u.is_null()
-    {
-        return Err(invalid(
-            "$.usage",
-            "expected an object such as {\"input_tokens\": N}",
-        ));
-    }
+    let usage = usage_tokens(o.get("usage"))?;
     let request_layer = match o.get("config") {
         None | Some(Value::Null) => None,
         Some(layer) => {
@@ -295,6 +322,7 @@ async fn preflight(State(s): State<Arc<Sidecar>>, body: Bytes) -> Result<Respons
                 forced: force.then_some(Forced::Manual),
                 note: force.then(|| "POST /v1/preflight force".to_owned()),
                 strict: false,
+                usage,
             },
         )
         .await

@@ -234,6 +234,35 @@ async fn replicas_share_sessions_and_a_killed_one_loses_nothing() {
             .contains(&json!({"key": "policy.keep_recent_turns", "level": "request"}))
     );
 
+    // The provider's usage anchors the estimate (Anthropic's cache fields
+    // count); a malformed one names its field.
+    let anchored = json!([
+        {"role": "user", "content": "hello there"},
+        {"role": "assistant", "content": "hi"},
+        {"role": "user", "content": "and now?"}
+    ]);
+    let (s, body) = post(
+        &client,
+        url.clone(),
+        &json!({"session_id": "anchored", "messages": anchored,
+                "usage": {"input_tokens": 900, "cache_read_input_tokens": 100}}),
+    )
+    .await;
+    assert_eq!(s, 200, "{body}");
+    assert_eq!(body["report"]["basis"], "usage", "{body}");
+    let before = body["report"]["tokens_before"].as_u64().expect("tokens_before");
+    assert!(before > 1000, "1000 reported tokens plus the new turn: {body}");
+    let (s, body) = post(
+        &client,
+        url.clone(),
+        &json!({"session_id": "anchored", "messages": [], "usage": {"input_tokens": "many"}}),
+    )
+    .await;
+    assert_eq!(
+        (s, body["details"][0]["path"].as_str()),
+        (400, Some("$.usage.input_tokens"))
+    );
+
     // Overflow returns a history for one retry; DELETE forgets.
     let (s, body) = post(
         &client,
