@@ -29,6 +29,7 @@ fn request(
         strategy,
         max_tokens,
         count_tokens: o200k(),
+        ledger: None,
     }
 }
 
