@@ -1,4 +1,4 @@
-//! The exit-code contract of DESIGN §11.
+//! The exit-code contract of docs/design.md §11.
 
 use std::fmt;
 

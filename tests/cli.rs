@@ -1,4 +1,4 @@
-//! The CLI contract of DESIGN §11: shapes on stdout, messages on stderr,
+//! The CLI contract of docs/design.md §11: shapes on stdout, messages on stderr,
 //! exit codes 0 / 2 bad input / 3 insufficient budget / 1 other.
 
 use std::io::Write;

@@ -48,7 +48,7 @@ impl AriadneExporter {
 
 /// Packs encoded events, in order, into `{"batch":[...]}` bodies of at
 /// most `max_body` bytes each. Every event must already fit alone.
-pub fn pack_bodies(events: Vec<Vec<u8>>, max_body: usize) -> Vec<(Vec<u8>, u64)> {
+pub(crate) fn pack_bodies(events: Vec<Vec<u8>>, max_body: usize) -> Vec<(Vec<u8>, u64)> {
     let mut bodies = Vec::new();
     let mut cur: Vec<u8> = Vec::new();
     let mut count = 0u64;

@@ -10,7 +10,8 @@ use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 
 use crate::BuildError;
 
-/// The longest a single HTTP request may take (seed 004: "timeout ≤ 2s").
+/// The longest a single HTTP request may take: a longer configured
+/// `request_timeout` is clamped to it.
 pub const MAX_REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// How an exporter talks HTTP.

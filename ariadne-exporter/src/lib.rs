@@ -2,30 +2,31 @@
 //! non-blocking [`Dispatcher`](compact_events::Dispatcher) of `compact-events`
 //! (`emit` never waits on them).
 //!
-//! - [`ariadne`]: [`AriadneExporter`], `POST {"batch":[...]}` to an Ariadne
+//! - [`AriadneExporter`] (module `ariadne`): `POST {"batch":[...]}` to an Ariadne
 //!   `/ingest` (`telemetry.ariadne_url`): bodies split under the 256 KiB
 //!   limit, oversized strings truncated with the server's rules, bounded
 //!   retries with backoff on 5xx and timeouts, optional bearer token.
-//! - [`otlp`]: [`OtlpExporter`], the same events as OTLP/HTTP JSON
+//! - [`OtlpExporter`] (module `otlp`): the same events as OTLP/HTTP JSON
 //!   (`ExportTraceServiceRequest`) to any OpenTelemetry collector
-//!   (`telemetry.otlp_endpoint`).
-//! - [`truncate`]: the size rules both apply before sending.
-//! - [`http`]: the shared HTTP client options, retry loop and the
-//!   rate-limited `[Ariadne]` failure log.
+//!   (`telemetry.otlp_endpoint`); [`trace_id_for`] and [`span_id_for`] are
+//!   the id mapping it uses.
+//! - `truncate` (private): the size rules both apply before sending.
+//! - [`HttpOptions`] and [`SendStats`] (module `http`): the shared HTTP
+//!   client options, retry loop and the rate-limited `[Ariadne]` failure log.
 //! - [`tail`]: the client side of the server's `/events` SSE stream (parser,
 //!   reconnecting follower, one-line rendering), for `compact tail`.
 //!
 //! Plain `http://` and `https://` (rustls, webpki roots) both work.
 
-pub mod ariadne;
-pub mod http;
-pub mod otlp;
+mod ariadne;
+mod http;
+mod otlp;
 pub mod tail;
-pub mod truncate;
+mod truncate;
 
 pub use ariadne::AriadneExporter;
-pub use http::{HttpOptions, SendStats};
-pub use otlp::OtlpExporter;
+pub use http::{HttpOptions, MAX_REQUEST_TIMEOUT, SendStats};
+pub use otlp::{OtlpExporter, span_id_for, trace_id_for};
 
 /// Why an exporter could not be built.
 #[derive(Debug, thiserror::Error)]

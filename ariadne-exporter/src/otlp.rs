@@ -20,9 +20,9 @@ use crate::truncate::truncate_event;
 
 /// The span attribute that carries the Ariadne `kind` (the server's OTLP
 /// mapping reads it back).
-pub const KIND_ATTRIBUTE: &str = "ariadne.kind";
+pub(crate) const KIND_ATTRIBUTE: &str = "ariadne.kind";
 /// The resource attribute that carries the session (trace) id.
-pub const SESSION_ATTRIBUTE: &str = "session.id";
+pub(crate) const SESSION_ATTRIBUTE: &str = "session.id";
 
 /// Ships events to an OpenTelemetry collector's OTLP/HTTP traces endpoint
 /// (`telemetry.otlp_endpoint`, e.g. `http://localhost:4318/v1/traces`) as
@@ -85,7 +85,7 @@ pub fn span_id_for(span_id: &str) -> String {
 }
 
 /// A JSON value as an OTLP `AnyValue`.
-pub fn any_value(v: &Value) -> Value {
+pub(crate) fn any_value(v: &Value) -> Value {
     match v {
         Value::Null => json!({}),
         Value::Bool(b) => json!({"boolValue": b}),
@@ -115,7 +115,7 @@ fn nanos(ts: &str) -> Option<String> {
 }
 
 /// The `ExportTraceServiceRequest` for a batch.
-pub fn to_otlp_request(batch: &[Event], service_name: &str) -> Value {
+pub(crate) fn to_otlp_request(batch: &[Event], service_name: &str) -> Value {
     // Per session, in first-seen order: resource attributes and spans.
     let mut order: Vec<String> = Vec::new();
     let mut resources: BTreeMap<String, (Map<String, Value>, Vec<Value>)> = BTreeMap::new();

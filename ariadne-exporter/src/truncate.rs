@@ -1,22 +1,22 @@
 //! Size rules applied before sending: the server's own rule (from
-//! [`compact_events::truncate`], re-exported here): a name longer than
-//! [`MAX_NAME_CHARS`] characters and a string anywhere in `data` longer than
-//! [`MAX_DATA_STRING_CHARS`] keep their first that many characters and get
-//! [`TRUNCATION_MARK`] appended.
+//! [`compact_events::truncate`]): a name longer than
+//! [`MAX_NAME_CHARS`](compact_events::truncate::MAX_NAME_CHARS) characters
+//! and a string anywhere in `data` longer than [`MAX_DATA_STRING_CHARS`]
+//! keep their first that many characters and get
+//! [`TRUNCATION_MARK`](compact_events::truncate::TRUNCATION_MARK) appended.
 //!
 //! An event that is still too big for one request body after that is
 //! reduced further by [`fit`] rather than sent to get a 413.
 
 use compact_events::Event;
+use compact_events::truncate::MAX_DATA_STRING_CHARS;
+pub(crate) use compact_events::truncate::truncate_event;
 use compact_events::truncate::truncate_event_with;
-pub use compact_events::truncate::{
-    MAX_DATA_STRING_CHARS, MAX_NAME_CHARS, TRUNCATION_MARK, truncate_event, truncate_string,
-};
 use serde_json::{Map, Value};
 
 /// One event encoded for sending.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Fitted {
+pub(crate) struct Fitted {
     /// The event's JSON.
     pub bytes: Vec<u8>,
     /// Whether anything was cut or dropped to get there.
@@ -28,7 +28,7 @@ pub struct Fitted {
 /// and as a last resort with its `data` (or trace `metadata`) replaced by a
 /// note saying how big the original was. `None` only when even the bare
 /// event (ids, name, times) does not fit, which a sane limit never causes.
-pub fn fit(event: &Event, max_bytes: usize) -> Option<Fitted> {
+pub(crate) fn fit(event: &Event, max_bytes: usize) -> Option<Fitted> {
     let mut ev = event.clone();
     let mut reduced = truncate_event(&mut ev);
     let mut bytes = serde_json::to_vec(&ev).ok()?;
@@ -64,6 +64,7 @@ pub fn fit(event: &Event, max_bytes: usize) -> Option<Fitted> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use compact_events::truncate::TRUNCATION_MARK;
     use compact_events::{SpanBuilder, SpanStatus};
 
     #[test]

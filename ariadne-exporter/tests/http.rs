@@ -7,9 +7,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ariadne_exporter::otlp::{span_id_for, trace_id_for};
-use ariadne_exporter::truncate::TRUNCATION_MARK;
-use ariadne_exporter::{AriadneExporter, HttpOptions, OtlpExporter};
+use ariadne_exporter::{AriadneExporter, HttpOptions, OtlpExporter, span_id_for, trace_id_for};
 use ariadne_server::map::otlp_to_events;
 use axum::Router;
 use axum::body::Bytes;
@@ -17,6 +15,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::post;
+use compact_events::truncate::TRUNCATION_MARK;
 use compact_events::{
     DispatchOptions, Dispatcher, Event, Exporter, SpanBuilder, SpanStatus, TraceEvent,
 };

@@ -9,7 +9,7 @@ use compact_middleware::summarize::{
     ExtractiveSummarizer, SummarizeError, Summarizer, Summary, SummaryRequest,
 };
 
-use compact_bench::rng::Rng;
+use compact_bench::Rng;
 
 /// A summarizer standing in for an LLM that fails in every way an LLM
 /// endpoint does: errors, timeouts, refusals, empty, over-long summaries.
@@ -120,7 +120,7 @@ impl FlakyStorage {
     /// manifest entry after one: a whole archive write is refused or not, as
     /// a backend outage refuses it before anything lands.
     fn refuses(&self, key: &str) -> bool {
-        !key.ends_with(compact_middleware::archive::layout::MANIFEST_FILE) && self.fail()
+        !key.ends_with(compact_middleware::archive::MANIFEST_FILE) && self.fail()
     }
 
     fn refused() -> ArchiveError {

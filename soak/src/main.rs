@@ -1,5 +1,5 @@
 //! `compact-soak`: thousands of randomized long agent sessions through the
-//! middleware, with injected faults, checking every invariant of DESIGN §12
+//! middleware, with injected faults, checking every invariant of docs/design.md §12
 //! after every preflight. Each run has its own seed; a failing one replays
 //! with `--seed S --runs 1`.
 

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::anyhow;
-use compact_middleware::archive::{self, Archive, FsAdapter, SessionId, StorageAdapter, layout};
+use compact_middleware::archive::{self, Archive, FsAdapter, SessionId, StorageAdapter};
 use compact_middleware::config::S3Settings;
 use serde_json::{Value, json};
 
@@ -160,7 +160,7 @@ async fn show(a: Archive<'_>, sid: &SessionId, step: Option<u32>) -> CliResult {
         )));
     }
     let Some(step) = step else {
-        let steps = layout::transcript_steps(&files);
+        let steps = archive::transcript_steps(&files);
         return print_json(&json!({
             "session_id": sid.as_str(),
             "root": a.adapter().root(),

@@ -58,12 +58,12 @@ impl AppState {
     }
 
     /// The event store.
-    pub fn store(&self) -> &Store {
+    pub(crate) fn store(&self) -> &Store {
         &self.0.store
     }
 
     /// The counters.
-    pub fn metrics(&self) -> &Arc<Metrics> {
+    pub(crate) fn metrics(&self) -> &Arc<Metrics> {
         &self.0.metrics
     }
 

@@ -9,7 +9,7 @@ use futures_util::StreamExt;
 
 /// Why a body was not read.
 #[derive(Debug)]
-pub enum BodyError {
+pub(crate) enum BodyError {
     /// Over the limit; `declared` is the `Content-Length`, when it said so.
     TooLarge {
         /// The declared length, if any.
@@ -23,7 +23,7 @@ pub enum BodyError {
 
 impl BodyError {
     /// The 413 `message`, worded like Ariadne's.
-    pub fn message(&self) -> String {
+    pub(crate) fn message(&self) -> String {
         match self {
             BodyError::TooLarge {
                 declared: Some(n),
@@ -39,7 +39,7 @@ impl BodyError {
 }
 
 /// Reads the whole body, refusing more than `limit` bytes.
-pub async fn read_limited(
+pub(crate) async fn read_limited(
     headers: &HeaderMap,
     body: Body,
     limit: usize,

@@ -1,36 +1,36 @@
 //! An Ariadne-compatible trace server: the public Ariadne Trace Viewer's
-//! web UI and Python exporter work against it unchanged (DESIGN §8), and
+//! web UI and Python exporter work against it unchanged (docs/design.md §8), and
 //! it adds what Ariadne lacks: durability (a 200 means on disk), SSE
 //! replay by event id, tokens, CORS limits, metrics, and the OpenAI
 //! Agents SDK and OTLP ingest formats.
 //!
-//! Modules:
-//! - [`config`]: [`ServerConfig`] and its limits, retention and store options.
-//! - [`app`]: the router, [`serve`] and [`spawn`].
-//! - [`schema`]: `/ingest` validation, truncation, the seed 004 shape.
-//! - [`body`]: body reading under a byte limit.
-//! - [`store`]: the durable segmented log with group commit, and the in-memory index.
-//! - [`sse`]: `GET /events`.
-//! - [`routes`]: the other handlers (ingest, API, health and metrics).
-//! - [`security`]: bearer tokens and CORS.
-//! - [`listener`]: the connection-limited TCP listener.
-//! - [`metrics`]: Prometheus counters.
-//! - [`map`]: OpenAI Agents SDK and OTLP JSON to events.
-//! - [`ui`]: the timeline web UI.
-//! - [`error`]: [`ServerError`], [`StoreError`].
+//! The API is what running and embedding the server needs, at the crate
+//! root: [`ServerConfig`] and its [`Limits`], [`Retention`] and
+//! [`StoreOptions`]; [`serve`] and [`spawn`] (a [`RunningServer`]);
+//! [`AppState`] and [`router`] to mount it in another axum app; the errors
+//! [`ServerError`] and [`StoreError`]. Two namespaces: [`map`] (OpenAI Agents
+//! SDK and OTLP JSON to events) and [`ui`] (the timeline web UI's routes).
+//!
+//! Private modules: `app` (the router, `serve`, `spawn`), `config`, `schema`
+//! (`/ingest` validation, truncation, the older span shape), `body` (body
+//! reading under a byte limit), `store` (the durable segmented log with
+//! group commit, and the in-memory index), `sse` (`GET /events`), `routes`
+//! (ingest, API, health and metrics handlers), `security` (bearer tokens and
+//! CORS), `listener` (the connection-limited TCP listener), `metrics`
+//! (Prometheus counters), `error`.
 
-pub mod app;
-pub mod body;
-pub mod config;
-pub mod error;
-pub mod listener;
+mod app;
+mod body;
+mod config;
+mod error;
+mod listener;
 pub mod map;
-pub mod metrics;
-pub mod routes;
-pub mod schema;
-pub mod security;
-pub mod sse;
-pub mod store;
+mod metrics;
+mod routes;
+mod schema;
+mod security;
+mod sse;
+mod store;
 pub mod ui;
 
 pub use app::{AppState, RunningServer, router, serve, spawn};

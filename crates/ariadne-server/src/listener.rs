@@ -15,14 +15,14 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// The listener.
 #[derive(Debug)]
-pub struct LimitedListener {
+pub(crate) struct LimitedListener {
     inner: TcpListener,
     permits: Arc<Semaphore>,
 }
 
 impl LimitedListener {
     /// Wraps `inner`, allowing `max` open connections.
-    pub fn new(inner: TcpListener, max: usize) -> Self {
+    pub(crate) fn new(inner: TcpListener, max: usize) -> Self {
         LimitedListener {
             inner,
             permits: Arc::new(Semaphore::new(max.max(1))),
@@ -32,7 +32,7 @@ impl LimitedListener {
 
 /// An accepted connection; its slot frees when it is dropped.
 #[derive(Debug)]
-pub struct LimitedStream {
+pub(crate) struct LimitedStream {
     stream: TcpStream,
     _permit: OwnedSemaphorePermit,
 }

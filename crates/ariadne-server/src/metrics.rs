@@ -55,7 +55,7 @@ impl Histogram {
 
 /// The server's counters.
 #[derive(Debug, Default)]
-pub struct Metrics {
+pub(crate) struct Metrics {
     ingest: Mutex<BTreeMap<(&'static str, u16), IngestCounts>>,
     sse_clients: AtomicI64,
     sse_connections: AtomicU64,
@@ -66,7 +66,7 @@ pub struct Metrics {
 
 impl Metrics {
     /// Counts one ingest request on `endpoint` answered with `status`.
-    pub fn ingest(&self, endpoint: &'static str, status: u16, events: usize, bytes: usize) {
+    pub(crate) fn ingest(&self, endpoint: &'static str, status: u16, events: usize, bytes: usize) {
         let mut m = self
             .ingest
             .lock()
@@ -77,10 +77,11 @@ impl Metrics {
         c.bytes += bytes as u64;
     }
 
-    /// Seed 001's compaction metrics, from acknowledged
+    /// The two compaction metrics (`memory_compaction_items_total`,
+    /// `memory_tokens_before_after`, docs/design.md §8), from acknowledged
     /// `compact.pruned_messages` spans: items = cleared + summarized +
     /// dropped; tokens before and after.
-    pub fn observe_events(&self, events: &[ValidEvent]) {
+    pub(crate) fn observe_events(&self, events: &[ValidEvent]) {
         for ev in events {
             if !ev.is_span
                 || ev.object.get("name").and_then(Value::as_str)
@@ -113,24 +114,24 @@ impl Metrics {
     }
 
     /// A subscriber connected; the returned guard counts it until dropped.
-    pub fn sse_connected(self: &std::sync::Arc<Self>) -> SseClientGuard {
+    pub(crate) fn sse_connected(self: &std::sync::Arc<Self>) -> SseClientGuard {
         self.sse_clients.fetch_add(1, Ordering::Relaxed);
         self.sse_connections.fetch_add(1, Ordering::Relaxed);
         SseClientGuard(self.clone())
     }
 
     /// A subscriber fell behind and skipped `n` events.
-    pub fn sse_skipped(&self, n: u64) {
+    pub(crate) fn sse_skipped(&self, n: u64) {
         self.sse_skipped.fetch_add(n, Ordering::Relaxed);
     }
 
     /// Events skipped by backpressure so far.
-    pub fn skipped_total(&self) -> u64 {
+    pub(crate) fn skipped_total(&self) -> u64 {
         self.sse_skipped.load(Ordering::Relaxed)
     }
 
     /// Prometheus text exposition.
-    pub fn render(&self, store: &StoreStats) -> String {
+    pub(crate) fn render(&self, store: &StoreStats) -> String {
         let mut out = String::new();
         let ingest = self
             .ingest
@@ -275,7 +276,7 @@ impl Metrics {
 
 /// Decrements the connected-subscriber gauge when the stream ends.
 #[derive(Debug)]
-pub struct SseClientGuard(std::sync::Arc<Metrics>);
+pub(crate) struct SseClientGuard(std::sync::Arc<Metrics>);
 
 impl Drop for SseClientGuard {
     fn drop(&mut self) {

@@ -1,4 +1,4 @@
-//! The `/ingest` schema: validation, truncation and the seed 004 shape.
+//! The `/ingest` schema: validation, truncation and the older span shape.
 //!
 //! Mirrors the Ariadne server's schema (trace: `trace_id` and optional
 //! `name`, `group_id`, `started_at`, `ended_at`, string-valued `metadata`;
@@ -9,20 +9,21 @@
 //! rule the exporters also apply ([`compact_events::truncate`]). It departs
 //! in two lenient ways, so anything Ariadne accepts we accept: a `null`
 //! optional field reads as absent, and timestamps may carry a numeric
-//! offset (any RFC 3339). The seed 004 shape (`timestamp`, `duration_ms`,
-//! `properties`, `payload`) is mapped onto the Ariadne fields.
+//! offset (any RFC 3339). The older span shape of docs/design.md §7
+//! (`timestamp`, `duration_ms`, `properties`, `payload`) is mapped onto the
+//! Ariadne fields.
 
 use compact_events::truncate::{truncate_map, truncate_string};
 use compact_events::{format_rfc3339_millis, parse_rfc3339_millis};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-/// The truncation rule, shared with the exporters (`compact_events::truncate`).
-pub use compact_events::truncate::{MAX_DATA_STRING_CHARS, MAX_NAME_CHARS, TRUNCATION_MARK};
+// The truncation rule, shared with the exporters (`compact_events::truncate`).
+use compact_events::truncate::{MAX_DATA_STRING_CHARS, MAX_NAME_CHARS};
 
 /// One validation problem, in Ariadne's `details` shape.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Issue {
+pub(crate) struct Issue {
     /// JSON path: keys and array indices.
     pub path: Vec<Value>,
     /// What is wrong.
@@ -32,7 +33,7 @@ pub struct Issue {
 /// A validated event, ready to store: its canonical JSON and the fields
 /// the server filters and indexes on.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ValidEvent {
+pub(crate) struct ValidEvent {
     /// `true` for a span, `false` for a trace.
     pub is_span: bool,
     /// The trace it belongs to.
@@ -48,7 +49,7 @@ pub struct ValidEvent {
 }
 
 /// Validates an `/ingest` body: one event or `{"batch":[...]}`.
-pub fn parse_payload(body: Value) -> Result<Vec<ValidEvent>, Vec<Issue>> {
+pub(crate) fn parse_payload(body: Value) -> Result<Vec<ValidEvent>, Vec<Issue>> {
     let Value::Object(mut obj) = body else {
         return Err(vec![issue(vec![], expected("object", &body))]);
     };
@@ -78,7 +79,7 @@ pub fn parse_payload(body: Value) -> Result<Vec<ValidEvent>, Vec<Issue>> {
 }
 
 /// Validates one event at `prefix` (for error paths).
-pub fn parse_event(value: Value, prefix: &[Value]) -> Result<ValidEvent, Vec<Issue>> {
+pub(crate) fn parse_event(value: Value, prefix: &[Value]) -> Result<ValidEvent, Vec<Issue>> {
     let at = |key: &str| -> Vec<Value> {
         let mut p = prefix.to_vec();
         p.push(Value::from(key));
@@ -218,7 +219,7 @@ pub fn parse_event(value: Value, prefix: &[Value]) -> Result<ValidEvent, Vec<Iss
     })
 }
 
-/// Seed 004's span shape: `properties` → `data`, `payload` → `data.payload`,
+/// The older span shape: `properties` → `data`, `payload` → `data.payload`,
 /// `timestamp` → `started_at`, `timestamp + duration_ms` → `ended_at`.
 /// Fields already given in the Ariadne shape win.
 fn map_seed_shape(
@@ -324,6 +325,7 @@ fn expected(want: &str, got: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use compact_events::truncate::TRUNCATION_MARK;
     use serde_json::json;
 
     fn one(v: Value) -> Result<ValidEvent, Vec<Issue>> {

@@ -16,7 +16,7 @@ use crate::app::AppState;
 
 /// Which token a route needs.
 #[derive(Debug, Clone, Copy)]
-pub enum Access {
+pub(crate) enum Access {
     /// The ingest token.
     Ingest,
     /// The read token.
@@ -54,7 +54,12 @@ fn presented<'a>(headers: &'a HeaderMap, query: Option<&'a str>, access: Access)
 }
 
 /// Middleware: refuses with 401 unless the configured token is presented.
-pub async fn require(state: State<AppState>, access: Access, req: Request, next: Next) -> Response {
+pub(crate) async fn require(
+    state: State<AppState>,
+    access: Access,
+    req: Request,
+    next: Next,
+) -> Response {
     let cfg = state.config();
     let want = match access {
         Access::Ingest => cfg.ingest_token.as_deref(),
@@ -81,7 +86,7 @@ pub async fn require(state: State<AppState>, access: Access, req: Request, next:
 }
 
 /// Middleware: CORS for the configured origins only.
-pub async fn cors(State(state): State<AppState>, req: Request, next: Next) -> Response {
+pub(crate) async fn cors(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let origin = req.headers().get(header::ORIGIN).cloned();
     let allowed = origin.as_ref().is_some_and(|o| {
         state

@@ -29,16 +29,16 @@ use crate::metrics::{Metrics, SseClientGuard};
 use crate::store::StoredEvent;
 
 /// The comment a subscriber gets when it skipped events.
-pub const BACKPRESSURE_WARNING: &str = ":warning stream backpressure; events skipped\n\n";
+pub(crate) const BACKPRESSURE_WARNING: &str = ":warning stream backpressure; events skipped\n\n";
 /// The comment a reconnecting subscriber gets when some of what it missed
 /// is older than the retention window and cannot be replayed.
-pub const REPLAY_GAP_WARNING: &str = ":warning replay incomplete; older events expired\n\n";
+pub(crate) const REPLAY_GAP_WARNING: &str = ":warning replay incomplete; older events expired\n\n";
 /// The heartbeat comment.
-pub const HEARTBEAT: &str = ":heartbeat\n\n";
+pub(crate) const HEARTBEAT: &str = ":heartbeat\n\n";
 
 /// Which events a subscriber wants.
 #[derive(Debug, Default, Clone)]
-pub struct Filter {
+pub(crate) struct Filter {
     trace_id: Option<String>,
     kinds: Option<HashSet<String>>,
     since_ms: Option<i64>,
@@ -70,7 +70,7 @@ fn bad_request(msg: &str) -> Response {
 }
 
 /// The handler.
-pub async fn events(
+pub(crate) async fn events(
     State(state): State<AppState>,
     headers: HeaderMap,
     Query(q): Query<HashMap<String, String>>,

@@ -1,4 +1,4 @@
-//! DESIGN §8's HTTP contract against a real server: every status code and
+//! The HTTP contract of docs/design.md §8 against a real server: every status code and
 //! error body of `/ingest`, the body limits, malformed input, `/healthz`,
 //! `/metrics`, `/api`, the SDK/OTLP routes, tokens, CORS and the bind rule.
 

@@ -8,12 +8,18 @@ use serde::Serialize;
 
 /// Distribution of one measurement, in microseconds.
 #[derive(Debug, Clone, Serialize)]
-pub struct Stats {
+pub(crate) struct Stats {
+    /// Timed runs (warm-up excluded).
     pub runs: usize,
+    /// Median, in microseconds (0.1 µs resolution).
     pub p50_us: f64,
+    /// 90th percentile (nearest rank), in microseconds.
     pub p90_us: f64,
+    /// 99th percentile (nearest rank), in microseconds.
     pub p99_us: f64,
+    /// Fastest run, in microseconds.
     pub min_us: f64,
+    /// Slowest run, in microseconds.
     pub max_us: f64,
 }
 
@@ -34,13 +40,13 @@ impl Stats {
 }
 
 /// Runs `f` `runs` times after `warmup` untimed runs.
-pub fn measure(warmup: usize, runs: usize, mut f: impl FnMut()) -> Stats {
+pub(crate) fn measure(warmup: usize, runs: usize, mut f: impl FnMut()) -> Stats {
     measure_with(warmup, runs, || (), |()| f())
 }
 
 /// Like [`measure`], with an untimed `setup` producing each run's input
 /// (so building the request is not charged to the code under test).
-pub fn measure_with<T>(
+pub(crate) fn measure_with<T>(
     warmup: usize,
     runs: usize,
     mut setup: impl FnMut() -> T,

@@ -4,20 +4,21 @@
 //! the one JSON document the CLI prints (its shape is a public contract; see
 //! `docs/performance.md`).
 //!
-//! [`rng`] is the seeded generator every synthetic session uses: the
+//! [`Rng`] is the seeded generator every synthetic session uses: the
 //! benchmarks, `compact demo` and the soak harness.
 //!
-//! - [`harness`]: [`measure`](harness::measure), [`Stats`](harness::Stats).
-//! - [`workload`]: mixed text and tool-heavy chat histories.
-//! - [`tokens`], [`preflight`], [`server`]: the suites.
-//! - [`rng`]: [`Rng`](rng::Rng), seeded and reproducible.
+//! Private modules: `harness` (`measure`, `Stats`), `workload` (mixed text
+//! and tool-heavy chat histories), `tokens`, `preflight` and `server` (the
+//! suites), `rng` ([`Rng`], seeded and reproducible).
 
-pub mod harness;
-pub mod preflight;
-pub mod rng;
-pub mod server;
-pub mod tokens;
-pub mod workload;
+mod harness;
+mod preflight;
+mod rng;
+mod server;
+mod tokens;
+mod workload;
+
+pub use rng::Rng;
 
 use std::fmt;
 use std::str::FromStr;

@@ -10,7 +10,7 @@ use crate::harness::measure_with;
 use crate::workload::{history, received};
 
 /// `compact bench preflight`.
-pub fn run(quick: bool) -> Value {
+pub(crate) fn run(quick: bool) -> Value {
     // A current-thread runtime: the preflight path is CPU-bound and this
     // measures it without scheduler noise.
     let rt = match tokio::runtime::Builder::new_current_thread()

@@ -21,7 +21,7 @@ use ariadne_server::{ServerConfig, spawn};
 
 /// What to run, and how long.
 #[derive(Debug, Clone)]
-pub struct BenchOptions {
+pub(crate) struct BenchOptions {
     /// Seconds of the ingest benchmark.
     pub ingest_secs: f64,
     /// Concurrent ingest clients.
@@ -56,7 +56,7 @@ impl Default for BenchOptions {
 }
 
 /// Runs every benchmark; failures are reported in the JSON, not raised.
-pub async fn run(opts: BenchOptions) -> Value {
+pub(crate) async fn run(opts: BenchOptions) -> Value {
     let ingest = ingest(&opts)
         .await
         .unwrap_or_else(|e| json!({ "error": e }));
@@ -295,7 +295,7 @@ async fn sse_latency(opts: &BenchOptions) -> Result<Value, String> {
 }
 
 /// Resident set size of this process in KiB, from `/proc/self/status`.
-pub fn rss_kib() -> Option<u64> {
+pub(crate) fn rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     status
         .lines()

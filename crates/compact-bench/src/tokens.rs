@@ -13,7 +13,7 @@ use crate::harness::{measure, measure_with};
 use crate::workload::{history, mixed_text, received};
 
 /// `compact bench tokens`.
-pub fn run(quick: bool) -> Value {
+pub(crate) fn run(quick: bool) -> Value {
     let text = mixed_text(1 << 20);
     let mb = text.len() as f64 / (1 << 20) as f64;
     let runs = if quick { 3 } else { 10 };

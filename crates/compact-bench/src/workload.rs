@@ -5,7 +5,7 @@ use compact_middleware::model::{Format, Message, Request};
 use serde_json::{Value, json};
 
 /// About `bytes` of mixed English prose, JSON and code.
-pub fn mixed_text(bytes: usize) -> String {
+pub(crate) fn mixed_text(bytes: usize) -> String {
     const PROSE: &str = "The refresh endpoint must not exceed 250 ms at p99; we decided to move the network call outside the lock because contention was the root cause. ";
     const CODE: &str = "fn refresh(&self, tenant: TenantId) -> Result<Token, Error> {\n    let guard = self.cache.read()?;\n    guard.get(&tenant).cloned().ok_or(Error::Missing)\n}\n";
     let mut s = String::with_capacity(bytes + 512);
@@ -25,7 +25,7 @@ pub fn mixed_text(bytes: usize) -> String {
 
 /// A chat history of `turns` turns (4 messages each: user, assistant tool
 /// call, tool result of about `output_chars`, assistant reply).
-pub fn history(turns: usize, output_chars: usize) -> Vec<Message> {
+pub(crate) fn history(turns: usize, output_chars: usize) -> Vec<Message> {
     let mut items = vec![json!({"role": "system", "content": "You are a careful coding agent."})];
     for t in 0..turns {
         let id = format!("call_{t:04}");
@@ -50,7 +50,7 @@ pub fn history(turns: usize, output_chars: usize) -> Vec<Message> {
 
 /// The history as a new request would carry it: decoded from JSON, never
 /// hashed or counted before (a clone would carry memoised hashes).
-pub fn received(msgs: &[Message]) -> Vec<Message> {
+pub(crate) fn received(msgs: &[Message]) -> Vec<Message> {
     msgs.iter()
         .filter_map(|m| serde_json::from_value(m.to_value()).ok())
         .collect()

@@ -3,17 +3,20 @@
 //! exporters. A crate of its own so the trace server and the exporters can
 //! speak the wire format without compiling the middleware.
 //!
-//! - [`span`]: the wire types ([`Event`], [`TraceEvent`], [`SpanEvent`]),
-//!   RFC 3339 timestamps, span ids, [`SpanBuilder`].
+//! At the crate root:
+//! - the wire types ([`Event`], [`TraceEvent`], [`SpanEvent`]), RFC 3339
+//!   timestamps, span ids, [`SpanBuilder`] (module `span`);
+//! - the [`Exporter`] trait and the in-memory [`CollectingExporter`];
+//! - the [`Dispatcher`], a bounded queue and a worker thread; `emit` never
+//!   waits on an exporter;
+//! - the built-in exporters, [`ConsoleExporter`] and [`JsonlExporter`].
+//!
+//! Three namespaces:
 //! - [`names`]: the `compact.*` event names and the span kind.
 //! - [`payload`]: one struct per event name, the schema of its `data`
 //!   (`docs/events.md` is the reference), and [`SpanBuilder::for_payload`].
 //! - [`truncate`]: the size rule for names and `data` strings, shared by the
 //!   server (on ingest) and the exporters (before sending).
-//! - [`exporter`]: the [`Exporter`] trait and the in-memory [`CollectingExporter`].
-//! - [`dispatcher`]: the [`Dispatcher`], a bounded queue and a worker
-//!   thread; `emit` never waits on an exporter.
-//! - [`console`] and [`jsonl`]: the built-in exporters.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -34,13 +37,13 @@
 //! assert_eq!(collect.len(), 2);
 //! ```
 
-pub mod console;
-pub mod dispatcher;
-pub mod exporter;
-pub mod jsonl;
+mod console;
+mod dispatcher;
+mod exporter;
+mod jsonl;
 pub mod names;
 pub mod payload;
-pub mod span;
+mod span;
 pub mod truncate;
 
 pub use console::ConsoleExporter;
@@ -49,7 +52,7 @@ pub use exporter::{CollectingExporter, ExportError, Exporter};
 pub use jsonl::JsonlExporter;
 pub use span::{
     Event, SpanBuilder, SpanEvent, SpanStatus, TraceEvent, format_rfc3339_millis, new_span_id,
-    now_millis, now_rfc3339, parse_rfc3339_millis,
+    now_millis, now_rfc3339, parse_rfc3339_millis, system_time_millis,
 };
 
 /// A boxed, sendable future: what the async traits here (`Exporter`) and in

@@ -258,7 +258,8 @@ pub struct Archival {
     pub step: Option<u64>,
     /// The storage backend: `filesystem` or `s3`.
     pub storage_adapter: String,
-    /// The same as `storage_adapter` (the seed's name for it).
+    /// The same as `storage_adapter`, under its older name (marked *seed*
+    /// in `docs/events.md`).
     pub storage: String,
     /// The first key written (the transcript's path or `s3://` URL), or `null`.
     pub path: Option<String>,

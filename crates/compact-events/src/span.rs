@@ -144,7 +144,7 @@ pub struct SpanEvent {
     /// RFC 3339 UTC, not before `started_at`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_at: Option<String>,
-    /// The span's numbers and details (seed 004 property names).
+    /// The span's numbers and details (keys as in `docs/events.md`).
     // Read leniently: a span without `data` is still a span.
     #[serde(default)]
     pub data: Map<String, Value>,

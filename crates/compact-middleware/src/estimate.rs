@@ -14,8 +14,11 @@ use crate::tokens::{self, CountCache, TokenCounter};
 /// The model a manager budgets for: its window and encoding.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ModelLimits {
+    /// The configured model name (`model` in the config).
     pub model: String,
+    /// The context window in tokens: `max_context_tokens` if set, else the profile's.
     pub max_tokens: usize,
+    /// The tokenizer the model's profile names (`o200k` for an unknown model).
     pub encoding: tokens::Encoding,
 }
 
@@ -54,8 +57,11 @@ impl ModelLimits {
 /// Where the tokens of a request go.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Breakdown {
+    /// Tokens of the `system` messages.
     pub system: usize,
+    /// Tokens of the `developer` messages.
     pub developer: usize,
+    /// Tokens of the tool schemas (0 when the request has no tools).
     pub tools_schema: usize,
     /// Every other message, plus the reply priming.
     pub messages: usize,
@@ -64,10 +70,16 @@ pub struct Breakdown {
 /// The estimate of one request against the model's window.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Estimate {
+    /// The model the estimate was made for.
     pub model: String,
+    /// Estimated tokens of the whole request: the breakdown's total.
     pub t_est: usize,
+    /// The model's context window in tokens.
     pub max_tokens: usize,
+    /// `t_est / max_tokens` as a fraction (1.0 = full), rounded to 4
+    /// decimals; infinite when `max_tokens` is 0.
     pub usage_pct: f64,
+    /// Where the `t_est` tokens go.
     pub breakdown: Breakdown,
 }
 
@@ -80,6 +92,7 @@ pub struct Estimator {
 }
 
 impl Estimator {
+    /// An estimator counting with `counter` and memoising in `cache`.
     pub fn new(counter: &'static dyn TokenCounter, cache: Arc<CountCache>) -> Self {
         Self { counter, cache }
     }
@@ -160,6 +173,8 @@ impl Breakdown {
 }
 
 impl Estimate {
+    /// The estimate of a request whose tokens are `breakdown`, against a
+    /// window of `max_tokens`.
     pub fn new(model: &str, max_tokens: usize, breakdown: Breakdown) -> Self {
         let t_est = breakdown.total();
         Self {

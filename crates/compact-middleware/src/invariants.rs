@@ -1,4 +1,4 @@
-//! The invariants of DESIGN §12 as checks anyone can run on a preflight:
+//! The invariants of docs/design.md §12 as checks anyone can run on a preflight:
 //! the property tests, the soak harness, and users' own test suites.
 //!
 //! Each check compares the history the pipeline received (the *effective*
@@ -13,16 +13,16 @@ use crate::config::Policy;
 use crate::estimate::Estimator;
 use crate::manager::{CompactError, Report};
 use crate::model::{ItemType, Message, lost_results, validate};
-use crate::pipeline::Tier;
-use crate::pipeline::summary::SUMMARY_HEADER;
+use crate::pipeline::{SUMMARY_HEADER, Tier};
 
 /// One broken invariant.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Violation {
-    /// Which invariant of DESIGN §12 (1-5).
+    /// Which invariant of docs/design.md §12 (1-5).
     pub invariant: u8,
     /// A short stable name, for counting by kind.
     pub kind: &'static str,
+    /// What exactly is wrong, for a human (which call id, which message).
     pub detail: String,
 }
 

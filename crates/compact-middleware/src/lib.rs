@@ -14,13 +14,13 @@
 //! - [`estimate`]: whole-request estimates and the breakdown, model limits.
 //! - [`trigger`]: whether a call compacts, and why.
 //! - [`pipeline`]: the tiers (budgeting, clearing, summarizing, reducing) and modes.
-//! - [`invariants`]: the checks of DESIGN §12, for tests, the soak harness and users.
+//! - [`invariants`]: the checks of docs/design.md §12, for tests, the soak harness and users.
 //! - [`manager`]: [`CompactManager`], sessions, the `before_model_call` hook.
 //! - [`archive`]: the `StorageAdapter` trait (bytes under keys), the
 //!   filesystem adapter, and the `Archive` on top: layout, hash-chained
 //!   manifest, `verify`, the spool.
 //! - [`redact`]: the `Redactor` applied to everything exported or archived.
-//! - [`memory`]: the memory store (SQLite), the seed 002 sliding window,
+//! - [`memory`]: the memory store (SQLite), the sliding-window memory,
 //!   cross-session memory and memory files injected into the instructions.
 //! - [`strategy`]: per request > per conversation > per agent > defaults.
 pub mod archive;

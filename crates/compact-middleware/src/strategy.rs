@@ -1,9 +1,10 @@
-//! Seed 001 precedence of the memory strategy: per request > per
-//! conversation > per agent > defaults.
+//! The precedence of the memory strategy (docs/design.md §5): per request >
+//! per conversation > per agent > defaults.
 //!
 //! Each level is a *partial* configuration, either in this crate's schema
-//! (`{"policy": {"mode": "compact"}}`) or with the seed's flat field names
-//! (`{"mode": "compact", "compact_keep": 4, "token_budget": 8000}`, see
+//! (`{"policy": {"mode": "compact"}}`) or with the flat field names of
+//! docs/design.md §10 (`{"mode": "compact", "compact_keep": 4,
+//! "token_budget": 8000}`, see
 //! [`from_seed_fields`]). Levels are deep-merged lowest first, then applied
 //! to the defaults with [`Config::overlay`], which checks unknown keys, types
 //! and rules exactly like a file does. Only the combination is validated, so
@@ -157,8 +158,9 @@ impl Strategies {
     }
 }
 
-/// Translates seed 001's `MemoryStrategyRequest` fields (and seed 000's
-/// `memory_injection` and strategy names) to schema paths. Keys that are
+/// Translates the flat field names of a memory-strategy request (`mode`,
+/// `compact_keep`, `token_budget`, …, `memory_injection`, and the strategy
+/// names `trimming` and `summarization`) to schema paths. Keys that are
 /// already schema sections pass through; unknown flat keys also pass
 /// through, so [`Config::overlay`] reports them.
 pub fn from_seed_fields(layer: &Value) -> Value {
@@ -193,7 +195,7 @@ pub fn from_seed_fields(layer: &Value) -> Value {
     out
 }
 
-/// Seed 000's strategy names map to the modes.
+/// The strategy names (`trimming`, `summarization`, …) map to the modes.
 fn seed_mode(v: &Value) -> Value {
     match v.as_str() {
         Some("trimming") => Value::from("trim"),

@@ -1,4 +1,4 @@
-//! The trigger decision (DESIGN §5 step 2): whether this call compacts, and why.
+//! The trigger decision (docs/design.md §5 step 5): whether this call compacts, and why.
 
 use serde::Serialize;
 
@@ -18,11 +18,13 @@ pub enum Forced {
 /// The outcome of step 2.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Decision {
+    /// Whether this call compacts (a forced call always does, unless the
+    /// mode is `none`).
     pub triggered: bool,
     /// Every condition that held, joined with `; ` (or why nothing triggered).
     pub reason: String,
     /// A turn trigger fired: the remainder is summarized even if the token
-    /// target is already met (seed 000/001 turn-based behaviour).
+    /// target is already met.
     #[serde(skip)]
     pub turn_triggered: bool,
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use compact_middleware::BoxFuture;
 use compact_middleware::archive::{
-    self, Archive, ArchiveError, FsAdapter, Problem, SessionId, StorageAdapter, layout,
+    self, Archive, ArchiveError, FsAdapter, Problem, SessionId, StorageAdapter,
 };
 use compact_middleware::config::Config;
 use compact_middleware::events::{CollectingExporter, Event};
@@ -89,7 +89,7 @@ fn filesystem_layout_is_byte_for_byte_the_fixture() {
     ];
     assert_eq!(
         got, expected,
-        "exactly the seed layout plus the manifest, no temp files"
+        "exactly the fixture layout plus the manifest, no temp files"
     );
     let bless = std::env::var_os("COMPACT_BLESS").is_some();
     for name in expected {
@@ -252,7 +252,7 @@ fn a_backend_without_append_gets_one_object_per_events_batch() {
     // The same bytes as a backend that appends.
     assert_eq!(
         std::fs::read(root.join("objects/transcript-pre-compact-001.jsonl")).unwrap_or_default(),
-        layout::encode_lines(&msgs).unwrap_or_default()
+        archive::encode_lines(&msgs).unwrap_or_default()
     );
 }
 
@@ -341,7 +341,7 @@ fn killed_writes_leave_old_or_new() {
     let root = dir.path().join("archive");
     let valid: Vec<Vec<u8>> = ["a", "b"]
         .iter()
-        .map(|c| layout::encode_summary(&json!({"fill": c.repeat(BIG)})).unwrap_or_default())
+        .map(|c| archive::encode_summary(&json!({"fill": c.repeat(BIG)})).unwrap_or_default())
         .collect();
     for round in 0..3 {
         let exe = std::env::current_exe().unwrap_or_else(|e| panic!("{e}"));
@@ -357,7 +357,7 @@ fn killed_writes_leave_old_or_new() {
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap_or_else(|e| panic!("spawn child: {e}"));
-        let summary = root.join("crash").join(layout::summary_name(1));
+        let summary = root.join("crash").join(archive::summary_name(1));
         // However slow the machine, the child writes the summary first;
         // only its death could stop that.
         while !summary.exists() {
@@ -396,7 +396,7 @@ fn killed_writes_leave_old_or_new() {
         }
         let manifest = std::fs::read(root.join("crash/manifest.jsonl")).unwrap_or_default();
         assert!(
-            archive::manifest::parse(&manifest).is_ok(),
+            archive::parse_manifest(&manifest).is_ok(),
             "round {round}: manifest chain broken"
         );
         let files = rt().block_on(a.files(&sid("crash"))).unwrap_or_default();
@@ -485,9 +485,9 @@ fn verify_detects_a_truncated_manifest() {
     assert!(
         matches!(
             p,
-            Some(Problem::Manifest(
-                archive::manifest::ManifestError::Truncated { line: 6 }
-            ))
+            Some(Problem::Manifest(archive::ManifestError::Truncated {
+                line: 6
+            }))
         ),
         "{p:?}"
     );
@@ -514,7 +514,7 @@ fn verify_detects_a_truncated_manifest() {
     let _ = std::fs::write(&m, swapped.concat());
     assert!(matches!(
         problem(&a),
-        Some(Problem::Manifest(archive::manifest::ManifestError::Chain {
+        Some(Problem::Manifest(archive::ManifestError::Chain {
             line: 2,
             ..
         }))
@@ -780,7 +780,7 @@ fn the_last_archival_event_carries_the_head_verify_prints() {
     // that entry.
     let dir = h.root.join("audited");
     let manifest =
-        archive::manifest::parse(&std::fs::read(dir.join("manifest.jsonl")).unwrap_or_default())
+        archive::parse_manifest(&std::fs::read(dir.join("manifest.jsonl")).unwrap_or_default())
             .unwrap_or_else(|e| panic!("{e}"));
     let events = std::fs::read(dir.join("events.jsonl")).unwrap_or_default();
     let mut checked = 0;

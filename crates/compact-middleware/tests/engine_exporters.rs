@@ -1,4 +1,4 @@
-//! Exporter isolation (DESIGN §12.8): an exporter that fails, blocks or
+//! Exporter isolation (docs/design.md §12, invariant 8): an exporter that fails, blocks or
 //! sleeps changes neither what `preflight` returns nor when it returns.
 //! Asserted by behaviour, not by wall clock or scheduling: `preflight` has
 //! returned while the blocked exporter still holds none of its events, every

@@ -3,7 +3,7 @@
 //! messages, summary look-alikes), random policies and windows from tight to
 //! generous, and random follow-up calls in both ways agents call
 //! (appending to our output, resending the full raw history), forced and
-//! reactive compaction. After every call: DESIGN §12 invariants 1-5
+//! reactive compaction. After every call: docs/design.md §12 invariants 1-5
 //! (`support::invariants`), plus per-mode expectations.
 
 mod support;

@@ -1,7 +1,7 @@
 //! A 200-turn synthetic agent session, in both ways agents call the manager:
 //! (a) feeding back each preflight's output plus the next turn, and (b)
 //! resending the full raw history every turn. Every call is checked against
-//! DESIGN §12 invariants 1-5; at the end, at least 95% of the identifiers,
+//! docs/design.md §12 invariants 1-5; at the end, at least 95% of the identifiers,
 //! constraints and decisions planted in user and assistant messages must
 //! still be in the context, and in mode (b) each new summary must extend the
 //! previous one rather than be rebuilt.

@@ -2,7 +2,7 @@
 //! error paths, the reactive and manual entry points, continuation, and the
 //! regression tests of engine bugs found by `engine_props`.
 //!
-//! Every call is also checked against DESIGN §12 invariants 1-5
+//! Every call is also checked against docs/design.md §12 invariants 1-5
 //! (`support::invariants`). Each fixture first asserts its own precondition
 //! (that the history really triggers, or really fits), so a change in token
 //! counts cannot turn a test into one that passes vacuously.
@@ -13,7 +13,7 @@ use compact_middleware::config::{Config, Mode, Policy, Role as CfgRole};
 use compact_middleware::manager::ContinuationKind;
 use compact_middleware::model::{Format, Message, Request, Role};
 use compact_middleware::pipeline::Tier;
-use compact_middleware::pipeline::tiers::cap_text;
+use compact_middleware::pipeline::cap_text;
 use compact_middleware::{CompactError, CompactManager, PreflightOutcome, PreflightRequest};
 use proptest::prelude::*;
 use serde_json::{Value, json};

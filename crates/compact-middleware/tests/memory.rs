@@ -1,8 +1,8 @@
-//! Memory layers: seed 002's sliding window (the window table, the memory
-//! table evolution, background summarization, one `processing` row per
-//! conversation, crash recovery), seed 000 cross-session memory and seed 003
-//! memory files in the instructions (never in the history), and seed 001
-//! precedence.
+//! Memory layers: the sliding window (the window table, the memory table
+//! evolution, background summarization, one `processing` row per
+//! conversation, crash recovery), cross-session memory and memory files in
+//! the instructions (never in the history), and the precedence of the
+//! memory strategy.
 mod fake_openai;
 
 use std::sync::Arc;
@@ -649,7 +649,7 @@ fn precedence_is_request_then_conversation_then_agent_then_defaults() {
         .expect("resolve");
     assert_eq!(r.config.policy.keep_recent_turns, 6);
     assert_eq!(r.config.policy.token_budget, Some(12000));
-    // A request alone over the defaults, with seed 000 names.
+    // A request alone over the defaults, with a strategy name for the mode.
     let r = strategies
         .resolve(None, None, Some(&json!({"mode": "trimming"})))
         .expect("resolve");

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use compact_middleware::config::{Config, SummarizerKind, SummarizerSettings};
-use compact_middleware::pipeline::fallback::summarize_with_fallbacks;
+use compact_middleware::pipeline::summarize_with_fallbacks;
 use compact_middleware::summarize::{
     OpenAiConfig, OpenAiSummarizer, Strategy, SummarizeError, Summarizer, SummaryEntry,
     SummaryRequest, TokenCountFn,

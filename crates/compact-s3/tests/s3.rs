@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use aws_config::{BehaviorVersion, SdkConfig};
 use aws_sdk_s3::config::{Credentials, Region, SharedCredentialsProvider};
-use compact_middleware::archive::{self, Archive, ArchiveError, SessionId, StorageAdapter, layout};
+use compact_middleware::archive::{self, Archive, ArchiveError, SessionId, StorageAdapter};
 use compact_middleware::config::{Config, S3Settings};
 use compact_middleware::events::{CollectingExporter, Event};
 use compact_middleware::{CompactManager, Message};
@@ -124,10 +124,10 @@ async fn put_list_show_verify() {
     );
     // Same bytes as the filesystem layout.
     let body = a
-        .read(&s, &layout::transcript_name(1))
+        .read(&s, &archive::transcript_name(1))
         .await
         .unwrap_or_default();
-    assert_eq!(body, layout::encode_lines(&msgs).unwrap_or_default());
+    assert_eq!(body, archive::encode_lines(&msgs).unwrap_or_default());
     let v = archive::verify(&s3, &s)
         .await
         .unwrap_or_else(|e| panic!("{e}"));

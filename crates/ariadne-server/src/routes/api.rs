@@ -18,7 +18,7 @@ const MAX_LIMIT: usize = 1000;
 /// Each entry: `trace_id`, the latest trace event's fields (`name`,
 /// `group_id`, `started_at`, `ended_at`, `metadata`) when retained,
 /// `event_count`, `last_seq`. Pass `next_before` as `before` for the next page.
-pub async fn list(
+pub(crate) async fn list(
     State(state): State<AppState>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
@@ -70,7 +70,7 @@ pub async fn list(
 
 /// `GET /api/traces/{trace_id}`: `{"trace":<event>|null,"spans":[...]}`,
 /// spans in arrival order, each as ingested plus its `seq`; 404 if unknown.
-pub async fn get(State(state): State<AppState>, Path(trace_id): Path<String>) -> Response {
+pub(crate) async fn get(State(state): State<AppState>, Path(trace_id): Path<String>) -> Response {
     let Some(events) = state.store().memory().trace_events(&trace_id) else {
         return reply(StatusCode::NOT_FOUND, json!({"error":"Trace not found"}));
     };

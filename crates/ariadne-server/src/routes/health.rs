@@ -10,7 +10,7 @@ use super::reply;
 use crate::app::AppState;
 
 /// `{"status":"ok","timestamp":...,"events":{"count","capacity"}}`.
-pub async fn healthz(State(state): State<AppState>) -> Response {
+pub(crate) async fn healthz(State(state): State<AppState>) -> Response {
     let s = state.store().stats();
     reply(
         StatusCode::OK,
@@ -19,7 +19,7 @@ pub async fn healthz(State(state): State<AppState>) -> Response {
 }
 
 /// Prometheus text exposition 0.0.4.
-pub async fn metrics(State(state): State<AppState>) -> Response {
+pub(crate) async fn metrics(State(state): State<AppState>) -> Response {
     let body = state.metrics().render(&state.store().stats());
     (
         [(

@@ -95,7 +95,11 @@ async fn commit(
 }
 
 /// `POST /ingest`: one event or `{"batch":[...]}`.
-pub async fn ingest(State(state): State<AppState>, headers: HeaderMap, body: Body) -> Response {
+pub(crate) async fn ingest(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
     let limit = state.config().limits.ingest_body_bytes;
     let (value, bytes) = match json_body(&state, INGEST, &headers, body, limit).await {
         Ok(v) => v,
@@ -143,7 +147,7 @@ fn map_error(e: &crate::map::MapError) -> Response {
 }
 
 /// `POST /v1/traces/ingest`: the OpenAI Agents SDK exporter's `{"data":[...]}`.
-pub async fn sdk(State(state): State<AppState>, headers: HeaderMap, body: Body) -> Response {
+pub(crate) async fn sdk(State(state): State<AppState>, headers: HeaderMap, body: Body) -> Response {
     let limit = state.config().limits.otel_body_bytes;
     let (value, bytes) = match json_body(&state, SDK, &headers, body, limit).await {
         Ok(v) => v,
@@ -161,7 +165,11 @@ pub async fn sdk(State(state): State<AppState>, headers: HeaderMap, body: Body) 
 }
 
 /// `POST /v1/traces`: OTLP/HTTP with a JSON body (protobuf gets a 415).
-pub async fn otlp(State(state): State<AppState>, headers: HeaderMap, body: Body) -> Response {
+pub(crate) async fn otlp(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())

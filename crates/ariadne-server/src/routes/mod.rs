@@ -4,9 +4,9 @@
 //! - [`api`]: `GET /api/traces`, `GET /api/traces/{trace_id}`.
 //! - [`health`]: `GET /healthz`, `GET /metrics`.
 
-pub mod api;
-pub mod health;
-pub mod ingest;
+pub(crate) mod api;
+pub(crate) mod health;
+pub(crate) mod ingest;
 
 use axum::Json;
 use axum::http::StatusCode;

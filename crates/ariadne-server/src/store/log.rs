@@ -23,7 +23,7 @@ const MAX_RECORD: usize = 256 * 1024 * 1024;
 
 /// One record read back from disk.
 #[derive(Debug)]
-pub struct Record {
+pub(super) struct Record {
     /// Sequence number.
     pub seq: u64,
     /// When the server received it (epoch ms).
@@ -41,7 +41,7 @@ struct Segment {
 
 /// The open log: its segments and the file being appended to.
 #[derive(Debug)]
-pub struct Log {
+pub(super) struct Log {
     dir: PathBuf,
     segments: Vec<Segment>,
     file: File,
@@ -50,7 +50,7 @@ pub struct Log {
 
 /// What recovery found.
 #[derive(Debug, Default)]
-pub struct Recovery {
+pub(super) struct Recovery {
     /// Bytes cut from the end of the last segment (a torn write).
     pub torn_bytes: u64,
     /// Segments whose middle was unreadable (their rest was skipped).
@@ -60,7 +60,7 @@ pub struct Recovery {
 }
 
 /// Appends one record to `buf`.
-pub fn encode(buf: &mut Vec<u8>, seq: u64, received_ms: i64, json: &str) {
+pub(super) fn encode(buf: &mut Vec<u8>, seq: u64, received_ms: i64, json: &str) {
     let len = (16 + json.len()) as u32;
     let start = buf.len();
     buf.extend_from_slice(&len.to_le_bytes());
@@ -115,7 +115,7 @@ fn segment_path(dir: &Path, first_seq: u64) -> PathBuf {
 impl Log {
     /// Opens (or creates) the log in `dir`, feeding every whole record to
     /// `on_record` in sequence order and cutting a torn tail.
-    pub fn open(
+    pub(super) fn open(
         dir: &Path,
         segment_bytes: u64,
         mut on_record: impl FnMut(Record),
@@ -216,7 +216,7 @@ impl Log {
     /// Writes `buf` (whole records, the first numbered `first_seq`) and
     /// syncs it. On failure the segment is cut back, so a failed batch
     /// leaves nothing behind.
-    pub fn append(&mut self, first_seq: u64, buf: &[u8]) -> Result<(), StoreError> {
+    pub(super) fn append(&mut self, first_seq: u64, buf: &[u8]) -> Result<(), StoreError> {
         if self.current_bytes() >= self.segment_bytes {
             self.roll(first_seq)?;
         }
@@ -257,7 +257,7 @@ impl Log {
     }
 
     /// Deletes the segments holding only records before `seq` (retention).
-    pub fn drop_before(&mut self, seq: u64) {
+    pub(super) fn drop_before(&mut self, seq: u64) {
         while self.segments.len() > 1 && self.segments[1].first_seq <= seq {
             let seg = self.segments.remove(0);
             if let Err(e) = fs::remove_file(&seg.path) {
@@ -267,7 +267,7 @@ impl Log {
     }
 
     /// Bytes on disk across all segments.
-    pub fn disk_bytes(&self) -> u64 {
+    pub(super) fn disk_bytes(&self) -> u64 {
         self.segments.iter().map(|s| s.bytes).sum()
     }
 }

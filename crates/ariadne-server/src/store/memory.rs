@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 /// One stored event, shared by the store, the SSE streams and the API.
 #[derive(Debug)]
-pub struct StoredEvent {
+pub(crate) struct StoredEvent {
     /// Monotonic sequence number: the SSE `id:`.
     pub seq: u64,
     /// When the server received it (epoch ms); age retention uses it.
@@ -27,7 +27,7 @@ pub struct StoredEvent {
 
 impl StoredEvent {
     /// An event numbered `seq` whose JSON (one line, as serde_json writes it) is `json`.
-    pub fn new(
+    pub(crate) fn new(
         seq: u64,
         received_ms: i64,
         is_span: bool,
@@ -51,12 +51,12 @@ impl StoredEvent {
     }
 
     /// The event's JSON, exactly as ingested after validation.
-    pub fn json(&self) -> &str {
+    pub(crate) fn json(&self) -> &str {
         &self.frame[self.json_at..self.frame.len() - 2]
     }
 
     /// The event as one SSE message.
-    pub fn sse_frame(&self) -> &str {
+    pub(crate) fn sse_frame(&self) -> &str {
         &self.frame
     }
 }
@@ -72,7 +72,7 @@ struct TraceEntry {
 
 /// Retained events and the trace index.
 #[derive(Debug, Default)]
-pub struct Memory {
+pub(crate) struct Memory {
     events: VecDeque<Arc<StoredEvent>>,
     traces: HashMap<Box<str>, TraceEntry>,
     /// Traces by their latest event, for newest-first listing.
@@ -82,7 +82,7 @@ pub struct Memory {
 
 /// A trace as `/api/traces` lists it.
 #[derive(Debug, Clone)]
-pub struct TraceSummary {
+pub(crate) struct TraceSummary {
     /// The trace id.
     pub trace_id: String,
     /// The latest `trace` event's JSON, if one is retained.
@@ -95,7 +95,7 @@ pub struct TraceSummary {
 
 impl Memory {
     /// Appends an event (sequence numbers must increase).
-    pub fn push(&mut self, ev: Arc<StoredEvent>) {
+    pub(crate) fn push(&mut self, ev: Arc<StoredEvent>) {
         let entry = self.traces.entry(ev.trace_id.clone()).or_default();
         if entry.last_seq != 0 {
             self.by_activity.remove(&entry.last_seq);
@@ -112,7 +112,7 @@ impl Memory {
 
     /// Drops the oldest events while there are more than `max_events` or
     /// they were received before `min_received_ms`.
-    pub fn evict(&mut self, max_events: usize, min_received_ms: i64) {
+    pub(crate) fn evict(&mut self, max_events: usize, min_received_ms: i64) {
         while let Some(front) = self.events.front() {
             if self.events.len() <= max_events && front.received_ms >= min_received_ms {
                 break;
@@ -135,27 +135,28 @@ impl Memory {
     }
 
     /// Retained events.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.events.len()
     }
 
     /// Whether nothing is retained.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.events.is_empty()
     }
 
     /// The oldest retained sequence number.
-    pub fn first_seq(&self) -> Option<u64> {
+    pub(crate) fn first_seq(&self) -> Option<u64> {
         self.events.front().map(|e| e.seq)
     }
 
     /// The newest retained sequence number.
-    pub fn last_seq(&self) -> Option<u64> {
+    pub(crate) fn last_seq(&self) -> Option<u64> {
         self.events.back().map(|e| e.seq)
     }
 
     /// Bytes of retained events (their SSE frames).
-    pub fn json_bytes(&self) -> usize {
+    pub(crate) fn json_bytes(&self) -> usize {
         self.json_bytes
     }
 
@@ -167,13 +168,13 @@ impl Memory {
     }
 
     /// Events with a sequence number above `after`, oldest first.
-    pub fn after(&self, after: u64) -> Vec<Arc<StoredEvent>> {
+    pub(crate) fn after(&self, after: u64) -> Vec<Arc<StoredEvent>> {
         let skip = self.events.partition_point(|e| e.seq <= after);
         self.events.iter().skip(skip).cloned().collect()
     }
 
     /// Up to `limit` traces whose latest event is before `before`, newest first.
-    pub fn traces(&self, limit: usize, before: Option<u64>) -> Vec<TraceSummary> {
+    pub(crate) fn traces(&self, limit: usize, before: Option<u64>) -> Vec<TraceSummary> {
         let upper = before.unwrap_or(u64::MAX);
         self.by_activity
             .range(..upper)
@@ -192,7 +193,7 @@ impl Memory {
     }
 
     /// Every retained event of one trace, in sequence order.
-    pub fn trace_events(&self, trace_id: &str) -> Option<Vec<Arc<StoredEvent>>> {
+    pub(crate) fn trace_events(&self, trace_id: &str) -> Option<Vec<Arc<StoredEvent>>> {
         let entry = self.traces.get(trace_id)?;
         Some(
             entry

@@ -8,8 +8,8 @@
 //! and only then answers the requests. So a 200 means on disk, and
 //! concurrent requests share the cost of one `fsync`.
 
-pub mod log;
-pub mod memory;
+mod log;
+mod memory;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,7 +23,7 @@ use tokio::sync::{broadcast, oneshot};
 use crate::config::{Retention, StoreOptions};
 use crate::error::StoreError;
 use crate::schema::ValidEvent;
-pub use memory::{Memory, StoredEvent, TraceSummary};
+pub(crate) use memory::{Memory, StoredEvent};
 
 /// A group commit takes at most this many events at once, so one huge
 /// burst does not hold every earlier request behind one giant write.
@@ -38,7 +38,7 @@ struct WriteReq {
 
 /// Sizes and counters for `/healthz` and `/metrics`.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct StoreStats {
+pub(crate) struct StoreStats {
     /// Retained events.
     pub count: usize,
     /// Retention bound on the count.
@@ -47,8 +47,6 @@ pub struct StoreStats {
     pub json_bytes: usize,
     /// Bytes of log on disk.
     pub disk_bytes: u64,
-    /// Oldest and newest retained sequence numbers.
-    pub first_seq: Option<u64>,
     /// Newest retained sequence number.
     pub last_seq: Option<u64>,
     /// Bytes cut from a torn tail at the last start.
@@ -68,7 +66,7 @@ struct Shared {
 
 /// The store handle; cheap to clone.
 #[derive(Clone)]
-pub struct Store {
+pub(crate) struct Store {
     shared: Arc<Shared>,
     tx: mpsc::Sender<WriteReq>,
 }
@@ -84,7 +82,7 @@ impl std::fmt::Debug for Store {
 impl Store {
     /// Opens the log in `dir`, recovers the retained events, and starts the
     /// writer thread. `sse_queue` is how far a subscriber may fall behind.
-    pub fn open(
+    pub(crate) fn open(
         dir: &Path,
         opts: &StoreOptions,
         retention: &Retention,
@@ -131,7 +129,7 @@ impl Store {
 
     /// Makes `events` durable, then visible; returns the first sequence
     /// number given and the count. Resolves only after the `fsync`.
-    pub async fn append(&self, events: Vec<ValidEvent>) -> Result<(u64, usize), StoreError> {
+    pub(crate) async fn append(&self, events: Vec<ValidEvent>) -> Result<(u64, usize), StoreError> {
         if events.is_empty() {
             return Ok((0, 0));
         }
@@ -147,24 +145,23 @@ impl Store {
     }
 
     /// A receiver of every event published from now on.
-    pub fn subscribe(&self) -> broadcast::Receiver<Arc<StoredEvent>> {
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Arc<StoredEvent>> {
         self.shared.live.subscribe()
     }
 
     /// Read access to the retained events.
-    pub fn memory(&self) -> RwLockReadGuard<'_, Memory> {
+    pub(crate) fn memory(&self) -> RwLockReadGuard<'_, Memory> {
         read(&self.shared.memory)
     }
 
     /// Current sizes.
-    pub fn stats(&self) -> StoreStats {
+    pub(crate) fn stats(&self) -> StoreStats {
         let m = self.memory();
         StoreStats {
             count: m.len(),
             capacity: self.shared.capacity,
             json_bytes: m.json_bytes(),
             disk_bytes: self.shared.disk_bytes.load(Ordering::Relaxed),
-            first_seq: m.first_seq(),
             last_seq: m.last_seq(),
             recovered_torn_bytes: self.shared.torn_bytes,
             commits: self.shared.commits.load(Ordering::Relaxed),

@@ -120,12 +120,12 @@ impl FileKind {
 }
 
 /// `{session_id}/`: the listing prefix of one session.
-pub fn session_prefix(session: &SessionId) -> String {
+pub(crate) fn session_prefix(session: &SessionId) -> String {
     format!("{session}/")
 }
 
 /// `{session_id}/{name}`: the storage key of one archive file.
-pub fn key(session: &SessionId, kind: FileKind) -> String {
+pub(crate) fn key(session: &SessionId, kind: FileKind) -> String {
     format!("{session}/{}", kind.name())
 }
 
@@ -144,7 +144,7 @@ pub fn transcript_steps(names: &[String]) -> Vec<u32> {
 
 /// Checks that `name` is an archive file name (the only names the archive
 /// reads), so a caller-supplied name can never point elsewhere.
-pub fn check_name(name: &str) -> Result<FileKind, ArchiveError> {
+pub(crate) fn check_name(name: &str) -> Result<FileKind, ArchiveError> {
     FileKind::parse(name).ok_or_else(|| ArchiveError::InvalidName(name.to_string()))
 }
 

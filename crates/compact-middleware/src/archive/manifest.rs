@@ -176,7 +176,7 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<Entry>, ManifestError> {
 /// is an append of ours that a crash interrupted, not tampering: the next
 /// append cuts it (backends that append in place repair their tail), so it
 /// is left out here rather than refused.
-pub fn parse_for_append(bytes: &[u8]) -> Result<Vec<Entry>, ManifestError> {
+pub(crate) fn parse_for_append(bytes: &[u8]) -> Result<Vec<Entry>, ManifestError> {
     let complete = match bytes.iter().rposition(|b| *b == b'\n') {
         Some(i) => &bytes[..=i],
         None => &bytes[..0],

@@ -9,13 +9,16 @@
 //! for every backend:
 //!
 //! - [`Archive`]: saves transcripts, summaries and events under the
-//!   [`layout`] names, keeps the [`manifest`], reads sessions back.
+//!   layout's names, keeps the manifest, reads sessions back.
 //! - [`FsAdapter`]: the default backend, `{root}/{key}` with atomic, fsynced
 //!   writes and in-place appends.
 //! - [`SessionId`]: a validated session id, the only thing ever joined into
 //!   a key; [`check_key`] is what adapters check keys against.
-//! - [`layout`]: file names, keys and their byte encodings.
-//! - [`manifest`]: the hash-chained manifest each session keeps.
+//! - The layout (module `layout`): file names ([`FileKind`],
+//!   [`transcript_name`], [`MANIFEST_FILE`], …), keys and their byte
+//!   encodings ([`encode_lines`], [`decode_lines`], …).
+//! - The manifest (module `manifest`): the hash-chained [`ManifestEntry`]
+//!   list each session keeps, read with [`parse_manifest`].
 //! - [`verify()`]: checks a session's files against its manifest.
 //! - [`Spool`]: the local directory that holds writes a backend refused,
 //!   until they can be delivered.
@@ -28,8 +31,8 @@ mod error;
 mod fs;
 mod id;
 mod key;
-pub mod layout;
-pub mod manifest;
+mod layout;
+mod manifest;
 mod spool;
 mod store;
 mod verify;
@@ -39,7 +42,13 @@ pub use error::ArchiveError;
 pub use fs::FsAdapter;
 pub use id::{MAX_SESSION_ID_LEN, SessionId};
 pub use key::{MAX_KEY_LEN, check_key, check_prefix};
-pub use layout::FileKind;
+pub use layout::{
+    EVENTS_FILE, FileKind, MANIFEST_FILE, decode_document, decode_lines, encode_lines,
+    encode_summary, event_object_name, summary_name, transcript_name, transcript_steps,
+};
+pub use manifest::{
+    Entry as ManifestEntry, GENESIS as MANIFEST_GENESIS, ManifestError, parse as parse_manifest,
+};
 pub use spool::{Delivery, Spool, SpoolItem, SpoolPayload};
 pub use store::{Archive, Step};
 pub use verify::{Problem, Verification, last_step, verify};

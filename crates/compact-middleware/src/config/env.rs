@@ -21,8 +21,8 @@ pub(super) enum Kind {
 pub(super) struct Leaf {
     pub(super) path: &'static str,
     pub(super) kind: Kind,
-    /// Short names from seed 004 §8 and the obvious siblings, besides the
-    /// generic `COMPACT_<PATH>` name.
+    /// Short names (`COMPACT_TRIGGER_PCT`, `COMPACT_ARIADNE_URL`, …),
+    /// besides the generic `COMPACT_<PATH>` name.
     pub(super) aliases: &'static [&'static str],
 }
 

@@ -202,7 +202,7 @@ impl Config {
     }
 
     /// Overlays a partial configuration (a per-agent, per-conversation or
-    /// per-request layer, DESIGN §5) and validates the result with the same
+    /// per-request layer, docs/design.md §5) and validates the result with the same
     /// rules and messages as a file.
     pub fn overlay(&self, patch: &Value) -> Result<Self, ConfigError> {
         let mut tree = serde_json::to_value(self).map_err(|err| ConfigError::Invalid {

@@ -1,4 +1,4 @@
-//! Configuration: the YAML schema (seed 004 §8 plus seed 001 and 003 knobs),
+//! Configuration (docs/design.md §10): the YAML schema,
 //! `COMPACT_*` environment overrides, and validation that names the field path.
 //!
 //! Precedence, lowest first: built-in defaults, the YAML file, environment

@@ -34,7 +34,7 @@ pub struct Config {
     /// When and how to compact.
     #[garde(dive)]
     pub policy: Policy,
-    /// Which summarizer writes summaries, and its endpoint (issue 7).
+    /// Which summarizer writes summaries, and its endpoint.
     #[garde(dive)]
     pub summarizer: super::sections::SummarizerSettings,
     /// Cross-session memory, memory files, the sliding-window store.
@@ -80,22 +80,23 @@ pub struct ModelOverride {
     pub encoding: Encoding,
 }
 
-/// Which compaction behaviour runs (DESIGN §5).
+/// Which compaction behaviour runs (docs/design.md §5).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
     /// Never touch the history.
     None,
-    /// Drop the oldest turns (seed 000 TrimmingSession).
+    /// Drop the oldest whole turns, no summary.
     Trim,
-    /// Replace old tool I/O with placeholders only (seed 001).
+    /// Replace old tool I/O with placeholders only (then `auto` if still
+    /// over the hard budget).
     Compact,
-    /// Turn-based rolling summary (seed 000 SummarizingSession).
+    /// Always fold the remainder into the rolling summary.
     Summarize,
     /// The tiered pipeline: budgeting, clearing, summarizing, reducing.
     #[default]
     Auto,
-    /// Seed 002: the latest completed sliding-window memory plus the gap
+    /// The latest completed sliding-window memory plus the gap
     /// messages, summarized in the background (then the `auto` tiers).
     SlidingWindow,
 }
@@ -137,16 +138,16 @@ pub struct Policy {
     /// Summary template.
     #[garde(skip)]
     pub strategy: Strategy,
-    /// Seed 001: also trigger after this many user turns.
+    /// Also trigger after this many user turns.
     #[garde(custom(rules::opt_at_least(1)))]
     pub compact_trigger_turns: Option<usize>,
-    /// Seed 001: trigger when the estimate exceeds this many tokens.
+    /// Trigger when the estimate exceeds this many tokens.
     #[garde(custom(rules::opt_at_least(1)))]
     pub token_budget: Option<usize>,
-    /// Seed 001: a softer token trigger, at most `token_budget`.
+    /// A softer token trigger, at most `token_budget`.
     #[garde(custom(rules::opt_at_least(1)), custom(rules::soft_budget(self.token_budget)))]
     pub token_soft_budget: Option<usize>,
-    /// Seed 001: trigger when the remaining share of the window falls below this.
+    /// Trigger when the remaining share of the window falls below this.
     #[garde(custom(rules::opt_fraction))]
     pub token_remaining_pct: Option<f64>,
     /// Also clear the arguments of old tool calls, not only their results.
@@ -158,7 +159,7 @@ pub struct Policy {
     /// These tools never have their I/O cleared.
     #[garde(inner(custom(rules::non_empty)))]
     pub exclude_tools: Vec<String>,
-    /// Seed 003: per tool result character cap; head and tail are kept.
+    /// Per tool result character cap (tier 1); head and tail are kept.
     #[garde(custom(rules::at_least(200)))]
     pub tool_result_max_chars: usize,
     /// Consecutive LLM summarizer failures before it is skipped (circuit breaker).

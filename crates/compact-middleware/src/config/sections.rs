@@ -1,6 +1,6 @@
-//! The `summarizer:` and `memory:` sections (issue 7): which summarizer the
-//! pipeline calls and how it reaches an OpenAI-compatible endpoint, and the
-//! memory layers of seeds 000, 002 and 003.
+//! The `summarizer:` and `memory:` sections: which summarizer the pipeline
+//! calls and how it reaches an OpenAI-compatible endpoint, and the memory
+//! layers (cross-session memory, memory files, the sliding window).
 
 use garde::{Error, Validate};
 use serde::{Deserialize, Serialize};
@@ -92,8 +92,8 @@ impl Default for SummarizerSettings {
     }
 }
 
-/// `memory:`: cross-session memory (seed 000), memory files (seed 003) and
-/// the sliding-window summary store (seed 002).
+/// `memory:`: cross-session memory, memory files and the sliding-window
+/// summary store.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Validate)]
 #[serde(default, deny_unknown_fields)]
 pub struct MemorySettings {

@@ -1,5 +1,5 @@
 //! The manager's side of the archive and of redaction: archive before
-//! anything is dropped (DESIGN §5 step 4), spool what the backend refuses,
+//! anything is dropped (docs/design.md §5 step 7), spool what the backend refuses,
 //! redact every event before any exporter and every write before any
 //! adapter.
 //!
@@ -404,7 +404,9 @@ impl CompactManager {
     pub(super) async fn emit(&self, session: &Session, events: Vec<Event>, archived: bool) {
         let st = &self.inner.archive;
         if !archived && st.archiver.is_none() && !self.inner.dispatcher.is_enabled() {
-            // No exporter and no archive: nobody would read these events.
+            // No exporter and no archive: nobody reads these events, so they
+            // are counted, not redacted.
+            self.inner.dispatcher.emit_all(events);
             return;
         }
         let session_id = session.id().as_str();

@@ -8,11 +8,18 @@ pub enum CompactError {
         "insufficient budget: pinned messages need {pinned_tokens} tokens and the latest turn's minimum {tail_tokens} (plus {fixed_tokens} for tool schemas and reply priming), but the budget is {budget} of a {max_tokens}-token window. {guidance}"
     )]
     InsufficientBudget {
+        /// Tokens of the pinned messages (protected, never-prune roles).
         pinned_tokens: usize,
+        /// Tokens of the minimal tail (latest user message and last group)
+        /// beyond the pinned ones; 0 when the pinned messages alone overflow.
         tail_tokens: usize,
+        /// Tokens of the tool schemas plus the reply priming.
         fixed_tokens: usize,
+        /// The hard budget: `max_tokens - hard_cap_buffer`.
         budget: usize,
+        /// The model's context window in tokens.
         max_tokens: usize,
+        /// What the user can change to make the request fit.
         guidance: String,
     },
     /// The configuration cannot be used (unknown model without a window, …).

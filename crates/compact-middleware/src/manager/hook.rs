@@ -1,4 +1,4 @@
-//! The `before_model_call` hook of seed 004 §1: an agent loop hands over its
+//! The `before_model_call` hook (docs/design.md §1): an agent loop hands over its
 //! context, the hook replaces the messages in place.
 
 use serde_json::Value;
@@ -9,12 +9,16 @@ use crate::model::Message;
 /// What an agent loop has in hand right before calling the model.
 #[derive(Debug, Clone, Default)]
 pub struct ModelCallContext {
+    /// The session the call belongs to.
     pub session_id: String,
+    /// The history about to be sent; replaced by the compacted one.
     pub messages: Vec<Message>,
+    /// Tool schemas sent with the call (counted, never changed).
     pub tools: Vec<Value>,
 }
 
 impl ModelCallContext {
+    /// A context for `session_id` with `messages` and no tools.
     pub fn new(session_id: impl Into<String>, messages: Vec<Message>) -> Self {
         Self {
             session_id: session_id.into(),
@@ -41,6 +45,7 @@ pub struct BeforeModelCall {
 }
 
 impl BeforeModelCall {
+    /// A hook that preflights through `manager`.
     pub fn new(manager: CompactManager) -> Self {
         Self { manager }
     }

@@ -1,5 +1,5 @@
-//! The manager's memory layers (issue 7): the summarizer the configuration
-//! selects, the memory store, the seed 002 sliding window applied to the
+//! The manager's memory layers: the summarizer the configuration
+//! selects, the memory store, the sliding window applied to the
 //! input, and the instructions injection (memory files, cross-session
 //! memory, the sliding-window memory).
 use std::sync::Arc;
@@ -94,8 +94,8 @@ impl MemoryRuntime {
 }
 
 impl CompactManager {
-    /// Binds a session to a cross-session memory key (a user or agent id,
-    /// seed 000). Without it the key is `telemetry.agent_name`. Call before
+    /// Binds a session to a cross-session memory key (a user or agent
+    /// id). Without it the key is `telemetry.agent_name`. Call before
     /// the session's first preflight.
     pub async fn bind_memory_key(&self, session_id: &str, key: &str) {
         let id = match SessionId::parse(session_id) {
@@ -183,7 +183,7 @@ impl CompactManager {
         (messages, labels)
     }
 
-    /// Seed 002 in the manager: the conversation's messages (everything not
+    /// The sliding window in the manager: the conversation's messages (everything not
     /// pinned) are numbered by sequence; the finished rounds trigger a
     /// background summary; the output keeps the pinned messages and the
     /// messages after the latest completed memory, whose text goes to the

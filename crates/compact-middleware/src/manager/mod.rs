@@ -41,6 +41,7 @@ const COUNT_CACHE_CAPACITY: usize = 200_000;
 /// One preflight call, with everything optional spelled out.
 #[derive(Debug, Clone, Default)]
 pub struct PreflightRequest {
+    /// The history to send to the model, oldest first.
     pub messages: Vec<Message>,
     /// Tool schemas sent with the model call (counted, never changed).
     pub tools: Vec<Value>,
@@ -94,6 +95,8 @@ impl Builder {
         self
     }
 
+    /// Resolves the model limits and starts the dispatcher, the archive
+    /// and the memory layers; fails on a configuration that cannot be used.
     pub fn build(self) -> Result<CompactManager, CompactError> {
         let limits = ModelLimits::from_config(&self.config).map_err(CompactError::Config)?;
         let counter = tokens::counter(self.config.tokenizer, limits.encoding);
@@ -210,6 +213,7 @@ impl CompactManager {
         Self::builder(config).build()
     }
 
+    /// The configuration the manager was built with.
     pub fn config(&self) -> &Config {
         &self.inner.config
     }
@@ -239,7 +243,7 @@ impl CompactManager {
         )
     }
 
-    /// DESIGN §5: estimate, decide, compact if needed.
+    /// docs/design.md §5: estimate, decide, compact if needed.
     pub async fn preflight(
         &self,
         session_id: &str,

@@ -17,7 +17,9 @@ pub use super::session::Continuation;
 /// The result of a preflight: the messages to send, and what was done.
 #[derive(Debug, Clone)]
 pub struct PreflightOutcome {
+    /// The history to send: compacted if the call triggered, else the input.
     pub messages: Vec<Message>,
+    /// What the call did.
     pub report: Report,
 }
 
@@ -34,25 +36,39 @@ impl PreflightOutcome {
 /// What a preflight did, in numbers.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
+    /// The session the call belongs to.
     pub session_id: String,
+    /// The compaction mode in effect (`policy.mode`).
     pub mode: Mode,
+    /// Whether the call compacted (see [`Decision`]).
     pub triggered: bool,
+    /// Every trigger condition that held, joined with `; ` (or why nothing triggered).
     pub reason: String,
+    /// Why compaction was forced; `None` when it was not.
     pub forced: Option<Forced>,
+    /// The caller's free text (manual compaction note, provider error), if any.
     pub note: Option<String>,
+    /// The model budgeted for.
     pub model: String,
+    /// The model's context window in tokens.
     pub max_tokens: usize,
     /// Hard ceiling: `max_tokens - hard_cap_buffer`.
     pub budget: usize,
     /// Where compaction aims: `target_pct` of the window.
     pub target: usize,
+    /// Estimated tokens of the request as received.
     pub tokens_before: usize,
+    /// Estimated tokens of the request as sent (`tokens_before` when nothing ran).
     pub tokens_after: usize,
+    /// `tokens_before / max_tokens` as a fraction (1.0 = full).
     pub usage_before: f64,
+    /// `tokens_after / max_tokens` as a fraction (1.0 = full).
     pub usage_after: f64,
     /// Breakdown of the input estimate.
     pub breakdown: Breakdown,
+    /// The tiers that changed something, in the order they ran.
     pub tiers: Vec<Tier>,
+    /// How many messages each kept layer holds in the output.
     pub kept: Kept,
     /// Tool results capped (tier 1).
     pub capped: usize,
@@ -62,19 +78,25 @@ pub struct Report {
     pub summarized: usize,
     /// Messages dropped without summary (trim, pruning-only fallback).
     pub dropped: usize,
+    /// Version of the summary this call wrote; `None` when it wrote none.
     pub summary_version: Option<u32>,
+    /// Tokens of the summary body this call wrote; `None` when it wrote none.
     pub summary_tokens: Option<usize>,
+    /// Whether `tokens_after` is at or below `target`.
     pub target_reached: bool,
+    /// How the input relates to the session's previous call.
     pub continuation: Continuation,
     /// Raw messages whose compacted form was reused from the previous call.
     pub reused_messages: usize,
     /// Pairing problems already present in the input (never made worse).
     pub input_problems: Vec<Problem>,
+    /// Every step down the summarizer's fallback chain, in order.
     pub fallbacks: Vec<Fallback>,
     /// Blocks injected into the instructions (`memory_files`,
     /// `cross_session`, `conversation_memory`); never the stored history.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub injected: Vec<String>,
+    /// Wall-clock time of the preflight, in microseconds.
     pub duration_us: u64,
 }
 

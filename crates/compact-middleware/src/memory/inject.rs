@@ -1,5 +1,5 @@
-//! Instructions injection: seed 003 memory files, seed 000 cross-session
-//! memory and the seed 002 conversation memory go into the instructions —
+//! Instructions injection: memory files, cross-session memory and the
+//! sliding-window conversation memory go into the instructions —
 //! the first system (or developer) message — of the messages sent out, or a
 //! system message prepended when there is none. The caller's history is
 //! never changed, and injecting twice is a no-op (an agent that sends our
@@ -10,17 +10,17 @@ use serde_json::Value;
 
 use crate::model::{ItemType, Message, Role};
 
-/// The memory files of seed 003, in the order they are read in each directory.
+/// The memory file names, in the order they are read in each directory.
 pub const MEMORY_FILE_NAMES: [&str; 3] = ["AGENT.md", "MEMORY.md", ".agent-context.md"];
 
 /// Heading of the memory-files block.
-pub const PROJECT_CONTEXT_HEADING: &str = "## Project Context (always apply)";
-/// Prefix of the cross-session block (seed 000).
-pub const CROSS_SESSION_PREFIX: &str = "Cross-session memory: ";
-/// Prefix of the sliding-window block (seed 002).
-pub const CONVERSATION_MEMORY_PREFIX: &str = "Previous context: ";
+pub(crate) const PROJECT_CONTEXT_HEADING: &str = "## Project Context (always apply)";
+/// Prefix of the cross-session block.
+pub(crate) const CROSS_SESSION_PREFIX: &str = "Cross-session memory: ";
+/// Prefix of the sliding-window block.
+pub(crate) const CONVERSATION_MEMORY_PREFIX: &str = "Previous context: ";
 
-/// Seed 003: every memory file found in `dirs` (in order; per directory
+/// Every memory file found in `dirs` (in order; per directory
 /// `AGENT.md`, `MEMORY.md`, `.agent-context.md`), each as
 /// `# From PATH\nTEXT`, joined by `---` lines. Unreadable files are skipped
 /// with a warning. Returns the files read and the text.
@@ -50,11 +50,11 @@ pub fn load_memory_files<P: AsRef<Path>>(dirs: &[P]) -> (Vec<PathBuf>, String) {
 /// What is added to the instructions.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct InstructionBlocks {
-    /// Seed 003: the memory files' text ([`load_memory_files`]).
+    /// The memory files' text ([`load_memory_files`]).
     pub memory_files: Option<String>,
-    /// Seed 000: the cross-session summary.
+    /// The cross-session summary.
     pub cross_session: Option<String>,
-    /// Seed 002: the latest completed sliding-window memory.
+    /// The latest completed sliding-window memory.
     pub conversation_memory: Option<String>,
 }
 

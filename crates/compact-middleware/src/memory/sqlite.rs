@@ -1,5 +1,5 @@
 //! [`SqliteStore`]: the embedded memory store. One SQLite file (WAL mode)
-//! holds seed 002's `memory` table and the cross-session summaries; a
+//! holds the sliding-window `memory` table and the cross-session summaries; a
 //! partial unique index makes "at most one `processing` row per
 //! conversation" a database guarantee, across threads and processes.
 use std::path::Path;

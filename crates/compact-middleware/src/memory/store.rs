@@ -1,12 +1,12 @@
-//! The memory store: seed 002's `memory` table (one row per sliding-window
-//! memory, with its status and version chain) and seed 000's cross-session
+//! The memory store: the `memory` table (one row per sliding-window
+//! memory, with its status and version chain) and the cross-session
 //! summaries (one per user/agent key).
 use std::fmt;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-/// Status of a memory row (seed 002).
+/// Status of a sliding-window memory row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MemoryStatus {
@@ -68,7 +68,7 @@ pub struct MemoryRecord {
     pub generation_time_ms: Option<i64>,
 }
 
-/// A cross-session summary (seed 000): the last summary of a session,
+/// A cross-session summary: the last summary of a session,
 /// persisted under a user/agent key.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionMemory {

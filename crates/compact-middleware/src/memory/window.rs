@@ -1,4 +1,4 @@
-//! Seed 002: the sliding-window summary service.
+//! The sliding-window summary service (`docs/memory.md`).
 //!
 //! Messages are numbered by sequence (round 1 is seq 0-1, round 2 seq 2-3,
 //! ...). After a round ends, [`SlidingWindow::trigger_summarization_if_needed`]
@@ -20,7 +20,7 @@ use crate::pipeline::fallback;
 use crate::summarize::{Strategy, Summarizer, SummaryEntry, SummaryRequest, TokenCountFn};
 
 /// The name of the entry that tells the summarizer where the window starts.
-pub const WINDOW_NOTE_NAME: &str = "sliding_window";
+pub(crate) const WINDOW_NOTE_NAME: &str = "sliding_window";
 
 /// The service's settings (`memory:` plus the summary budget).
 #[derive(Clone)]
@@ -51,7 +51,7 @@ impl std::fmt::Debug for WindowSettings {
     }
 }
 
-/// Seed 002's window: `end = last_saved_seq`,
+/// The window: `end = last_saved_seq`,
 /// `start = max(0, end - window + 1)`, moved up to an even number so that a
 /// user/assistant pair is never split.
 pub fn summary_range(last_saved_seq: usize, window: usize) -> (usize, usize) {
@@ -138,7 +138,7 @@ impl SlidingWindow {
         &self.settings
     }
 
-    /// Seed 002's trigger condition: enough messages, and no summarization
+    /// The trigger condition: enough messages, and no summarization
     /// already running for the conversation.
     pub fn should_trigger(
         &self,

@@ -13,9 +13,13 @@ pub(super) const COMPACTED_KEY: &str = "compacted";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
+    /// System instructions.
     System,
+    /// Developer instructions (the newer name for system-level ones).
     Developer,
+    /// The end user, or a tool result carried in a user message.
     User,
+    /// The model's replies and tool calls.
     Assistant,
     /// A tool result (chat `tool`/`function` messages, Responses `*_output` items).
     Tool,
@@ -72,15 +76,21 @@ pub enum Shape {
 /// A tool call made by an item.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct CallRef {
+    /// The id that pairs the call with its result (`legacy-function:NAME`
+    /// for a legacy chat `function_call`, which has none).
     pub call_id: String,
+    /// The tool's name; for a built-in `*_call` item without one, its type.
     pub name: String,
 }
 
 /// The format-neutral view of an item that the pipeline works with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Kind {
+    /// Who speaks.
     pub role: Role,
+    /// What the item is.
     pub item: ItemType,
+    /// The wire shape it was decoded from.
     pub shape: Shape,
     /// Tool calls this item makes (parallel calls: several).
     pub calls: Vec<CallRef>,
@@ -188,6 +198,7 @@ impl Message {
         &self.kind
     }
 
+    /// Who speaks (shorthand for `kind().role`).
     pub fn role(&self) -> Role {
         self.kind.role
     }

@@ -11,7 +11,9 @@ use super::message::Message;
 /// came in, so the response can be written back in the same shape.
 #[derive(Debug, Clone)]
 pub struct Request {
+    /// The decoded items, in order.
     pub messages: Vec<Message>,
+    /// The `tools` of an object envelope as received; empty for a bare array.
     pub tools: Vec<Value>,
     /// The format the messages were decoded in (never `Auto`).
     pub format: Format,

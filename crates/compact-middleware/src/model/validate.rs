@@ -11,11 +11,26 @@ use super::message::Message;
 #[serde(tag = "problem", rename_all = "snake_case")]
 pub enum Problem {
     /// A tool result whose call does not precede it.
-    OrphanResult { index: usize, call_id: String },
+    OrphanResult {
+        /// Index of the result.
+        index: usize,
+        /// The call id the result answers.
+        call_id: String,
+    },
     /// A tool call with no result after it.
-    UnansweredCall { index: usize, call_id: String },
+    UnansweredCall {
+        /// Index of the first item that makes the call.
+        index: usize,
+        /// The call's id.
+        call_id: String,
+    },
     /// A second result for the same call.
-    DuplicateResult { index: usize, call_id: String },
+    DuplicateResult {
+        /// Index of the second result.
+        index: usize,
+        /// The call id both results answer.
+        call_id: String,
+    },
 }
 
 impl std::fmt::Display for Problem {

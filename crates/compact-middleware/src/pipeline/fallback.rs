@@ -1,4 +1,4 @@
-//! The summary step's fallback chain (DESIGN §5, "failure never destroys
+//! The summary step's fallback chain (docs/design.md §5, "failure never destroys
 //! history"), in one place:
 //!
 //! 1. the configured summarizer; a summary is committed only if it is
@@ -20,7 +20,7 @@ use crate::summarize::{
 use super::Fallback;
 
 /// Halvings of `max_tokens` after an over-budget summary.
-pub const MAX_HALVINGS: usize = 2;
+pub(crate) const MAX_HALVINGS: usize = 2;
 
 /// What the chain produced.
 #[derive(Debug, Clone)]
@@ -37,7 +37,7 @@ pub struct Outcome {
 }
 
 /// Checks a summary against its budget and what it replaces.
-pub fn validate(
+pub(crate) fn validate(
     s: &Summary,
     max_tokens: usize,
     replaced_tokens: usize,

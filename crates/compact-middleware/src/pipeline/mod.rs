@@ -1,13 +1,13 @@
-//! The compaction pipeline (DESIGN §5 step 3): tiers, cheapest first,
+//! The compaction pipeline (docs/design.md §5 step 6): tiers, cheapest first,
 //! re-estimating after each, stopping as soon as the target is met.
 //!
 //! This module is pure policy over a message list: no sessions, no events,
 //! no I/O except the summarizer call. The manager wraps it.
 
-pub mod fallback;
-pub mod plan;
-pub mod summary;
-pub mod tiers;
+pub(crate) mod fallback;
+mod plan;
+pub(crate) mod summary;
+pub(crate) mod tiers;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -22,6 +22,10 @@ use crate::summarize::{FactLedger, FactsReport, Summarizer, SummaryEntry, Summar
 use crate::tokens::REPLY_PRIMING;
 use plan::{Class, Layout, Plan};
 use tiers::ToolFilter;
+
+pub use fallback::{Outcome as FallbackOutcome, summarize_with_fallbacks};
+pub use summary::{SUMMARY_HEADER, summary_message};
+pub use tiers::cap_text;
 
 /// A summary is not worth writing below this many tokens of room, unless
 /// the hard budget leaves nothing else.
@@ -59,7 +63,9 @@ pub struct Limits {
 
 /// What the pipeline is given.
 pub struct Input<'a> {
+    /// The history to compact, oldest first.
     pub messages: Vec<Message>,
+    /// Tool schemas of the request (counted as fixed tokens, never changed).
     pub tools: &'a [Value],
     /// Index of our previous summary message in `messages`, if present.
     pub summary_index: Option<usize>,
@@ -67,6 +73,7 @@ pub struct Input<'a> {
     pub previous_summary: Option<String>,
     /// Version the new summary will carry.
     pub next_version: u32,
+    /// The window, budget and target of this run.
     pub limits: Limits,
     /// Summarize the remainder even when an earlier tier met the target
     /// (manual compaction, turn triggers).
@@ -80,21 +87,34 @@ pub struct Input<'a> {
 /// A summary written by this run.
 #[derive(Debug, Clone, Serialize)]
 pub struct NewSummary {
+    /// Its version: the `N` of `COMPACT-SUMMARY vN`.
     pub version: u32,
+    /// The summary text, without the header line.
     pub body: String,
     /// The `COMPACT-SUMMARY vN` message that carries `body` in the output:
     /// built once here, hashed by the session and archived as is.
     #[serde(skip)]
     pub message: Message,
+    /// The strategy it was written with (`brief` after a refusal).
     pub strategy: crate::summarize::Strategy,
+    /// Name of the summarizer that wrote it (`extractive` after a fallback).
     pub summarizer: String,
+    /// Messages folded into it (the previous summary excluded).
     pub input_messages: usize,
+    /// Tokens of the folded messages plus those of the previous summary.
     pub input_tokens: usize,
+    /// Tokens of `body`, as the summarizer counted them.
     pub summary_tokens: usize,
+    /// `summary_tokens / input_tokens`, rounded to 4 decimals; 0 when
+    /// `input_tokens` is 0.
     pub compression_ratio: f64,
+    /// The model that wrote it; `None` for the extractive summarizer.
     pub model: Option<String>,
+    /// Prompt tokens billed by the provider; `None` if no model was called.
     pub prompt_tokens: Option<u64>,
+    /// Completion tokens billed by the provider; `None` if no model was called.
     pub completion_tokens: Option<u64>,
+    /// Wall-clock time of the whole fallback chain, in milliseconds.
     pub latency_ms: u64,
     /// What the summary kept of the fact ledger.
     pub facts: Option<FactsReport>,
@@ -103,17 +123,25 @@ pub struct NewSummary {
 /// A recoverable failure inside the run (the pipeline fell back).
 #[derive(Debug, Clone, Serialize)]
 pub struct Fallback {
+    /// The `error_type` of its `compact.error` event: the error's variant
+    /// name (`Timeout`, `OverBudget`, …), `CircuitOpen` or `NoRoomForSummary`.
     pub error_type: String,
+    /// The error, for a human.
     pub message: String,
-    /// What was done instead: `extractive` or `pruning_only`.
+    /// What was done instead: `retry_half_max_tokens`, `brief`,
+    /// `extractive` or `pruning_only`.
     pub fallback: String,
 }
 
 /// How many messages each layer kept.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Kept {
+    /// Pinned messages (protected, never-prune roles, a previous summary
+    /// that no new one replaced).
     pub pinned: usize,
+    /// Recent turns kept whole (after any reduction).
     pub recent_turns: usize,
+    /// Groups kept with their tool I/O, in the recent turns or not.
     pub tool_pairs: usize,
 }
 
@@ -121,18 +149,28 @@ pub struct Kept {
 /// report, the events and the archive say about it.
 #[derive(Debug, Clone)]
 pub struct Compaction {
+    /// The compacted history.
     pub messages: Vec<Message>,
+    /// Estimated tokens of the output, tool schemas and reply priming included.
     pub tokens_after: usize,
+    /// The tiers that changed something, in the order they ran.
     pub tiers: Vec<Tier>,
+    /// Tool results capped by tier 1.
     pub capped: usize,
+    /// Messages whose tool I/O tier 2 replaced with placeholders.
     pub cleared: usize,
     /// Messages folded into the summary (the previous summary excluded).
     pub summarized: usize,
     /// Messages dropped without a summary (trim mode, pruning-only fallback).
     pub dropped: usize,
+    /// How many messages each kept layer holds.
     pub kept: Kept,
+    /// The summary this run wrote; `None` when it wrote none (nothing new
+    /// to fold, no room, trim mode, or every summarizer failed).
     pub summary: Option<NewSummary>,
+    /// Every step down the summarizer's fallback chain, in order.
     pub fallbacks: Vec<Fallback>,
+    /// Whether `tokens_after` is at or below the target.
     pub target_reached: bool,
     /// Summarizer needed to succeed for the circuit breaker's count.
     pub primary_failed: bool,
@@ -151,9 +189,14 @@ impl Compaction {
 /// The pinned messages (plus the minimal tail) do not fit the budget.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Insufficient {
+    /// Tokens of the pinned groups.
     pub pinned_tokens: usize,
+    /// Tokens of the minimal tail beyond the pinned groups; 0 when the
+    /// pinned groups alone overflow.
     pub tail_tokens: usize,
+    /// Tokens of the tool schemas plus the reply priming.
     pub fixed_tokens: usize,
+    /// The hard budget that was exceeded.
     pub budget: usize,
 }
 

@@ -1,4 +1,4 @@
-//! The partition of a history into the seed 004 layers: pinned, recent
+//! The partition of a history into the layers of docs/design.md §5: pinned, recent
 //! turns, kept tool I/O, and the remainder that may be cleared or summarized.
 
 use std::ops::Range;
@@ -7,8 +7,10 @@ use crate::model::{ItemType, Message, groups};
 
 /// What each atomic group is, for one choice of keep counts.
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub(crate) struct Plan {
+    /// The atomic groups, as message index ranges in order.
     pub groups: Vec<Range<usize>>,
+    /// The layer of each group (same index as `groups`).
     pub class: Vec<Class>,
     /// Turns that are kept whole (after any reduction).
     pub recent_turns: usize,
@@ -18,7 +20,7 @@ pub struct Plan {
 
 /// The layer a group belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Class {
+pub(crate) enum Class {
     /// Protected or a never-prune role: kept byte-identical.
     Pinned,
     /// The previous `COMPACT-SUMMARY`: folded into the new one.
@@ -33,10 +35,14 @@ pub enum Class {
 
 /// The facts about a history that do not depend on keep counts.
 #[derive(Debug, Clone)]
-pub struct Layout {
+pub(crate) struct Layout {
+    /// The atomic groups, as message index ranges in order.
     pub groups: Vec<Range<usize>>,
+    /// Per group: it holds a pinned message.
     pub pinned: Vec<bool>,
+    /// Per group: it holds our previous summary.
     pub summary: Vec<bool>,
+    /// Per group: it holds a tool call or a tool result.
     pub has_tools: Vec<bool>,
     /// Group index where each turn starts; a turn runs to the next start.
     pub turn_starts: Vec<usize>,
@@ -44,7 +50,7 @@ pub struct Layout {
 
 impl Layout {
     /// `is_pinned(i)` and `is_summary(i)` are per message.
-    pub fn new(
+    pub(crate) fn new(
         messages: &[Message],
         is_pinned: impl Fn(usize) -> bool,
         is_summary: impl Fn(usize) -> bool,
@@ -80,12 +86,12 @@ impl Layout {
     }
 
     /// Number of turns (a leading run before the first user message counts as one).
-    pub fn turns(&self) -> usize {
+    pub(crate) fn turns(&self) -> usize {
         self.turn_starts.len()
     }
 
     /// The first group index of the last `k` turns (`groups.len()` when k == 0).
-    pub fn recent_start(&self, k: usize) -> usize {
+    pub(crate) fn recent_start(&self, k: usize) -> usize {
         if k == 0 {
             return self.groups.len();
         }
@@ -95,7 +101,7 @@ impl Layout {
 
     /// The layer of every group when the last `recent_turns` turns and the
     /// last `tool_pairs` tool groups are kept.
-    pub fn plan(&self, recent_turns: usize, tool_pairs: usize) -> Plan {
+    pub(crate) fn plan(&self, recent_turns: usize, tool_pairs: usize) -> Plan {
         let recent_from = self.recent_start(recent_turns);
         let mut tools_left = tool_pairs;
         let mut class = vec![Class::Remainder; self.groups.len()];
@@ -126,7 +132,7 @@ impl Layout {
 
     /// The smallest tail that must survive: the latest turn's opening user
     /// message (if any) and the last group.
-    pub fn minimal_tail(&self, messages: &[Message]) -> Vec<usize> {
+    pub(crate) fn minimal_tail(&self, messages: &[Message]) -> Vec<usize> {
         let mut keep = Vec::new();
         if let Some(&start) = self.turn_starts.last()
             && messages[self.groups[start].start].starts_turn()
@@ -144,7 +150,7 @@ impl Layout {
 
 impl Plan {
     /// Message indices of groups in `class`.
-    pub fn messages_in(&self, class: Class) -> impl Iterator<Item = usize> + '_ {
+    pub(crate) fn messages_in(&self, class: Class) -> impl Iterator<Item = usize> + '_ {
         self.groups
             .iter()
             .zip(&self.class)
@@ -153,7 +159,7 @@ impl Plan {
     }
 
     /// Number of groups in `class`.
-    pub fn count(&self, class: Class) -> usize {
+    pub(crate) fn count(&self, class: Class) -> usize {
         self.class.iter().filter(|c| **c == class).count()
     }
 }

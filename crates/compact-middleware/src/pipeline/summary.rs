@@ -23,7 +23,7 @@ pub fn summary_message(role: Role, version: u32, body: &str) -> Message {
 }
 
 /// The summarizer's view of a message: role, tool name, text.
-pub fn entry(m: &Message, tool_name: Option<&str>) -> SummaryEntry {
+pub(crate) fn entry(m: &Message, tool_name: Option<&str>) -> SummaryEntry {
     let role = match m.kind().item {
         ItemType::Reasoning => "reasoning",
         _ => m.role().as_str(),

@@ -1,19 +1,20 @@
-//! The cheap tiers: capping oversized tool results (seed 003) and clearing
-//! old tool I/O with placeholders (seed 001). Both rewrite messages in place
-//! and keep tool names and call ids, so pairing never changes.
+//! The cheap tiers (docs/design.md §5 step 6): capping oversized tool
+//! results and clearing old tool I/O with placeholders. Both rewrite
+//! messages in place and keep tool names and call ids, so pairing never
+//! changes.
 
 use std::collections::HashMap;
 
 use crate::model::{ItemType, Message};
 
-/// The seed 001 placeholder for a cleared tool output.
-pub fn output_placeholder(name: &str, call_id: &str) -> String {
+/// The placeholder for a cleared tool output.
+pub(crate) fn output_placeholder(name: &str, call_id: &str) -> String {
     format!("⟦removed: tool output for {name} (call_id={call_id}); reason=context_compaction⟧")
 }
 
 /// The placeholder for cleared tool arguments. It is a JSON string, so the
 /// arguments stay valid JSON for providers that parse them.
-pub fn input_placeholder(name: &str, call_id: &str) -> String {
+pub(crate) fn input_placeholder(name: &str, call_id: &str) -> String {
     serde_json::Value::String(format!(
         "⟦removed: tool input for {name} (call_id={call_id}); reason=context_compaction⟧"
     ))
@@ -21,7 +22,7 @@ pub fn input_placeholder(name: &str, call_id: &str) -> String {
 }
 
 /// Tool names by call id, from every call in the history.
-pub fn call_names(messages: &[Message]) -> HashMap<String, String> {
+pub(crate) fn call_names(messages: &[Message]) -> HashMap<String, String> {
     messages
         .iter()
         .flat_map(|m| m.kind().calls.iter())
@@ -30,7 +31,7 @@ pub fn call_names(messages: &[Message]) -> HashMap<String, String> {
 }
 
 /// The tool name a result answers, falling back to `tool`.
-pub fn result_name<'a>(m: &'a Message, names: &'a HashMap<String, String>) -> &'a str {
+pub(crate) fn result_name<'a>(m: &'a Message, names: &'a HashMap<String, String>) -> &'a str {
     if let Some(n) = &m.kind().result_name {
         return n;
     }
@@ -171,7 +172,7 @@ pub fn cap_text(text: &str, max_chars: usize, name: &str, call_id: &str) -> Opti
 
 /// Tier 1: caps every tool result in `indices` longer than `max_chars`.
 /// Returns the indices it changed.
-pub fn cap_tool_results(
+pub(crate) fn cap_tool_results(
     messages: &mut [Message],
     indices: impl IntoIterator<Item = usize>,
     max_chars: usize,
@@ -198,13 +199,16 @@ pub fn cap_tool_results(
 
 /// Which tools tier 2 may clear: `include_tools` wins when non-empty.
 #[derive(Debug, Clone, Default)]
-pub struct ToolFilter {
+pub(crate) struct ToolFilter {
+    /// `include_tools`: if non-empty, only these tools are cleared.
     pub include: Vec<String>,
+    /// `exclude_tools`: tools never cleared (ignored when `include` is set).
     pub exclude: Vec<String>,
 }
 
 impl ToolFilter {
-    pub fn allows(&self, name: &str) -> bool {
+    /// Whether tier 2 may clear the I/O of tool `name`.
+    pub(crate) fn allows(&self, name: &str) -> bool {
         if !self.include.is_empty() {
             self.include.iter().any(|t| t == name)
         } else {
@@ -215,7 +219,7 @@ impl ToolFilter {
 
 /// Tier 2: replaces the outputs (and with `clear_inputs`, the arguments) of
 /// the tool I/O in `indices` with placeholders. Returns the indices changed.
-pub fn clear_tool_io(
+pub(crate) fn clear_tool_io(
     messages: &mut [Message],
     indices: impl IntoIterator<Item = usize>,
     clear_inputs: bool,

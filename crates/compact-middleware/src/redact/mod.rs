@@ -1,4 +1,4 @@
-//! Redaction (DESIGN §9, seed 004 §7): secrets are replaced by
+//! Redaction (docs/design.md §9): secrets are replaced by
 //! `<REDACTED>` in the copy that leaves the process, never in the messages
 //! the agent keeps. The manager runs every event through a [`Redactor`]
 //! before any exporter sees it, and every transcript, summary and event
@@ -432,9 +432,9 @@ fn visit_event(e: &mut Event, f: &mut dyn FnMut(&mut String)) {
                 &mut t.started_at,
                 &mut t.ended_at,
             ];
-            opts.into_iter().flatten().for_each(|s| f(s));
+            opts.into_iter().flatten().for_each(&mut *f);
             if let Some(meta) = &mut t.metadata {
-                meta.values_mut().for_each(|v| f(v));
+                meta.values_mut().for_each(&mut *f);
             }
         }
         Event::Span(s) => {
@@ -442,7 +442,7 @@ fn visit_event(e: &mut Event, f: &mut dyn FnMut(&mut String)) {
             f(&mut s.span_id);
             f(&mut s.started_at);
             let opts = [&mut s.parent_id, &mut s.kind, &mut s.name, &mut s.ended_at];
-            opts.into_iter().flatten().for_each(|s| f(s));
+            opts.into_iter().flatten().for_each(&mut *f);
             s.data.values_mut().for_each(|v| visit_value(v, f));
         }
     }

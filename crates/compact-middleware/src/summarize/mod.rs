@@ -12,9 +12,9 @@ use serde::{Deserialize, Serialize};
 
 mod extractive;
 mod facts;
-pub mod openai;
+mod openai;
 mod render;
-pub mod templates;
+mod templates;
 
 pub use extractive::ExtractiveSummarizer;
 
@@ -30,9 +30,9 @@ pub fn fact_keys(line: &str) -> Vec<String> {
     facts::fact_keys(line)
 }
 pub use openai::{OpenAiConfig, OpenAiError, OpenAiSummarizer};
-pub use templates::Templates;
+pub use templates::{TemplateError, Templates};
 
-/// The summary styles of seed 004 §3.
+/// The summary styles (docs/design.md §6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Strategy {

@@ -507,7 +507,7 @@ fn backoff(base: Duration, attempt: usize) -> Duration {
 
 /// Keeps the head and tail of `text` within `max_chars` characters, the
 /// marker in between.
-pub fn clip_middle(text: &str, max_chars: usize) -> String {
+pub(crate) fn clip_middle(text: &str, max_chars: usize) -> String {
     let n = text.chars().count();
     if n <= max_chars {
         return text.to_owned();
@@ -528,7 +528,7 @@ fn render_entry(e: &SummaryEntry) -> String {
 }
 
 /// The conversation block of the prompt: one `[role] text` entry per message.
-pub fn render_entries(entries: &[SummaryEntry]) -> String {
+pub(crate) fn render_entries(entries: &[SummaryEntry]) -> String {
     entries
         .iter()
         .map(render_entry)

@@ -1,4 +1,4 @@
-//! Prompt templates of the model-backed summarizer (seed 004 §3): a system
+//! Prompt templates of the model-backed summarizer (docs/design.md §6): a system
 //! prompt and one few-shot user template per [`Strategy`], built in with
 //! `include_str!` and overridable by name from a YAML file.
 //!
@@ -16,10 +16,10 @@ const DECISION_LOG: &str = include_str!("templates/decision_log.txt");
 const CODE_DELTA: &str = include_str!("templates/code_delta.txt");
 
 /// Shown in place of `{previous_summary}` when there is none.
-pub const NO_PREVIOUS: &str = "(none)";
+pub(crate) const NO_PREVIOUS: &str = "(none)";
 
 /// The template names a templates file may set.
-pub const NAMES: [&str; 5] = [
+pub(crate) const NAMES: [&str; 5] = [
     "system",
     "task_state",
     "brief",
@@ -184,7 +184,7 @@ impl Templates {
 
 /// Replaces each `{name}` of `vars` in `template`, in one left-to-right pass.
 /// Braces that do not form a known placeholder are kept as they are.
-pub fn substitute(template: &str, vars: &[(&str, &str)]) -> String {
+pub(crate) fn substitute(template: &str, vars: &[(&str, &str)]) -> String {
     let mut out = String::with_capacity(template.len() + 256);
     let mut rest = template;
     while let Some(open) = rest.find('{') {

@@ -1,4 +1,4 @@
-//! The invariants of DESIGN §12 (1-5) as reusable checkers.
+//! The invariants of docs/design.md §12 (1-5) as reusable checkers.
 //!
 //! Every checker returns `Err(description)` instead of panicking, so property
 //! tests can `prop_assert!` on it and a soak harness can log and count. The
@@ -107,11 +107,7 @@ pub(crate) fn is_summary_shaped(m: &Message) -> bool {
 /// Pinned per message, groups closed: a group with a pinned message is
 /// pinned whole. Known summaries are never pinned.
 pub(crate) fn pinned_mask(policy: &Policy, msgs: &[Message], tracker: &Tracker) -> Vec<bool> {
-    let never: Vec<Role> = policy
-        .roles_never_prune
-        .iter()
-        .map(|r| Role::from(*r))
-        .collect();
+    let never: Vec<Role> = policy.roles_never_prune.to_vec();
     let own = |m: &Message| {
         !tracker.is_known_summary(m)
             && (never.contains(&m.role()) || m.is_protected(&policy.protected_flag))
@@ -418,7 +414,7 @@ pub(crate) fn check_one_summary(
         if m.meta().and_then(|x| x.get("compact_summary_version")) != Some(&Value::from(v)) {
             return Err("summary meta.compact_summary_version differs from the report".into());
         }
-        if m.role() != Role::from(policy.summary_role) {
+        if m.role() != policy.summary_role {
             return Err(format!("summary role {:?} != policy", m.role()));
         }
         // Everything before it is pinned (layout: pinned, summary, recent).

@@ -1,4 +1,4 @@
-//! Seed 004 §9.6: with the server up, compaction's spans appear on the
+//! With the server up, compaction's spans appear on the
 //! `/events` stream. Open `/events`, wait for `connected`, run preflights
 //! through `CompactManager` with an exporter that POSTs to `/ingest`, and
 //! check every `compact.*` span arrives, in order, with its data.
@@ -163,7 +163,7 @@ async fn compaction_spans_arrive_on_the_event_stream_in_order() {
             .all(|e| e["kind"] == "compaction")
     );
 
-    // And the seed 001 metrics saw them.
+    // And the compaction metrics saw them.
     let (_, m) = s.get("/metrics").await;
     assert!(
         m.as_str()
