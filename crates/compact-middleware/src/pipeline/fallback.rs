@@ -65,7 +65,7 @@ pub(crate) fn validate(
 /// keep: the missing ones are appended under `Facts:`; when that does not
 /// fit the budget the summary is rejected (the chain falls back to the
 /// extractive one). So a model summary never retains less.
-pub fn keep_facts(mut s: Summary, req: &SummaryRequest) -> Result<Summary, SummarizeError> {
+pub(crate) fn keep_facts(mut s: Summary, req: &SummaryRequest) -> Result<Summary, SummarizeError> {
     let Some(ledger) = &req.ledger else {
         return Ok(s);
     };

@@ -612,6 +612,33 @@ impl<'a> Work<'a> {
         Ok(plan)
     }
 
+    /// `trim`'s last resort: the latest turn's opening message and its last
+    /// group, unchanged (trim drops, it never caps or clears).
+    fn minimal_trim_plan(&mut self) -> Result<Plan, Insufficient> {
+        let mut plan = self.layout.plan(1, 0);
+        let tail = self.layout.minimal_tail(&self.msgs);
+        for gi in 0..plan.class.len() {
+            if plan.class[gi] == Class::Recent && !tail.contains(&gi) {
+                plan.class[gi] = Class::Remainder;
+            }
+        }
+        plan.tool_pairs = 0;
+        let kept = self.kept_tokens(&plan);
+        if kept > self.limits.budget {
+            let pinned = self.pinned_tokens();
+            return Err(Insufficient {
+                pinned_tokens: pinned,
+                tail_tokens: kept - pinned - self.fixed,
+                fixed_tokens: self.fixed,
+                budget: self.limits.budget,
+            });
+        }
+        if !self.out.tiers.contains(&Tier::ReduceKeep) {
+            self.out.tiers.push(Tier::ReduceKeep);
+        }
+        Ok(plan)
+    }
+
     async fn apply_summary(&mut self, plan: Plan, summarizer: &dyn Summarizer) {
         if !self.needs_summary(&plan) {
             // Keep the previous summary where it is.
@@ -733,7 +760,7 @@ impl<'a> Work<'a> {
         }
         let plan = match chosen {
             Some(p) => p,
-            None => self.minimal_plan()?,
+            None => self.minimal_trim_plan()?,
         };
         self.absorb(plan.messages_in(Class::Remainder).collect::<Vec<_>>());
         let dropped: usize =

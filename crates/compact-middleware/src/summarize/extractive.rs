@@ -222,29 +222,60 @@ fn clause(text: &str) -> String {
 }
 
 /// The key of a sentence: its cue and identifiers, each with the word
-/// before it, joined by `…`.
+/// before it (two when that word is a number: `zone 14`), joined by `…`.
+/// A short gap, or one that says `not`/`never`, is kept: eliding it could
+/// turn "must never exceed" into "must … exceed".
 fn key(text: &str) -> String {
     let (label, body) = split_label(text);
     let spans = key_spans(body);
     if spans.is_empty() {
         return format!("{label}{}", clip(body, 50));
     }
-    let mut parts: Vec<&str> = Vec::new();
-    let mut covered = 0;
+    let mut parts: Vec<(usize, usize)> = Vec::new();
     for &(s, e) in &spans {
-        let s = word_start(body, s, 1).max(covered);
-        if s >= e {
-            continue;
+        let mut start = word_start(body, s, 1);
+        if start < s && body[start..s].trim().bytes().any(|b| b.is_ascii_digit()) {
+            start = word_start(body, start, 1);
         }
-        parts.push(body[s..e].trim());
-        covered = e;
+        match parts.last_mut() {
+            Some(last) if start <= last.1 || keep_gap(&body[last.1..start]) => last.1 = e,
+            _ => parts.push((start, e)),
+        }
     }
-    let joined = parts.join(" … ");
+    let joined = parts
+        .iter()
+        .map(|&(s, e)| body[s..e].trim())
+        .collect::<Vec<_>>()
+        .join(" … ");
+    // A key must still say something (`[2024` from a log line's timestamp
+    // does not): else the start of the line.
+    let says = joined
+        .split(|c: char| !c.is_alphanumeric())
+        .any(|w| w.chars().filter(|c| c.is_alphabetic()).count() >= 3);
+    if !says {
+        let out = format!("{label}{}", clip(body, 50));
+        return if out.len() >= text.len() { text.to_owned() } else { out };
+    }
     let out = format!("{label}{}", clip(&joined, 120));
     if out.len() >= text.len() {
         return text.to_owned();
     }
     out
+}
+
+/// Whether the words between two key spans must stay: one or two words, or
+/// a negation.
+fn keep_gap(gap: &str) -> bool {
+    let words: Vec<&str> = gap.split_whitespace().collect();
+    words.len() <= 2
+        || (gap.len() <= 60
+            && words.iter().any(|w| {
+                let w = w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'');
+                matches!(
+                    w.to_ascii_lowercase().as_str(),
+                    "not" | "never" | "no" | "without" | "nor" | "neither"
+                ) || w.ends_with("n't")
+            }))
 }
 
 /// The byte offset `words` words before `at` (at a word start).
@@ -279,7 +310,6 @@ fn word_end(s: &str, at: usize, words: usize) -> usize {
 struct Fitting<'a> {
     items: &'a [Item],
     req: &'a SummaryRequest,
-    first_goal: Option<usize>,
     show: Vec<Show>,
     /// Estimated tokens per item per size (index by `Show as usize`).
     cost: Vec<[usize; 3]>,
@@ -445,22 +475,25 @@ fn fit(ledger: &Ledger, req: &SummaryRequest) -> Summary {
     let mut covered_by = vec![Vec::new(); n];
     let mut covers = vec![Vec::new(); n];
     let mut by_key: std::collections::HashMap<&str, Vec<usize>> = Default::default();
-    for s in (0..n).filter(|&i| live(i) && shrinkable(items[i].kind) && ranks[i] > BULK) {
+    let whole = |i: usize| super::render::shows_whole(req.strategy, items[i].kind);
+    // Prose sentences only: a quoted tool line is evidence, not a statement
+    // of the conversation, and its standing changes when it is read back.
+    for s in (0..n).filter(|&i| {
+        live(i) && shrinkable(items[i].kind) && whole(i) && !items[i].from_tool
+    }) {
         for k in &keys[s] {
-            let list = by_key.entry(k.as_str()).or_default();
-            if list.len() < 4 {
-                list.push(s);
-            }
+            by_key.entry(k.as_str()).or_default().push(s);
         }
     }
-    for e in (0..n).filter(|&i| live(i) && !shrinkable(items[i].kind)) {
+    // A file shown with its APIs (`code_delta`) says more than its path.
+    for e in (0..n).filter(|&i| live(i) && !shrinkable(items[i].kind) && items[i].apis.is_empty()) {
         for &s in by_key.get(items[e].text.as_str()).into_iter().flatten() {
             covered_by[e].push(s);
             covers[s].push(e);
         }
     }
     let requests: Vec<usize> = (0..n)
-        .filter(|&i| live(i) && matches!(items[i].kind, Kind::Goal | Kind::Latest))
+        .filter(|&i| live(i) && matches!(items[i].kind, Kind::Goal | Kind::Latest) && whole(i))
         .collect();
     for i in (0..n).filter(|&i| {
         live(i) && shrinkable(items[i].kind) && !matches!(items[i].kind, Kind::Goal | Kind::Latest)
@@ -476,7 +509,6 @@ fn fit(ledger: &Ledger, req: &SummaryRequest) -> Summary {
     let mut f = Fitting {
         items,
         req,
-        first_goal,
         show: vec![Show::Dropped; n],
         cost,
         forms,
@@ -524,8 +556,17 @@ fn fit(ledger: &Ledger, req: &SummaryRequest) -> Summary {
             .filter(|&&i| ranked(i) <= BULK)
             .map(|&i| (i, Show::Dropped))
             .collect();
-        for s in [Show::Clause, Show::Key, Show::Dropped] {
-            steps.extend(order.iter().filter(|&&i| narrative(i)).map(|&i| (i, s)));
+        // The latest request is what the agent is doing now: it shrinks to
+        // its clause with the other requests but goes last.
+        let latest = |i: usize| items[i].kind == Kind::Latest;
+        steps.extend(order.iter().filter(|&&i| narrative(i)).map(|&i| (i, Show::Clause)));
+        for s in [Show::Key, Show::Dropped] {
+            steps.extend(
+                order
+                    .iter()
+                    .filter(|&&i| narrative(i) && !latest(i))
+                    .map(|&i| (i, s)),
+            );
         }
         // Facts shrink one priority level at a time: the sentence, then
         // its clause, then its key (or the identifiers alone).
@@ -552,6 +593,9 @@ fn fit(ledger: &Ledger, req: &SummaryRequest) -> Summary {
                 .filter(|&&i| ranked(i) > BULK && !narrative(i))
                 .map(|&i| (i, Show::Dropped)),
         );
+        for s in [Show::Key, Show::Dropped] {
+            steps.extend(order.iter().filter(|&&i| latest(i)).map(|&i| (i, s)));
+        }
         let mut applied = 0;
         for &(i, s) in &steps {
             if f.total <= budget {
@@ -661,4 +705,20 @@ pub(crate) fn must_keep(ledger: &Ledger, req: &SummaryRequest) -> Vec<String> {
         .filter_map(|l| l.strip_prefix("- "))
         .map(str::to_owned)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{clause, key};
+
+    #[test]
+    fn a_key_keeps_the_negation_and_what_it_is_about() {
+        let s = "The exporter in zone 14 must never exceed 114 MB of memory.";
+        let k = key(s);
+        assert!(k.contains("must never exceed 114 MB"), "{k}");
+        assert!(k.contains("zone 14"), "{k}");
+        assert!(k.len() < s.len(), "{k}");
+        let c = clause(s);
+        assert!(c.contains("must never exceed 114 MB"), "{c}");
+    }
 }

@@ -271,23 +271,6 @@ fn request_text(text: &str) -> Option<String> {
     }
 }
 
-/// The body of a `COMPACT-SUMMARY vN` message's text, when it is one.
-fn summary_body(text: &str) -> Option<&str> {
-    let rest = text
-        .trim_start()
-        .strip_prefix(crate::pipeline::summary::SUMMARY_HEADER)?
-        .strip_prefix(" v")?;
-    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-    if digits == 0 {
-        return None;
-    }
-    let rest = &rest[digits..];
-    match rest.strip_prefix('\n') {
-        Some(body) => Some(body),
-        None => rest.trim().is_empty().then_some(""),
-    }
-}
-
 /// Acknowledgements ("ok", "thanks!") are not goals; they can still be the
 /// latest request.
 fn is_substantive(request: &str) -> bool {
@@ -463,12 +446,6 @@ impl Ledger {
     pub(super) fn absorb(&mut self, entries: &[super::SummaryEntry]) {
         let mut requests: Vec<String> = Vec::new();
         for entry in entries {
-            if let Some(body) = summary_body(&entry.text) {
-                // A summary of ours that came back without its state (another
-                // process, a lost session): its facts, never a request.
-                super::render::parse_previous(body, self);
-                continue;
-            }
             if entry.role == "user"
                 && let Some(request) = request_text(&entry.text)
             {
@@ -661,14 +638,22 @@ impl Ledger {
             }
             for sentence in split_sentences(line) {
                 let sentence = strip_marker(sentence);
-                if let Some(kind @ (Kind::Constraint | Kind::Decision | Kind::Action)) =
+                // Kept as a labelled fact, never as a constraint or a
+                // decision: a tool's text gives no orders (a fetched page
+                // saying "you must…" is not the user speaking).
+                if let Some(Kind::Constraint | Kind::Decision | Kind::Action) =
                     classify_as(sentence, Voice::Principal)
                     && cues > 0
                     && left > 0
                 {
                     cues -= 1;
                     left -= 1;
-                    self.add_with(kind, &format!("{label}{}", clip(sentence, MAX_SENTENCE)), true, true);
+                    self.add_with(
+                        Kind::Fact,
+                        &format!("{label}{}", clip(sentence, MAX_SENTENCE)),
+                        true,
+                        true,
+                    );
                 }
             }
         }
@@ -911,6 +896,17 @@ impl Ledger {
         }
     }
 
+    /// Adds the identifiers a line of a previous summary carries (its
+    /// entities, files and URLs): a sentence shown whole does not list
+    /// them again, and the next round may show it smaller or not at all.
+    pub(super) fn add_identifiers_of(&mut self, line: &str, from_tool: bool) {
+        let mut budget = Budget::new(&PROSE_CAPS);
+        let scan = self.scan_tokens(line, &mut budget, from_tool);
+        for path in &scan.files {
+            self.add_file(path, &[], from_tool);
+        }
+    }
+
     /// Adds entities and URLs found in `text`; returns the paths (for the
     /// caller to attach APIs to) and whether anything specific was found.
     fn scan_tokens(&mut self, text: &str, budget: &mut Budget, from_tool: bool) -> Scan {
@@ -1066,6 +1062,11 @@ fn classify_token<'t>(
             .then_some((Kind::Entity, token));
     }
     if lower_word(b'_') {
+        // `call_id=…`, `order_id=…`: the label of a value, not a name;
+        // `run_tests(…)`: a call, an API's business.
+        if hay[start + token.len()..].starts_with(['=', '(']) {
+            return None;
+        }
         // `call_9f8e7d6c5b4a3f2e`, `fc_68a1…`: an opaque id, not a name.
         let opaque = token.split('_').skip(1).any(|seg| {
             seg.len() >= 8

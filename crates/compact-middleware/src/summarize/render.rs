@@ -129,6 +129,12 @@ const INLINE_PER_LINE: usize = 12;
 
 /// Renders the items that have a display text (`None`: not shown), in the
 /// sections of `strategy`, each section in first-mention order.
+/// Whether `strategy` shows an item of this kind whole (`brief` clips its
+/// lines, so what a sentence carries may not survive there).
+pub(crate) fn shows_whole(strategy: Strategy, kind: Kind) -> bool {
+    strategy != Strategy::Brief && layout(strategy).iter().any(|s| s.kinds.contains(&kind))
+}
+
 pub(crate) fn render(items: &[Item], shown: &[Option<String>], strategy: Strategy) -> String {
     let kept_file_apis: Vec<&str> = if strategy == Strategy::CodeDelta {
         (0..items.len())
@@ -254,6 +260,9 @@ pub(crate) fn parse_previous(previous: &str, ledger: &mut Ledger) {
     if !stray.is_empty() {
         ledger.extract_prose(&stray);
     }
+    for line in &parsed.sentences {
+        ledger.add_identifiers_of(line, false);
+    }
     for goal in &parsed.goals {
         ledger.add(Goal, goal, false);
     }
@@ -267,6 +276,10 @@ pub(crate) fn parse_previous(previous: &str, ledger: &mut Ledger) {
 struct ParsedPrevious {
     latest: Option<String>,
     goals: Vec<String>,
+    /// Prose lines whose identifiers may not be listed on their own (a
+    /// sentence shown whole carries them): read after the lists, so the
+    /// lists keep their order.
+    sentences: Vec<String>,
 }
 
 fn flush(
@@ -279,8 +292,14 @@ fn flush(
         return;
     };
     match section.kinds {
-        [Goal] => parsed.goals.push(text),
-        [Latest] => parsed.latest = Some(text),
+        [Goal] => {
+            parsed.sentences.push(text.clone());
+            parsed.goals.push(text);
+        }
+        [Latest] => {
+            parsed.sentences.push(text.clone());
+            parsed.latest = Some(text);
+        }
         [kind] if section.style == Style::Inline => {
             for part in text.split(", ") {
                 ledger.add(*kind, part, false);
@@ -298,7 +317,12 @@ fn flush(
             }
         }
         [kind] => {
-            ledger.add(*kind, &text, text.starts_with('['));
+            // A tool line a previous summary kept keeps its standing.
+            let from_tool = text.starts_with('[');
+            ledger.add_with(*kind, &text, from_tool, from_tool);
+            if !from_tool {
+                parsed.sentences.push(text);
+            }
         }
         _ => {
             // Mixed sections (Key points, Decision log, Sources): recover the
@@ -322,7 +346,10 @@ fn flush(
                     _ => Fact,
                 }
             };
-            ledger.add(kind, &text, from_tool);
+            ledger.add_with(kind, &text, from_tool, from_tool);
+            if !from_tool && !matches!(kind, Url | File) {
+                parsed.sentences.push(text);
+            }
         }
     }
 }
