@@ -46,12 +46,12 @@ fn main() {
                     pct(&c["tool"]),
                     pct(&c["left_recent_window"]["user_assistant"]),
                     pct(&c["left_recent_window"]["tool"]),
-                    c["compactions"],
-                    c["summaries"],
-                    c["insufficient_budget"],
-                    c["nested_summary_headers"],
-                    c["max_summary_tokens"],
-                    c["summary_cap"],
+                    c["compactions"].to_string(),
+                    c["summaries"].to_string(),
+                    c["insufficient_budget"].to_string(),
+                    c["nested_summary_headers"].to_string(),
+                    c["max_summary_tokens"].to_string(),
+                    c["summary_cap"].to_string(),
                 );
             }
         }

@@ -175,10 +175,10 @@ pub struct SessionShape {
 }
 
 impl SessionShape {
-    /// The benchmark's sessions: 40-80 turns, outputs of 300 to 24,000 characters.
+    /// The benchmark's sessions: 40-80 turns, outputs of 300 to 32,000 characters.
     pub const FULL: SessionShape = SessionShape {
         turns: (40, 80),
-        output_chars: (300, 24_000),
+        output_chars: (300, 32_000),
     };
 }
 
@@ -281,8 +281,11 @@ pub fn generate(seed: u64, agent: Agent, wire: Format, shape: &SessionShape) -> 
     } else {
         Format::Chat
     };
+    // Each (agent, wire) pair of a seed is a different session, not the
+    // same draws in other words.
+    let salt = 2 * agent as u64 + u64::from(wire == Format::Responses);
     let mut g = Gen {
-        rng: Rng::new(seed ^ 0x5E55_1011),
+        rng: Rng::new(seed.wrapping_mul(8).wrapping_add(salt) ^ 0x5E55_1011),
         d: vocab::domain(agent),
         wire,
         shape: *shape,
@@ -292,9 +295,13 @@ pub fn generate(seed: u64, agent: Agent, wire: Format, shape: &SessionShape) -> 
         open: Vec::new(),
         call_seq: 0,
         clock: 0,
+        scale: 1.0,
     };
     let opening = g.opening();
     let n = g.rng.range(shape.turns.0 as u64, shape.turns.1 as u64) as usize;
+    // Shorter sessions get larger outputs, so every session carries about
+    // as much text as one of 56 turns (a 128k window compacts it twice).
+    g.scale = (56.0 / n.max(1) as f64).max(1.0);
     let turns: Vec<Vec<Value>> = (1..=n).map(|t| g.turn(t)).collect();
     let replaced = g.replaced;
     let mut facts: Vec<Fact> = g
@@ -361,6 +368,8 @@ struct Gen {
     open: Vec<Open>,
     call_seq: usize,
     clock: u64,
+    /// Multiplies the drawn tool output sizes.
+    scale: f64,
 }
 
 fn capitalize(s: &str) -> String {
@@ -691,9 +700,10 @@ impl Gen {
             .iter()
             .find(|(n, _)| *n == name)
             .map_or(OutputShape::Doc, |(_, s)| *s);
+        let (lo, hi) = self.shape.output_chars;
         let size = self.rng.log_size(
-            self.shape.output_chars.0 as u64,
-            self.shape.output_chars.1 as u64,
+            (lo as f64 * self.scale) as u64,
+            (hi as f64 * self.scale) as u64,
         );
         let rng = &mut self.rng;
         let d = self.d;

@@ -1,6 +1,8 @@
 //! One run: a transcript driven turn by turn through a real
 //! `CompactManager`, in one calling mode, and what survived at the end.
 
+use std::collections::BTreeMap;
+
 use compact_middleware::{CompactError, CompactManager, Message, PreflightRequest};
 use serde::Serialize;
 
@@ -58,6 +60,10 @@ pub struct RunOutcome {
     pub summary_cap: usize,
     /// Tokens of the final context.
     pub final_tokens: usize,
+    /// How the manager recognised each input (`raw_prefix`,
+    /// `output_prefix`, `fresh`): in raw-resent mode, `raw_prefix` shows
+    /// the resent history was matched to the previous output.
+    pub continuations: BTreeMap<String, usize>,
     /// Per fact of the transcript, in order: all its probes on one line of
     /// the final context.
     pub retained: Vec<bool>,
@@ -131,6 +137,11 @@ pub async fn measure(
         match result {
             Ok(o) => {
                 let r = &o.report;
+                let continuation = serde_json::to_value(r.continuation)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                *out.continuations.entry(continuation).or_default() += 1;
                 if r.triggered && !r.tiers.is_empty() {
                     out.compactions += 1;
                 }

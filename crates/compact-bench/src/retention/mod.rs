@@ -135,6 +135,18 @@ pub fn run_with(opts: &Options) -> Value {
         Err(e) => return json!({"error": e}),
     };
     let mut doc = report::build(&transcripts, &opts.windows, keep_recent_turns, &runs);
+    // How big each session is without compaction.
+    if let (Ok(m), Some(sessions)) = (
+        CompactManager::builder(config_for(usize::MAX / 4))
+            .without_config_exporters()
+            .without_storage()
+            .build(),
+        doc["sessions"].as_array_mut(),
+    ) {
+        for (s, t) in sessions.iter_mut().zip(&transcripts) {
+            s["tokens"] = json!(m.estimate(&t.messages(), &[]).t_est);
+        }
+    }
     doc["corpus"] = json!({
         "seeds": opts.seeds,
         "kinds": opts.kinds.iter().map(|(a, w)| json!({"agent": a, "wire": w})).collect::<Vec<_>>(),

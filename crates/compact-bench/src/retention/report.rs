@@ -105,6 +105,7 @@ struct Cell {
     max_summary_tokens: usize,
     summary_cap: usize,
     runs_over_summary_cap: usize,
+    continuations: BTreeMap<String, usize>,
 }
 
 impl Cell {
@@ -120,6 +121,9 @@ impl Cell {
         self.max_summary_tokens = self.max_summary_tokens.max(o.max_summary_tokens);
         self.summary_cap = self.summary_cap.max(o.summary_cap);
         self.runs_over_summary_cap += usize::from(o.max_summary_tokens > o.summary_cap);
+        for (k, n) in &o.continuations {
+            *self.continuations.entry(k.clone()).or_default() += n;
+        }
         let source = if t.source == "fixture" {
             "fixtures"
         } else {
@@ -188,6 +192,7 @@ impl Cell {
             "max_summary_tokens": self.max_summary_tokens,
             "summary_cap": self.summary_cap,
             "runs_over_summary_cap": self.runs_over_summary_cap,
+            "continuations": self.continuations,
         })
     }
 }
@@ -342,6 +347,7 @@ fn run_json(r: &Run, transcripts: &[Transcript]) -> Value {
         "max_summary_tokens": o.max_summary_tokens,
         "summary_cap": o.summary_cap,
         "final_tokens": o.final_tokens,
+        "continuations": o.continuations,
     })
 }
 
