@@ -143,7 +143,7 @@ impl fmt::Debug for SummaryRequest {
 }
 
 /// A summary body and what it cost.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Summary {
     /// The body (plain text, without the `COMPACT-SUMMARY vN` header).
     pub text: String,
