@@ -674,6 +674,112 @@ fn logs_on_a_pipe_carry_no_colour_codes() {
 }
 
 #[test]
+fn replay_writes_the_final_context_and_every_event() {
+    let sandbox = sandbox();
+    let dir = sandbox.path();
+    let items = history(30, 3000);
+    let items = items.as_array().expect("array");
+    let path = dir.join("transcript.jsonl");
+    let lines: Vec<String> = items.iter().map(Value::to_string).collect();
+    std::fs::write(&path, lines.join("\n")).expect("write");
+    let (out, events) = (dir.join("final.json"), dir.join("events.jsonl"));
+    let o = cli(dir)
+        .args([
+            "replay",
+            path.to_str().expect("utf8"),
+            "--max-context-tokens",
+            "12000",
+            "--session",
+            "replayed",
+            "--out",
+            out.to_str().expect("utf8"),
+            "--events",
+            events.to_str().expect("utf8"),
+        ])
+        .output()
+        .expect("run");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+
+    // The final context: chat messages, smaller than the transcript, one
+    // summary, ending with the transcript's last turn unchanged.
+    let text = std::fs::read_to_string(&out).expect("final context");
+    let final_context: Vec<Value> = serde_json::from_str(&text).expect("a JSON array");
+    assert!(final_context.len() < items.len(), "{}", final_context.len());
+    assert!(final_context.iter().all(|m| m["role"].is_string()));
+    let summaries = final_context
+        .iter()
+        .filter(|m| {
+            m["content"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("COMPACT-SUMMARY v"))
+        })
+        .count();
+    assert_eq!(summaries, 1);
+    assert_eq!(final_context.last(), items.last());
+    assert_eq!(final_context[0], items[0], "the system prompt is pinned");
+    // What the table says is what was written.
+    let table = String::from_utf8_lossy(&o.stdout);
+    let rows = table
+        .lines()
+        .find(|l| l.starts_with("final context messages"))
+        .and_then(|l| l.split_whitespace().last()?.parse::<usize>().ok());
+    assert_eq!(rows, Some(final_context.len()), "{table}");
+
+    // Every event, one JSON object a line: a preflight span per turn.
+    let text = std::fs::read_to_string(&events).expect("events file");
+    let events: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("jsonl"))
+        .collect();
+    let named = |n: &str| events.iter().filter(|e| e["name"] == n).count();
+    assert_eq!(named("compact.preflight"), 30);
+    assert!(named("compact.summary_created") > 0);
+    assert!(named("compact.trigger_decision") >= 30);
+}
+
+#[test]
+fn replay_out_keeps_the_responses_wire_format() {
+    use compact_bench::corpus::{self, Agent, SessionShape};
+    use compact_middleware::model::{Format, Request};
+
+    let sandbox = sandbox();
+    let dir = sandbox.path();
+    let shape = SessionShape {
+        turns: (12, 12),
+        output_chars: (200, 3_000),
+    };
+    let session = corpus::generate(2, Agent::Research, Format::Responses, &shape);
+    let path = dir.join("session.jsonl");
+    std::fs::write(&path, session.to_jsonl()).expect("write");
+    let out = dir.join("final.json");
+    let o = cli(dir)
+        .args([
+            "replay",
+            path.to_str().expect("utf8"),
+            "--max-context-tokens",
+            "8000",
+            "--out",
+            out.to_str().expect("utf8"),
+        ])
+        .output()
+        .expect("run");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let value: Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).expect("final")).expect("JSON");
+    let items = value.as_array().expect("an array");
+    assert!(items.iter().any(|m| m["type"] == "function_call_output"));
+    assert!(
+        items.iter().all(|m| m["role"] != "tool"),
+        "no chat tool messages"
+    );
+    let decoded = Request::from_value(value.clone(), Format::Responses).expect("Responses items");
+    assert_eq!(decoded.messages.len(), items.len());
+    // The last turn is there as it was sent.
+    let last_turn = session.turns.last().expect("turns");
+    assert!(items.ends_with(last_turn));
+}
+
+#[test]
 fn replay_of_a_transcript_without_turns_is_bad_input() {
     let sandbox = sandbox();
     let dir = sandbox.path();

@@ -63,6 +63,7 @@ impl Summarizer for FlakySummarizer {
                     model: Some("flaky".into()),
                     prompt_tokens: None,
                     completion_tokens: None,
+                    facts: None,
                 }),
                 5 => {
                     // Ignores the budget.
@@ -73,6 +74,7 @@ impl Summarizer for FlakySummarizer {
                         model: Some("flaky".into()),
                         prompt_tokens: None,
                         completion_tokens: None,
+                        facts: None,
                     })
                 }
                 _ => Ok(ExtractiveSummarizer.summarize_sync(req)),

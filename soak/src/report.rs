@@ -29,9 +29,57 @@ pub(crate) struct Report {
     /// Batches the soak's own telemetry server accepted (healthy and slow runs).
     pub telemetry_posts_received: u64,
     pub fact_retention_pct: f64,
+    /// Planted facts retained per policy mode.
+    pub fact_retention_by_mode: BTreeMap<String, Retention>,
+    /// Per window class (`lt_8k`, `8k_16k`, `16k_plus`), all modes.
+    pub fact_retention_by_window: BTreeMap<String, Retention>,
+    /// `retaining` (auto, summarize, compact, sliding_window: the modes whose
+    /// contract is to keep facts), `trim` (drops turns by design) and `none`
+    /// (never compacts).
+    pub fact_retention_by_contract: BTreeMap<String, Retention>,
+    /// The retaining modes only, per window class.
+    pub fact_retention_retaining_by_window: BTreeMap<String, Retention>,
     /// Violations by kind, each with the seeds that replay it.
     pub violations: BTreeMap<String, ViolationSummary>,
     pub wall_secs: f64,
+}
+
+/// Planted facts and how many were still in the final context.
+#[derive(Debug, Default, Clone, Copy, Serialize)]
+pub(crate) struct Retention {
+    pub planted: usize,
+    pub kept: usize,
+    pub pct: f64,
+}
+
+impl Retention {
+    fn add(&mut self, planted: usize, kept: usize) {
+        self.planted += planted;
+        self.kept += kept;
+        self.pct = if self.planted == 0 {
+            100.0
+        } else {
+            (self.kept as f64 / self.planted as f64 * 1000.0).round() / 10.0
+        };
+    }
+}
+
+/// `lt_8k`, `8k_16k` or `16k_plus`.
+pub(crate) fn window_class(window: usize) -> &'static str {
+    match window {
+        0..8_000 => "lt_8k",
+        8_000..16_000 => "8k_16k",
+        _ => "16k_plus",
+    }
+}
+
+/// `retaining`, `trim` or `none`: what a mode promises about facts.
+pub(crate) fn contract(mode: &str) -> &'static str {
+    match mode {
+        "trim" => "trim",
+        "none" => "none",
+        _ => "retaining",
+    }
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -71,6 +119,26 @@ impl Report {
             model += x.model_time;
             planted += x.facts_planted;
             kept += x.facts_kept;
+            let (p, k) = (x.facts_planted, x.facts_kept);
+            let class = window_class(x.window).to_string();
+            r.fact_retention_by_mode
+                .entry(x.mode.clone())
+                .or_default()
+                .add(p, k);
+            r.fact_retention_by_window
+                .entry(class.clone())
+                .or_default()
+                .add(p, k);
+            r.fact_retention_by_contract
+                .entry(contract(&x.mode).to_string())
+                .or_default()
+                .add(p, k);
+            if contract(&x.mode) == "retaining" {
+                r.fact_retention_retaining_by_window
+                    .entry(class)
+                    .or_default()
+                    .add(p, k);
+            }
             for v in &x.violations {
                 let e = r.violations.entry(v.kind.to_string()).or_default();
                 e.count += 1;
@@ -172,6 +240,18 @@ impl Report {
                 format!("{:.1}%", self.fact_retention_pct),
             ),
             (
+                "  by contract".into(),
+                retention_row(&self.fact_retention_by_contract),
+            ),
+            (
+                "  retaining modes, by window".into(),
+                retention_row(&self.fact_retention_retaining_by_window),
+            ),
+            (
+                "  by mode".into(),
+                retention_row(&self.fact_retention_by_mode),
+            ),
+            (
                 "invariant violations".into(),
                 self.violations
                     .values()
@@ -204,5 +284,71 @@ impl Report {
 
     pub(crate) fn json(&self) -> serde_json::Value {
         serde_json::to_value(self).unwrap_or_else(|e| json!({"error": e.to_string()}))
+    }
+}
+
+/// `name=pct% (kept/planted)` for each entry.
+fn retention_row(m: &BTreeMap<String, Retention>) -> String {
+    m.iter()
+        .map(|(k, r)| format!("{k}={:.1}% ({}/{})", r.pct, r.kept, r.planted))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(mode: &str, window: usize, planted: usize, kept: usize) -> RunResult {
+        RunResult {
+            mode: mode.into(),
+            window,
+            facts_planted: planted,
+            facts_kept: kept,
+            ..RunResult::default()
+        }
+    }
+
+    #[test]
+    fn retention_is_split_by_mode_window_class_and_contract() {
+        let results = [
+            result("auto", 4_000, 10, 5),
+            result("auto", 16_000, 10, 9),
+            result("summarize", 8_000, 10, 7),
+            result("trim", 128_000, 10, 2),
+            result("none", 32_000, 10, 10),
+        ];
+        let r = Report::build(&results, Duration::ZERO);
+        assert_eq!(r.fact_retention_pct, 66.0);
+        assert_eq!(r.fact_retention_by_mode["auto"].kept, 14);
+        assert_eq!(r.fact_retention_by_window["lt_8k"].pct, 50.0);
+        assert_eq!(r.fact_retention_by_window["8k_16k"].pct, 70.0);
+        assert_eq!(r.fact_retention_by_window["16k_plus"].planted, 30);
+        assert_eq!(r.fact_retention_by_contract["retaining"].pct, 70.0);
+        assert_eq!(r.fact_retention_by_contract["trim"].pct, 20.0);
+        assert_eq!(r.fact_retention_by_contract["none"].pct, 100.0);
+        assert_eq!(r.fact_retention_retaining_by_window["16k_plus"].pct, 90.0);
+        assert!(!r.fact_retention_retaining_by_window.contains_key("none"));
+        let json = r.json();
+        assert!(json["fact_retention_pct"].is_number(), "the old key stays");
+        assert_eq!(json["fact_retention_by_contract"]["trim"]["planted"], 10);
+        assert!(
+            r.table().contains("retaining=70.0% (21/30)"),
+            "{}",
+            r.table()
+        );
+    }
+
+    #[test]
+    fn window_classes_and_contracts() {
+        assert_eq!(window_class(4_000), "lt_8k");
+        assert_eq!(window_class(8_000), "8k_16k");
+        assert_eq!(window_class(12_000), "8k_16k");
+        assert_eq!(window_class(16_000), "16k_plus");
+        for m in ["auto", "summarize", "compact", "sliding_window"] {
+            assert_eq!(contract(m), "retaining");
+        }
+        assert_eq!(contract("trim"), "trim");
+        assert_eq!(contract("none"), "none");
     }
 }

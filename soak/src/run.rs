@@ -29,6 +29,8 @@ fn model_time(tokens: usize) -> Duration {
 pub(crate) struct RunResult {
     pub seed: u64,
     pub mode: String,
+    /// The context window, in tokens.
+    pub window: usize,
     pub preflights: usize,
     pub compactions: usize,
     pub tiers: BTreeMap<String, usize>,
@@ -82,7 +84,8 @@ pub(crate) async fn run(seed: u64, turns: (usize, usize), server: Arc<FaultServe
     }
     let mut result = RunResult {
         seed,
-        mode: format!("{:?}", plan.config.policy.mode).to_lowercase(),
+        mode: mode_name(plan.config.policy.mode),
+        window: plan.config.max_context_tokens.unwrap_or(0),
         plan: format!(
             "model={} window={:?} wire={:?} raw_history={} faulty_summarizer={} sessions={} turns={} policy={}",
             plan.config.model,
@@ -229,6 +232,14 @@ pub(crate) async fn run(seed: u64, turns: (usize, usize), server: Arc<FaultServe
     manager.dispatcher().shutdown(Duration::from_millis(200));
     let _ = std::fs::remove_dir_all(&work);
     result
+}
+
+/// The mode's name as the configuration spells it (`sliding_window`).
+fn mode_name(mode: compact_middleware::config::Mode) -> String {
+    serde_json::to_value(mode)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{mode:?}").to_lowercase())
 }
 
 fn build_failure(seed: u64, detail: String) -> RunResult {

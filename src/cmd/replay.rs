@@ -1,8 +1,11 @@
 //! `compact replay FILE`: replays a recorded transcript turn by turn through
-//! the middleware and prints the savings.
+//! the middleware and prints the savings; optionally writes the final
+//! context (`--out`) and every event (`--events`).
 
 use std::path::PathBuf;
 
+use compact_middleware::Message;
+use compact_middleware::config::Source;
 use compact_middleware::model::{Format, Request};
 use serde_json::Value;
 
@@ -27,6 +30,13 @@ pub(crate) struct Args {
     /// Session id used for the replay's events.
     #[arg(long, default_value = "replay")]
     session: String,
+    /// Write the context after the last turn here: a JSON array of the
+    /// messages in the transcript's wire format.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Append every event to this JSONL file.
+    #[arg(long, value_name = "FILE")]
+    events: Option<PathBuf>,
 }
 
 pub(crate) fn run(args: Args) -> CliResult {
@@ -49,8 +59,17 @@ pub(crate) fn run(args: Args) -> CliResult {
             args.file.display()
         )));
     }
+    let mut loaded = args.config.load()?;
+    if let Some(path) = &args.events {
+        for (key, value) in [
+            ("telemetry.exporter", "jsonl".to_string()),
+            ("telemetry.jsonl_path", path.display().to_string()),
+        ] {
+            loaded.set(key, Value::String(value), Source::Flag("--events".into()))?;
+        }
+    }
     let rt = tokio::runtime::Runtime::new()?;
-    let manager = crate::wiring::manager(args.config.load()?.config, &rt)?;
+    let manager = crate::wiring::manager(loaded.config, &rt)?;
     turns::header();
     let totals = rt.block_on(turns::drive(
         &manager,
@@ -64,6 +83,14 @@ pub(crate) fn run(args: Args) -> CliResult {
         .dispatcher()
         .shutdown(std::time::Duration::from_secs(5));
     turns::summary(&totals);
+    if let Some(path) = &args.out {
+        let items: Vec<Value> = totals.context.iter().map(Message::to_value).collect();
+        let text = serde_json::to_string_pretty(&Value::Array(items))
+            .map_err(|e| CliError::Other(e.into()))?;
+        std::fs::write(path, text + "\n").map_err(|e| {
+            CliError::Other(anyhow::anyhow!("cannot write {}: {e}", path.display()))
+        })?;
+    }
     Ok(())
 }
 

@@ -17,6 +17,8 @@ pub(super) struct Totals {
     pub raw_tokens: usize,
     pub sent_tokens: usize,
     pub final_messages: usize,
+    /// The context after the last turn (what the agent would send next).
+    pub context: Vec<Message>,
 }
 
 /// Prints the table header.
@@ -85,6 +87,7 @@ pub(super) async fn drive(
         }
     }
     totals.final_messages = context.len();
+    totals.context = context;
     Ok(totals)
 }
 

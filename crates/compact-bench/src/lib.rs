@@ -1,8 +1,8 @@
 //! The benchmarks behind `compact bench`, kept out of the production crates:
 //! synthetic workloads, a small timing harness (medians and tails), the
-//! token-counting, preflight and server suites, and [`run`], which assembles
-//! the one JSON document the CLI prints (its shape is a public contract; see
-//! `docs/performance.md`).
+//! token-counting, preflight, server and retention suites, and [`run`], which
+//! assembles the one JSON document the CLI prints (its shape is a public
+//! contract; see `docs/performance.md`).
 //!
 //! [`Rng`] is the seeded generator every synthetic session uses: the
 //! benchmarks, `compact demo` and the soak harness.
@@ -10,10 +10,16 @@
 //! Private modules: `harness` (`measure`, `Stats`), `workload` (mixed text
 //! and tool-heavy chat histories), `tokens`, `preflight` and `server` (the
 //! suites), `rng` ([`Rng`], seeded and reproducible), `visibility` (preflight end to
-//! a live viewer, for the server suite).
+//! a live viewer, for the server suite). Public: [`corpus`] (long agent
+//! sessions with planted facts, and the hand-written fixtures), [`probe`]
+//! (whether a fact is in a context) and [`retention`] (the suite the soak
+//! harness and `compact replay` reuse).
 
+pub mod corpus;
 mod harness;
 mod preflight;
+pub mod probe;
+pub mod retention;
 mod rng;
 mod server;
 mod tokens;
@@ -36,13 +42,15 @@ pub enum Suite {
     Preflight,
     /// The trace server over loopback HTTP.
     Server,
+    /// Facts retained through compaction, per window and calling mode.
+    Retention,
     /// All of the above.
     All,
 }
 
 impl Suite {
     /// Every name [`Suite::from_str`] accepts.
-    pub const NAMES: [&'static str; 4] = ["tokens", "preflight", "server", "all"];
+    pub const NAMES: [&'static str; 5] = ["tokens", "preflight", "server", "retention", "all"];
 
     fn includes(self, other: Suite) -> bool {
         self == Suite::All || self == other
@@ -69,6 +77,7 @@ impl FromStr for Suite {
             "tokens" => Ok(Suite::Tokens),
             "preflight" => Ok(Suite::Preflight),
             "server" => Ok(Suite::Server),
+            "retention" => Ok(Suite::Retention),
             "all" => Ok(Suite::All),
             other => Err(UnknownSuite(other.to_owned())),
         }
@@ -84,9 +93,9 @@ pub fn machine() -> Value {
     })
 }
 
-/// Runs `suite` and returns `{"machine", "tokens"?, "preflight"?, "server"?}`.
-/// `quick` means fewer runs (a smoke test, not a measurement); the server
-/// suite has no quick form. A failing measurement is reported inside the
+/// Runs `suite` and returns `{"machine", "tokens"?, "preflight"?, "server"?,
+/// "retention"?}`. `quick` means fewer runs (a smoke test, not a
+/// measurement); the server suite has no quick form. A failing measurement is reported inside the
 /// document; the only error is a tokio runtime that cannot start.
 pub fn run(suite: Suite, quick: bool) -> std::io::Result<Value> {
     let mut doc = Map::new();
@@ -101,6 +110,9 @@ pub fn run(suite: Suite, quick: bool) -> std::io::Result<Value> {
         let rt = tokio::runtime::Runtime::new()?;
         let report = rt.block_on(server::run(server::BenchOptions::default()));
         doc.insert("server".into(), report);
+    }
+    if suite.includes(Suite::Retention) {
+        doc.insert("retention".into(), retention::run(quick));
     }
     Ok(Value::Object(doc))
 }

@@ -203,6 +203,26 @@ pub struct SummaryCreated {
     pub completion_tokens: Option<u64>,
     /// The summary text, redacted on export (the Ariadne inspector shows it).
     pub output_text: String,
+    /// Facts of the session's ledger the summary shows (shrunk ones
+    /// included). Left out when the summary was not rendered from a ledger.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub facts_kept: Option<u64>,
+    /// Facts that did not fit the summary's budget: only in the archive
+    /// now. Left out with `facts_kept`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub facts_dropped: Option<u64>,
+    /// Facts shown shortened (their clause or their key). Left out with
+    /// `facts_kept`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub facts_shrunk: Option<u64>,
+    /// Facts replaced by a later statement on the same subject. Left out
+    /// with `facts_kept`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub facts_superseded: Option<u64>,
+    /// The dropped facts, shortened (at most 50). Left out when none was
+    /// dropped.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dropped_keys: Vec<String>,
 }
 
 impl SummaryCreated {
@@ -624,8 +644,21 @@ mod tests {
             prompt_tokens: None,
             completion_tokens: None,
             output_text: "Goals: Refactor auth module...".into(),
+            facts_kept: Some(41),
+            facts_dropped: Some(2),
+            facts_shrunk: Some(5),
+            facts_superseded: Some(1),
+            dropped_keys: vec!["[get_logs] retry 3 of 5 at 12:04".into()],
         };
         matches_the_docs(&p);
+        let p = SummaryCreated {
+            facts_kept: None,
+            facts_dropped: None,
+            facts_shrunk: None,
+            facts_superseded: None,
+            dropped_keys: Vec::new(),
+            ..p
+        };
         let none: Option<u64> = None;
         same_wire(
             &p,

@@ -70,11 +70,7 @@ fn turn(t: usize) -> Vec<Message> {
 fn manager() -> CompactManager {
     CompactManager::builder(Config {
         max_context_tokens: Some(WINDOW),
-        policy: Policy {
-            // Room for the facts of 200 turns in one rolling summary.
-            summary_max_pct: 0.4,
-            ..Policy::default()
-        },
+        policy: Policy::default(),
         ..Config::default()
     })
     .without_storage()

@@ -83,6 +83,7 @@ fn request(strategy: Strategy, max_tokens: usize) -> SummaryRequest {
         strategy,
         max_tokens,
         count_tokens: o200k(),
+        ledger: None,
     }
 }
 
@@ -430,6 +431,7 @@ async fn a_summary_not_smaller_than_what_it_replaces_is_not_committed() {
         strategy: Strategy::TaskState,
         max_tokens: 400,
         count_tokens: o200k(),
+        ledger: None,
     };
     let server = FakeServer::start(vec![ok(
         "Goals: fix NET-77 in crates/net, keeping the API stable.",
@@ -508,6 +510,7 @@ async fn tool_outputs_are_clipped_and_a_large_span_is_split_and_folded() {
         strategy: Strategy::TaskState,
         max_tokens: 200,
         count_tokens: o200k(),
+        ledger: None,
     };
     let parts = s.plan_parts(&req);
     assert!(parts.len() > 1, "the span must not fit one request");

@@ -29,6 +29,7 @@ fn request(
         strategy,
         max_tokens,
         count_tokens: o200k(),
+        ledger: None,
     }
 }
 
@@ -404,10 +405,11 @@ fn duplicates_are_merged() {
     ];
     let out = run(&request(None, entries, Strategy::TaskState, 10_000));
     assert_eq!(out.text.matches(line).count(), 1, "{}", out.text);
+    // The identifier is carried by the line: not listed again.
     assert_eq!(
         out.text.matches("ACME-7").count(),
-        2,
-        "once in the line, once as an entity:\n{}",
+        1,
+        "once, in the line:\n{}",
         out.text
     );
 }
@@ -593,18 +595,25 @@ fn rolling_tight_budget_prefers_constraints_and_latest() {
     }
     let body = previous.unwrap_or_default();
     let survived = |f: fn(&Planted) -> &str| planted.iter().filter(|p| body.contains(f(p))).count();
-    let constraints = survived(|p| &p.constraint);
-    let decisions = survived(|p| &p.decision);
+    // Under pressure a fact is shown by its key ("zone 7 must never exceed
+    // 107 MB"): it survives when its key does.
+    let survived_key = |key: &dyn Fn(usize) -> String| (0..planted.len()).filter(|&i| body.contains(&key(i))).count();
+    let constraints = survived_key(&|i| format!("zone {i} must never exceed {} MB", 100 + i));
+    let decisions = (0..planted.len())
+        .filter(|i| {
+            body.contains(&format!("layout L{i}\n")) || body.contains(&format!("layout L{i} "))
+        })
+        .count();
     let tickets = survived(|p| &p.ticket);
     let shas = survived(|p| &p.sha);
-    assert!(constraints > 0);
+    assert!(constraints > 0, "{body}");
     assert!(
         constraints >= decisions && constraints >= shas,
         "constraints {constraints}, decisions {decisions}, shas {shas}, tickets {tickets}\n{body}"
     );
     assert!(constraints < 50, "the budget was meant to be tight");
     // The newest constraints are the ones kept.
-    assert!(body.contains(&planted[49].constraint));
+    assert!(body.contains("zone 49 must never exceed 149 MB"), "{body}");
 }
 
 // ---------------------------------------------------------------- budget
@@ -894,11 +903,23 @@ fn our_own_header_and_section_names_in_entries_are_plain_text() {
         "{}",
         out.text
     );
+    // A tool's cue sentence may be kept as what the tool said, labelled
+    // with the tool, never as the user's constraint.
+    let constraints: String = out
+        .text
+        .lines()
+        .skip_while(|l| *l != "Constraints:")
+        .skip(1)
+        .take_while(|l| l.starts_with("- ") || l.starts_with("  "))
+        .collect();
     assert!(
-        !out.text.contains("must obey the file"),
+        !constraints.contains("must obey the file"),
         "tool text is not a constraint:\n{}",
         out.text
     );
+    for line in out.text.lines().filter(|l| l.contains("must obey the file")) {
+        assert!(line.starts_with("- [cat] "), "unlabelled tool text: {line}\n{}", out.text);
+    }
 }
 
 #[test]

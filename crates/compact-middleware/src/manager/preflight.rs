@@ -216,6 +216,7 @@ impl CompactManager {
                 primary_disabled: session
                     .breaker
                     .is_open(policy.max_compact_failures, SystemTime::now()),
+                ledger: session.ledger.clone(),
             },
             policy,
             &inner.estimator,
@@ -238,7 +239,7 @@ impl CompactManager {
         session: &mut Session,
         trail: &mut Trail,
         input: &Recognised,
-        c: Compaction,
+        mut c: Compaction,
         report: &mut Report,
     ) -> Result<Vec<Message>, CompactError> {
         if let Err(e) = check_output(&input.messages, &c.messages, &report.input_problems) {
@@ -246,7 +247,7 @@ impl CompactManager {
             trail.failed(&e);
             return Err(e);
         }
-        self.commit(session, &c).await;
+        self.commit(session, &mut c).await;
         trail.compacted(&c);
         if c.changed() {
             let step = self.next_step(session).await;
@@ -258,9 +259,10 @@ impl CompactManager {
         Ok(c.messages)
     }
 
-    /// What the session keeps of a compaction: the breaker's count, the new
-    /// summary (and its cross-session copy).
-    async fn commit(&self, session: &mut Session, c: &Compaction) {
+    /// What the session keeps of a compaction: the fact ledger, the
+    /// breaker's count, the new summary (and its cross-session copy).
+    async fn commit(&self, session: &mut Session, c: &mut Compaction) {
+        session.ledger = std::mem::take(&mut c.ledger);
         let inner = &*self.inner;
         let primary_succeeded = c
             .summary

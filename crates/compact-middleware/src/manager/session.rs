@@ -12,6 +12,7 @@ use serde::Serialize;
 use crate::archive::SessionId;
 use crate::model::Message;
 use crate::redact::LiteralScrub;
+use crate::summarize::FactLedger;
 
 /// Most secret fragments remembered per session (a memory bound).
 const MAX_FRAGMENTS: usize = 10_000;
@@ -22,6 +23,8 @@ pub struct Session {
     id: SessionId,
     /// The rolling summary now in the context, if any.
     pub(super) summary: Option<SummaryState>,
+    /// The facts of everything that left the context so far.
+    pub(super) ledger: FactLedger,
     /// What the last call received and returned.
     pub(super) last: LastCall,
     /// Compactions archived so far (the archive's step number); `None`
@@ -119,6 +122,7 @@ impl Session {
         Session {
             id,
             summary: None,
+            ledger: FactLedger::default(),
             last: LastCall::default(),
             step: None,
             breaker: Breaker::default(),

@@ -200,6 +200,15 @@ impl Trail {
                     prompt_tokens: s.prompt_tokens,
                     completion_tokens: s.completion_tokens,
                     output_text: s.body.clone(),
+                    facts_kept: s.facts.as_ref().map(|f| f.kept as u64),
+                    facts_dropped: s.facts.as_ref().map(|f| f.dropped as u64),
+                    facts_shrunk: s.facts.as_ref().map(|f| f.shrunk as u64),
+                    facts_superseded: s.facts.as_ref().map(|f| f.superseded as u64),
+                    dropped_keys: s
+                        .facts
+                        .as_ref()
+                        .map(|f| f.dropped_keys.clone())
+                        .unwrap_or_default(),
                 }));
         }
     }

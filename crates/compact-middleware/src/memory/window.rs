@@ -225,6 +225,7 @@ impl SlidingWindow {
             strategy: self.settings.strategy,
             max_tokens: self.settings.max_tokens,
             count_tokens: self.settings.count_tokens.clone(),
+            ledger: None,
         };
         let store = self.store.clone();
         let summarizer = self.summarizer.clone();

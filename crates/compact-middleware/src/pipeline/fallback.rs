@@ -16,6 +16,7 @@ use crate::summarize::{
     ExtractiveSummarizer, Strategy, SummarizeError, Summarizer, Summary, SummaryRequest,
 };
 
+
 use super::Fallback;
 
 /// Halvings of `max_tokens` after an over-budget summary.
@@ -60,6 +61,46 @@ pub(crate) fn validate(
     Ok(())
 }
 
+/// A model summary must keep every fact the extractive summary would
+/// keep: the missing ones are appended under `Facts:`; when that does not
+/// fit the budget the summary is rejected (the chain falls back to the
+/// extractive one). So a model summary never retains less.
+pub(crate) fn keep_facts(mut s: Summary, req: &SummaryRequest) -> Result<Summary, SummarizeError> {
+    let Some(ledger) = &req.ledger else {
+        return Ok(s);
+    };
+    let must = crate::summarize::must_keep(ledger, req);
+    let missing: Vec<&String> = must.iter().filter(|f| !carries(&s.text, f)).collect();
+    if missing.is_empty() {
+        return Ok(s);
+    }
+    let mut text = s.text.trim_end().to_owned();
+    text.push_str("\nFacts:");
+    for f in &missing {
+        text.push_str("\n- ");
+        text.push_str(f);
+    }
+    let tokens = (req.count_tokens)(&text);
+    if tokens > req.max_tokens {
+        return Err(SummarizeError::LostFacts {
+            missing: missing.len(),
+        });
+    }
+    s.text = text;
+    s.tokens = tokens;
+    Ok(s)
+}
+
+/// Whether `text` carries the fact `line`: every identifier, quantity and
+/// number of the fact appears in it; a fact without any must appear whole.
+fn carries(text: &str, line: &str) -> bool {
+    let keys = crate::summarize::fact_keys(line);
+    if keys.is_empty() {
+        return text.contains(line);
+    }
+    keys.iter().all(|k| text.contains(k.as_str()))
+}
+
 fn record(out: &mut Vec<Fallback>, e: &SummarizeError, fallback: &str) {
     out.push(Fallback {
         error_type: e.kind().to_owned(),
@@ -100,7 +141,8 @@ pub async fn summarize_with_fallbacks(
         let mut brief_tried = false;
         loop {
             let result = match summarizer.summarize(&attempt).await {
-                Ok(s) => validate(&s, req.max_tokens, replaced_tokens, has_input).map(|()| s),
+                Ok(s) => validate(&s, req.max_tokens, replaced_tokens, has_input)
+                    .and_then(|()| keep_facts(s, req)),
                 Err(e) => Err(e),
             };
             match result {

@@ -19,7 +19,7 @@ use serde_json::Value;
 use crate::config::{Mode, Policy};
 use crate::estimate::Estimator;
 use crate::model::Message;
-use crate::summarize::{Summarizer, SummaryRequest};
+use crate::summarize::{FactLedger, FactsReport, Summarizer, SummaryEntry, SummaryRequest};
 use crate::tokens::REPLY_PRIMING;
 use plan::{Class, Layout, Plan};
 use tiers::ToolFilter;
@@ -31,6 +31,9 @@ pub use tiers::cap_text;
 /// A summary is not worth writing below this many tokens of room, unless
 /// the hard budget leaves nothing else.
 const MIN_USEFUL_SUMMARY: usize = 256;
+
+/// The hardest cap on a tool output of the latest turn, in characters.
+const MIN_CAP_CHARS: usize = 200;
 
 /// The tiers, in the order they run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -95,6 +98,8 @@ pub struct Input<'a> {
     pub summarize_always: bool,
     /// Skip the configured summarizer (circuit breaker open): extractive only.
     pub primary_disabled: bool,
+    /// The session's fact ledger: what left the context before this run.
+    pub ledger: FactLedger,
 }
 
 /// A summary written by this run.
@@ -129,6 +134,8 @@ pub struct NewSummary {
     pub completion_tokens: Option<u64>,
     /// Wall-clock time of the whole fallback chain, in milliseconds.
     pub latency_ms: u64,
+    /// What the summary kept of the fact ledger.
+    pub facts: Option<FactsReport>,
 }
 
 /// A recoverable failure inside the run (the pipeline fell back).
@@ -185,6 +192,8 @@ pub struct Compaction {
     pub target_reached: bool,
     /// Summarizer needed to succeed for the circuit breaker's count.
     pub primary_failed: bool,
+    /// The fact ledger with everything that left the context in this run.
+    pub ledger: FactLedger,
 }
 
 impl Compaction {
@@ -266,6 +275,27 @@ struct Work<'a> {
     out: Compaction,
     /// Set once the layers are decided: the final message list is assembled from it.
     chosen: Option<(Plan, Option<Message>)>,
+    /// Messages capped / cleared so far (a message is counted once).
+    capped: std::collections::BTreeSet<usize>,
+    cleared: std::collections::BTreeSet<usize>,
+}
+
+/// The common prefix and suffix of `a` and `b`, in bytes of `a`, at char
+/// boundaries: what a cap kept of the original.
+fn kept_ends(a: &str, b: &str) -> (usize, usize) {
+    let head = a
+        .char_indices()
+        .zip(b.chars())
+        .find(|((_, x), y)| x != y)
+        .map_or(a.len().min(b.len()), |((i, _), _)| i);
+    let tail = a
+        .char_indices()
+        .rev()
+        .zip(b.chars().rev())
+        .find(|((_, x), y)| x != y)
+        .map_or(a.len().min(b.len()), |((i, x), _)| a.len() - i - x.len_utf8());
+    let tail = tail.min(a.len() - head);
+    (head, tail)
 }
 
 impl<'a> Work<'a> {
@@ -290,6 +320,24 @@ impl<'a> Work<'a> {
             |i| Some(i) == summary_index,
         );
         let names = tiers::call_names(&msgs);
+        let mut ledger = input.ledger;
+        if ledger.is_empty()
+            && let Some(previous) = &input.previous_summary
+        {
+            // A summary we hold no ledger for (written by another process,
+            // or before ledgers existed): its facts seed this one.
+            ledger.absorb_summary(previous);
+        }
+        // Tool output that names what the people and the agent talk about
+        // is salient; learn those names from all the prose in the context.
+        for (i, m) in msgs.iter().enumerate() {
+            if Some(i) != summary_index
+                && matches!(m.role(), crate::model::Role::User | crate::model::Role::Assistant)
+                && m.kind().item == crate::model::ItemType::Message
+            {
+                ledger.note_mentions(&m.plain_text());
+            }
+        }
         Self {
             policy,
             est,
@@ -321,8 +369,38 @@ impl<'a> Work<'a> {
                 fallbacks: Vec::new(),
                 target_reached: false,
                 primary_failed: false,
+                ledger,
             },
             chosen: None,
+            capped: Default::default(),
+            cleared: Default::default(),
+        }
+    }
+
+    /// The ledger's view of message `i` as it was received, or of `text`
+    /// in its place (the part of a capped output that was cut).
+    fn entry(&self, i: usize, text: Option<String>) -> SummaryEntry {
+        let m = &self.original[i];
+        let name = m
+            .kind()
+            .results
+            .first()
+            .and_then(|id| self.names.get(id))
+            .map(String::as_str)
+            .or(m.kind().calls.first().map(|c| c.name.as_str()));
+        let mut e = summary::entry(m, name);
+        if let Some(text) = text {
+            e.text = text;
+        }
+        e
+    }
+
+    /// Everything in `indices` leaves the context: its facts go to the
+    /// ledger first.
+    fn absorb(&mut self, indices: impl IntoIterator<Item = usize>) {
+        let entries: Vec<SummaryEntry> = indices.into_iter().map(|i| self.entry(i, None)).collect();
+        if !entries.is_empty() {
+            self.out.ledger.absorb(&entries);
         }
     }
 
@@ -370,15 +448,30 @@ impl<'a> Work<'a> {
             .filter(|&gi| !self.layout.pinned[gi] && !self.layout.summary[gi])
             .flat_map(|gi| self.layout.groups[gi].clone())
             .collect();
-        let changed = tiers::cap_tool_results(
-            &mut self.msgs,
-            indices,
-            self.policy.tool_result_max_chars,
-            &self.names,
-        );
+        self.cap_indices(indices, self.policy.tool_result_max_chars);
+    }
+
+    /// Caps the tool results in `indices` to `max_chars`; the part cut
+    /// goes to the ledger first.
+    fn cap_indices(&mut self, indices: Vec<usize>, max_chars: usize) {
+        let changed = tiers::cap_tool_results(&mut self.msgs, indices, max_chars, &self.names);
+        let cut: Vec<SummaryEntry> = changed
+            .iter()
+            .filter_map(|&i| {
+                let before = self.original[i].tool_output()?;
+                let after = self.msgs[i].tool_output()?;
+                let (head, tail) = kept_ends(&before, &after);
+                let middle = before[head..before.len() - tail].to_owned();
+                Some(self.entry(i, Some(middle)))
+            })
+            .collect();
+        self.out.ledger.absorb(&cut);
         if !changed.is_empty() {
-            self.out.tiers.push(Tier::ToolResultBudget);
-            self.out.capped += changed.len();
+            if !self.out.tiers.contains(&Tier::ToolResultBudget) {
+                self.out.tiers.push(Tier::ToolResultBudget);
+            }
+            self.capped.extend(changed.iter().copied());
+            self.out.capped = self.capped.len();
             self.recount(&changed);
         }
     }
@@ -390,16 +483,20 @@ impl<'a> Work<'a> {
             exclude: self.policy.exclude_tools.clone(),
         };
         let indices: Vec<usize> = plan.messages_in(Class::Remainder).collect();
-        let changed = tiers::clear_tool_io(
-            &mut self.msgs,
-            indices,
-            self.policy.clear_tool_inputs,
-            &filter,
-            &self.names,
-        );
+        self.clear_indices(indices, self.policy.clear_tool_inputs, &filter);
+    }
+
+    /// Replaces the tool I/O in `indices` with placeholders; what it held
+    /// goes to the ledger first.
+    fn clear_indices(&mut self, indices: Vec<usize>, clear_inputs: bool, filter: &ToolFilter) {
+        let changed = tiers::clear_tool_io(&mut self.msgs, indices, clear_inputs, filter, &self.names);
+        self.absorb(changed.iter().copied());
         if !changed.is_empty() {
-            self.out.tiers.push(Tier::ClearToolIo);
-            self.out.cleared += changed.len();
+            if !self.out.tiers.contains(&Tier::ClearToolIo) {
+                self.out.tiers.push(Tier::ClearToolIo);
+            }
+            self.cleared.extend(changed.iter().copied());
+            self.out.cleared = self.cleared.len();
             self.recount(&changed);
         }
     }
@@ -532,8 +629,62 @@ impl<'a> Work<'a> {
         Ok(())
     }
 
-    /// Last resort: pinned groups, the latest user message and the last group.
+    /// Last resort: pinned groups and the latest turn alone. The latest
+    /// turn is never dropped: its tool outputs are capped harder, then the
+    /// I/O of its older groups is cleared (every call stays, with a
+    /// placeholder); `Insufficient` only when pinned, the latest request and
+    /// the latest group (capped to the minimum) cannot fit.
     fn minimal_plan(&mut self) -> Result<Plan, Insufficient> {
+        let mut plan = self.layout.plan(1, 0);
+        plan.tool_pairs = 0;
+        let budget = self.limits.budget;
+        let turn: Vec<usize> = (0..plan.class.len())
+            .filter(|&gi| plan.class[gi] == Class::Recent)
+            .collect();
+        let groups = self.layout.groups.clone();
+        let messages = |gs: &[usize]| -> Vec<usize> {
+            gs.iter().flat_map(|&gi| groups[gi].clone()).collect()
+        };
+        let base = self.policy.tool_result_max_chars.max(1);
+        for max_chars in [base / 4, base / 16, MIN_CAP_CHARS] {
+            if self.kept_tokens(&plan) <= budget {
+                break;
+            }
+            self.cap_indices(messages(&turn), max_chars.max(MIN_CAP_CHARS));
+        }
+        if self.kept_tokens(&plan) > budget
+            && let Some((&latest, older)) = turn.split_last()
+        {
+            // Keep every call of the older groups; their I/O leaves.
+            let older: Vec<usize> = older
+                .iter()
+                .copied()
+                .filter(|&gi| self.layout.has_tools[gi])
+                .collect();
+            self.clear_indices(messages(&older), true, &ToolFilter::default());
+            if self.kept_tokens(&plan) > budget {
+                self.cap_indices(messages(&[latest]), MIN_CAP_CHARS);
+            }
+        }
+        let kept = self.kept_tokens(&plan);
+        if kept > budget {
+            let pinned = self.pinned_tokens();
+            return Err(Insufficient {
+                pinned_tokens: pinned,
+                tail_tokens: kept - pinned - self.fixed,
+                fixed_tokens: self.fixed,
+                budget,
+            });
+        }
+        if !self.out.tiers.contains(&Tier::ReduceKeep) {
+            self.out.tiers.push(Tier::ReduceKeep);
+        }
+        Ok(plan)
+    }
+
+    /// `trim`'s last resort: the latest turn's opening message and its last
+    /// group, unchanged (trim drops, it never caps or clears).
+    fn minimal_trim_plan(&mut self) -> Result<Plan, Insufficient> {
         let mut plan = self.layout.plan(1, 0);
         let tail = self.layout.minimal_tail(&self.msgs);
         for gi in 0..plan.class.len() {
@@ -585,6 +736,7 @@ impl<'a> Work<'a> {
             // Not even an empty summary message fits next to what is kept
             // (the last-resort plan is checked without one): prune only.
             let folded = plan.messages_in(Class::Remainder).count();
+            self.absorb(plan.messages_in(Class::Remainder).collect::<Vec<_>>());
             self.out.fallbacks.push(Fallback {
                 error_type: "NoRoomForSummary".into(),
                 message: format!(
@@ -598,25 +750,14 @@ impl<'a> Work<'a> {
             return;
         }
 
-        let mut entries = Vec::new();
-        let mut input_tokens = 0;
-        let mut input_messages = 0;
-        for i in plan.messages_in(Class::Remainder) {
-            let m = &self.original[i];
-            let name = m
-                .kind()
-                .results
-                .first()
-                .and_then(|id| self.names.get(id))
-                .map(String::as_str)
-                .or(m.kind().calls.first().map(|c| c.name.as_str()));
-            entries.push(summary::entry(m, name));
-            input_tokens += self.counts[i];
-            input_messages += 1;
-        }
+        let remainder: Vec<usize> = plan.messages_in(Class::Remainder).collect();
+        let entries: Vec<SummaryEntry> = remainder.iter().map(|&i| self.entry(i, None)).collect();
+        let input_messages = remainder.len();
+        let mut input_tokens: usize = remainder.iter().map(|&i| self.counts[i]).sum();
         if let Some(si) = self.summary_index {
             input_tokens += self.counts[si];
         }
+        self.out.ledger.absorb(&entries);
         let counter = self.est.counter();
         let req = SummaryRequest {
             previous: self.previous_summary.clone(),
@@ -624,6 +765,7 @@ impl<'a> Work<'a> {
             strategy: self.policy.strategy,
             max_tokens: max_body,
             count_tokens: Arc::new(move |s: &str| counter.count(s)),
+            ledger: Some(Arc::new(self.out.ledger.clone())),
         };
         let started = std::time::Instant::now();
         let replaced = input_tokens;
@@ -655,6 +797,7 @@ impl<'a> Work<'a> {
                 prompt_tokens: s.prompt_tokens,
                 completion_tokens: s.completion_tokens,
                 latency_ms: started.elapsed().as_millis() as u64,
+                facts: s.facts,
             });
             m
         });
@@ -687,8 +830,9 @@ impl<'a> Work<'a> {
         }
         let plan = match chosen {
             Some(p) => p,
-            None => self.minimal_plan()?,
+            None => self.minimal_trim_plan()?,
         };
+        self.absorb(plan.messages_in(Class::Remainder).collect::<Vec<_>>());
         let dropped: usize =
             plan.messages_in(Class::Remainder).count() + plan.messages_in(Class::Summary).count();
         if dropped > 0 {

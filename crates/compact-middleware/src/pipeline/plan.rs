@@ -129,9 +129,9 @@ impl Layout {
             tool_pairs,
         }
     }
-
-    /// The smallest tail that must survive: the latest turn's opening user
-    /// message (if any) and the last group.
+    /// The smallest tail `trim` keeps: the latest turn's opening user
+    /// message (if any) and the last group. Trim never rewrites content, so
+    /// when the whole latest turn does not fit it drops the turn's middle.
     pub(crate) fn minimal_tail(&self, messages: &[Message]) -> Vec<usize> {
         let mut keep = Vec::new();
         if let Some(&start) = self.turn_starts.last()

@@ -275,7 +275,8 @@ impl Redactor {
 
     /// The secret parts of every match in `s`: the pieces (split at
     /// whitespace, escaped line breaks, quotes, `:` and `=`) of at least 8 characters that are not
-    /// labels such as `password` or PEM armour. The manager scrubs these
+    /// labels such as `password` or PEM armour, and the alphanumeric runs of
+    /// at least 12 characters inside them. The manager scrubs these
     /// literally from text derived from the messages (a summary may quote a
     /// key's body without the `BEGIN` line that made it match).
     pub fn secret_fragments(&self, s: &str) -> Vec<String> {
@@ -316,6 +317,13 @@ impl Redactor {
                         && !piece.contains("-----")
                         && !LABELS.iter().any(|l| piece.eq_ignore_ascii_case(l))
                     {
+                        // A summary may quote a secret without its prefix
+                        // (`sk-`, `sk-proj-`, a JWT's header): its long
+                        // alphanumeric runs are secrets on their own.
+                        let runs = piece
+                            .split(|c: char| !c.is_ascii_alphanumeric())
+                            .filter(|r| r.len() >= 12 && r.len() < piece.len());
+                        out.extend(runs.map(str::to_string));
                         out.push(piece.to_string());
                     }
                 }

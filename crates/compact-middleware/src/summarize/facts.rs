@@ -5,13 +5,15 @@
 //! at a character boundary and marked with `…`), optionally prefixed with the
 //! `[tool]` label of the tool that produced it. Nothing is paraphrased, so the
 //! summary can never state something the input did not.
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::LazyLock;
 
 use regex::Regex;
+use serde::{Deserialize, Serialize};
 
 /// What an item is. The declaration order is the section order of `task_state`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub(crate) enum Kind {
     Goal,
     Latest,
@@ -27,7 +29,7 @@ pub(crate) enum Kind {
 }
 
 /// One fact of the summary.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Item {
     pub kind: Kind,
     pub text: String,
@@ -39,16 +41,14 @@ pub(crate) struct Item {
     pub last: u64,
     /// Came from a tool output (bulk) rather than prose.
     pub from_tool: bool,
-}
-
-impl Item {
-    /// Contains an identifier, path or URL: kept longer than a generic line.
-    pub(super) fn is_specific(&self) -> bool {
-        match self.kind {
-            Kind::Entity | Kind::Api | Kind::File | Kind::Url => true,
-            _ => TOKEN.is_match(&self.text) || BACKTICK.is_match(&self.text),
-        }
-    }
+    /// A tool fact worth keeping like prose: a sentence with a cue, a
+    /// prose field of a JSON document, a row or line naming something the
+    /// conversation mentions.
+    #[serde(default)]
+    pub salient: bool,
+    /// A later statement replaced this one (the newer item's index).
+    #[serde(default)]
+    pub superseded_by: Option<usize>,
 }
 
 /// Longest verbatim request kept for a goal or the latest request, in bytes.
@@ -57,6 +57,16 @@ pub(crate) const MAX_REQUEST: usize = 1200;
 const MAX_SENTENCE: usize = 320;
 /// Longest tool line (error, measurement) kept, in bytes.
 const MAX_TOOL_LINE: usize = 240;
+/// Most salient facts taken from one tool output.
+const SALIENT_PER_OUTPUT: usize = 12;
+/// Of those, most cue sentences from plain text (documents are full of
+/// "must" and "only"; a few carry the point).
+const SALIENT_CUES_PER_OUTPUT: usize = 4;
+/// Arrays longer than this are listings: only elements naming a mentioned
+/// identifier are kept.
+const LONG_ARRAY: usize = 5;
+/// Most identifiers remembered as mentioned in prose.
+const MAX_MENTIONED: usize = 20_000;
 
 /// A flattened tool call contributes its arguments' identifiers only: a
 /// `failed` or `300s` inside a query string is not an observation.
@@ -93,7 +103,7 @@ const PROSE_CAPS: Caps = Caps {
 
 const TOOL_CAPS: Caps = Caps {
     sentences: 0,
-    errors: 3,
+    errors: 6,
     facts: 4,
     entities: 15,
     files: 12,
@@ -161,8 +171,29 @@ static TOKEN: LazyLock<Regex> = LazyLock::new(|| {
         r"|(?P<ticket>(?-u:\b)[A-Z][A-Z0-9]{1,9}-\d{1,6}(?-u:\b))",
         r"|(?P<issue>#\d{1,7}(?-u:\b))",
         r"|(?P<hex>(?-u:\b)0x[0-9a-fA-F]{4,}(?-u:\b)|(?-u:\b)[0-9a-f]{7,40}(?-u:\b))",
+        // Hosts, regions, zones, branch-like names: lowercase words joined by
+        // `-` with a digit somewhere (`web-17`, `eu-west-3`); plain hyphenated
+        // words are rejected in `classify_token`.
+        r"|(?P<kebab>(?-u:\b)[a-z][a-z0-9]*(?:-[a-z0-9]+)+(?-u:\b))",
+        // snake_case names: functions, config keys, tables.
+        r"|(?P<snake>(?-u:\b)[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?-u:\b))",
+        // Letters and digits mixed: builds, instance types, short ids
+        // (`b7000`, `m5xlarge`, `p99`).
+        r"|(?P<alnum>(?-u:\b)[A-Za-z]+[0-9][A-Za-z0-9]*(?-u:\b))",
     ))
 });
+
+/// A number that a sentence names (`port 18443`, `at most 3 retries`,
+/// `timeout of 45`): such a sentence is a fact even without an identifier.
+static NAMED_NUMBER: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?i)(?-u:\b)(?:port|ports|timeout|timeouts|retries|retry|attempts|limit|quota|sla|replicas|workers|threads|budget|deadline|version|at most|at least|up to|no more than|maximum|minimum|max|min)(?-u:\b)[^.\n]{0,24}?(?-u:\b)\d",
+    )
+});
+
+/// Numbers of four digits or more (ports, ids, amounts): mentioned in prose,
+/// they make the tool rows that carry them salient.
+static LONG_NUMBER: LazyLock<Regex> = LazyLock::new(|| re(r"(?-u:\b)\d{4,}(?-u:\b)"));
 
 /// Numbers with units: money, percentages, durations, sizes, rates, temperatures.
 static QUANTITY: LazyLock<Regex> = LazyLock::new(|| {
@@ -188,15 +219,135 @@ static SYMBOL: LazyLock<Regex> = LazyLock::new(|| {
 static DIFF_FILE: LazyLock<Regex> =
     LazyLock::new(|| re(r"^(?:\+\+\+ b/|diff --git a/\S+ b/)(\S+)"));
 
+/// A line with its numbers blanked: log lines of one template share it.
+fn shape(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut in_digits = false;
+    for c in line.chars() {
+        if c.is_ascii_digit() {
+            if !in_digits {
+                out.push('#');
+            }
+            in_digits = true;
+        } else {
+            out.push(c);
+            in_digits = false;
+        }
+    }
+    out
+}
+
+/// JSON keys whose scalar value names something an agent may need later.
+fn is_naming_key(key: &str) -> bool {
+    const NAMING: &[&str] = &[
+        "ticket", "issue", "incident", "case", "host", "hostname", "server", "node", "port",
+        "region", "zone", "az", "cluster", "namespace", "env", "environment", "service",
+        "endpoint", "url", "link", "runbook", "email", "owner", "assignee", "contact", "oncall",
+        "version", "release", "branch", "commit", "sha", "tag", "path", "file", "database",
+        "db", "bucket", "queue", "topic", "table", "error", "error_code", "code", "deadline",
+        "due", "sla", "timeout", "limit", "quota", "account", "customer", "order", "plan",
+        "priority", "severity",
+    ];
+    let k = key.to_ascii_lowercase().replace(['-', ' '], "_");
+    NAMING.iter().any(|n| k == *n || k.ends_with(&format!("_{n}")))
+}
+
+/// The verbatim request of a user message: whole if short, else its start
+/// (the rest is still mined for facts).
+fn request_text(text: &str) -> Option<String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    if text.len() <= MAX_REQUEST {
+        return Some(text.to_owned());
+    }
+    // Cut at a line end when one is reasonably close, so a pasted log after
+    // the request itself is not half-included.
+    let end = floor_boundary(text, MAX_REQUEST);
+    match text[..end].rfind('\n').filter(|&n| n > MAX_REQUEST / 3) {
+        Some(n) => Some(format!("{}…", text[..n].trim_end())),
+        None => Some(clip(text, MAX_REQUEST)),
+    }
+}
+
+/// Acknowledgements ("ok", "thanks!") are not goals; they can still be the
+/// latest request.
+fn is_substantive(request: &str) -> bool {
+    request.split_whitespace().count() >= 3
+}
+
+/// The byte spans of what a sentence is about: its cue word, its
+/// identifiers, quantities and named numbers; sorted, merged.
+pub(crate) fn key_spans(text: &str) -> Vec<(usize, usize)> {
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    for re in [&*CONSTRAINT, &*DECISION, &*ACTION] {
+        if let Some(m) = re.find(text) {
+            spans.push((m.start(), m.end()));
+            break;
+        }
+    }
+    for m in TOKEN.find_iter(text) {
+        if let Some((_, token)) = classify_token(text, m.start(), m.end(), m.as_str()) {
+            spans.push((m.start(), m.start() + token.len()));
+        }
+    }
+    for re in [&*QUANTITY, &*LONG_NUMBER, &*BACKTICK] {
+        spans.extend(re.find_iter(text).map(|m| (m.start(), m.end())));
+    }
+    if let Some(m) = NAMED_NUMBER.find(text) {
+        // The named number itself: the digits at the end of the match.
+        let digits_end = text[m.end()..]
+            .find(|c: char| !c.is_ascii_digit() && c != '.')
+            .map_or(text.len(), |d| m.end() + d);
+        spans.push((m.start(), digits_end));
+    }
+    spans.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::new();
+    for (s, e) in spans {
+        match merged.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => merged.push((s, e)),
+        }
+    }
+    merged
+}
+
+/// The identifiers, quantities and long numbers of a line (its `[tool]`
+/// label left out): the parts a summary must carry verbatim.
+pub(crate) fn fact_keys(line: &str) -> Vec<String> {
+    let body = match line.strip_prefix('[').and_then(|r| r.split_once("] ")) {
+        Some((_, rest)) => rest,
+        None => line,
+    };
+    let mut keys: Vec<String> = TOKEN
+        .find_iter(body)
+        .filter_map(|m| classify_token(body, m.start(), m.end(), m.as_str()))
+        .map(|(_, t)| t.to_owned())
+        .collect();
+    keys.extend(LONG_NUMBER.find_iter(body).map(|m| m.as_str().to_owned()));
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
 /// Ticket-shaped tokens that are really standards or encodings.
 const NOT_TICKETS: &[&str] = &["UTF", "SHA", "ISO", "AES", "TLS", "HTTP", "UCS", "P", "X"];
 
 /// The facts gathered so far, in first-mention order, deduplicated.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub(crate) struct Ledger {
     pub items: Vec<Item>,
+    #[serde(skip)]
     index: HashMap<(Kind, String), usize>,
     seq: u64,
+    /// Identifiers the people and the agent mentioned in prose: a tool's row
+    /// or line that names one of them is salient.
+    #[serde(default)]
+    pub mentioned: BTreeSet<String>,
+    /// A matcher over `mentioned`, rebuilt when it grew.
+    #[serde(skip)]
+    matcher: Option<(usize, aho_corasick::AhoCorasick)>,
 }
 
 fn dedupe_key(kind: Kind, text: &str) -> (Kind, String) {
@@ -227,9 +378,23 @@ fn dedupe_key(kind: Kind, text: &str) -> (Kind, String) {
 impl Ledger {
     /// Records a mention; returns the item's index.
     pub(super) fn add(&mut self, kind: Kind, text: &str, from_tool: bool) -> Option<usize> {
+        self.add_with(kind, text, from_tool, false)
+    }
+
+    /// [`Ledger::add`], marking a tool fact as salient.
+    pub(super) fn add_with(
+        &mut self,
+        kind: Kind,
+        text: &str,
+        from_tool: bool,
+        salient: bool,
+    ) -> Option<usize> {
         let text = text.trim();
         if text.is_empty() {
             return None;
+        }
+        if self.index.len() != self.items.len() {
+            self.reindex();
         }
         self.seq += 1;
         let key = dedupe_key(kind, text);
@@ -237,6 +402,7 @@ impl Ledger {
             let item = &mut self.items[i];
             item.last = self.seq;
             item.from_tool &= from_tool;
+            item.salient |= salient;
             return Some(i);
         }
         let i = self.items.len();
@@ -247,9 +413,82 @@ impl Ledger {
             first: self.seq,
             last: self.seq,
             from_tool,
+            salient,
+            superseded_by: None,
         });
         self.index.insert(key, i);
         Some(i)
+    }
+
+    /// Remembers an identifier the people or the agent said (bounded).
+    fn mention(&mut self, token: &str) {
+        if self.mentioned.len() < MAX_MENTIONED && token.len() <= 120 {
+            self.mentioned.insert(token.to_owned());
+        }
+    }
+
+    /// Records the identifiers of prose that stays in the context (recent
+    /// turns), so tool output that names them is recognised as salient.
+    pub(super) fn note_mentions(&mut self, text: &str) {
+        for m in TOKEN.find_iter(text) {
+            if let Some((_, token)) = classify_token(text, m.start(), m.end(), m.as_str()) {
+                self.mention(token);
+            }
+        }
+        for n in LONG_NUMBER.find_iter(text) {
+            self.mention(n.as_str());
+        }
+    }
+
+    /// Takes in a span of entries leaving the context: every entry's facts,
+    /// and the user's requests (the newest becomes the latest request; the
+    /// one before it, and any others of substance, become goals).
+    pub(super) fn absorb(&mut self, entries: &[super::SummaryEntry]) {
+        let mut requests: Vec<String> = Vec::new();
+        for entry in entries {
+            if entry.role == "user"
+                && let Some(request) = request_text(&entry.text)
+            {
+                requests.push(request);
+            }
+            self.extract_entry(&entry.role, entry.name.as_deref(), &entry.text);
+        }
+        if let Some(newest) = requests.pop() {
+            for r in requests.iter().filter(|r| is_substantive(r)) {
+                self.add(Kind::Goal, r, false);
+            }
+            self.set_latest(&newest);
+        }
+    }
+
+    /// Makes `text` the latest request; the previous one becomes a goal
+    /// when it says something, else it is set aside.
+    pub(super) fn set_latest(&mut self, text: &str) {
+        let previous: Vec<usize> = (0..self.items.len())
+            .filter(|&i| self.items[i].kind == Kind::Latest)
+            .collect();
+        let Some(i) = self.add(Kind::Latest, text, false) else {
+            return;
+        };
+        for p in previous.into_iter().filter(|&p| p != i) {
+            if is_substantive(&self.items[p].text) {
+                self.items[p].kind = Kind::Goal;
+            } else {
+                self.items[p].superseded_by = Some(i);
+            }
+        }
+        self.items[i].kind = Kind::Latest;
+        self.items[i].superseded_by = None;
+    }
+
+    /// Rebuilds the dedupe index (it is not serialized).
+    pub(super) fn reindex(&mut self) {
+        self.index = self
+            .items
+            .iter()
+            .enumerate()
+            .map(|(i, it)| (dedupe_key(it.kind, &it.text), i))
+            .collect();
     }
 
     /// Records a file with the APIs mentioned alongside it.
@@ -278,6 +517,7 @@ impl Ledger {
                         .unwrap_or("tool")
                         .trim()
                 );
+                self.extract_structured(text, &label);
                 self.extract_bulk(text, &label, &TOOL_CAPS);
             }
             "assistant" | "reasoning" => self.extract_prose_as(text, Voice::Agent),
@@ -333,8 +573,13 @@ impl Ledger {
                 self.add(Kind::Api, &api, false);
             }
         }
-        let kind = classify_as(sentence, voice)
-            .or_else(|| (tokens.any || QUANTITY.is_match(sentence)).then_some(Kind::Fact));
+        for n in LONG_NUMBER.find_iter(sentence) {
+            self.mention(n.as_str());
+        }
+        let kind = classify_as(sentence, voice).or_else(|| {
+            (tokens.any || QUANTITY.is_match(sentence) || NAMED_NUMBER.is_match(sentence))
+                .then_some(Kind::Fact)
+        });
         if let Some(kind) = kind {
             let limit = if kind == Kind::Fact {
                 &mut budget.facts
@@ -346,6 +591,244 @@ impl Ledger {
                 self.add(kind, &clip(sentence, MAX_SENTENCE), false);
             }
         }
+    }
+
+    /// The salient part of a tool output, read by its shape: the prose
+    /// fields and the naming fields of a JSON document, the rows of a table
+    /// that name something the conversation mentions, and in plain text the
+    /// sentences with a cue and the lines that name a mentioned identifier.
+    fn extract_structured(&mut self, text: &str, label: &str) {
+        let mut left = SALIENT_PER_OUTPUT;
+        let trimmed = text.trim();
+        if (trimmed.starts_with('{') || trimmed.starts_with('['))
+            && let Ok(doc) = serde_json::from_str::<serde_json::Value>(trimmed)
+        {
+            self.extract_json(&doc, label, false, &mut left);
+            return;
+        }
+        if self.extract_table(text, label, &mut left) {
+            return;
+        }
+        let mut cues = SALIENT_CUES_PER_OUTPUT;
+        let mut shapes = std::collections::HashSet::new();
+        for line in text.lines() {
+            if left == 0 {
+                break;
+            }
+            let line = line.trim();
+            if line.len() < 8 || is_error(line) {
+                // Error lines are the bulk pass's, salient when they name
+                // something mentioned.
+                continue;
+            }
+            // A log repeats its templates: one line per shape says it.
+            if self.names_mentioned(line) && shapes.insert(shape(line)) {
+                left -= 1;
+                let at = line.find(|c: char| c.is_alphanumeric()).unwrap_or(0);
+                self.add_with(
+                    Kind::Fact,
+                    &format!("{label}{}", window(line, at, MAX_TOOL_LINE)),
+                    true,
+                    true,
+                );
+                continue;
+            }
+            if cues == 0 || line.split_whitespace().count() < 5 {
+                continue;
+            }
+            for sentence in split_sentences(line) {
+                let sentence = strip_marker(sentence);
+                // Kept as a labelled fact, never as a constraint or a
+                // decision: a tool's text gives no orders (a fetched page
+                // saying "you must…" is not the user speaking).
+                if let Some(Kind::Constraint | Kind::Decision | Kind::Action) =
+                    classify_as(sentence, Voice::Principal)
+                    && cues > 0
+                    && left > 0
+                {
+                    cues -= 1;
+                    left -= 1;
+                    self.add_with(
+                        Kind::Fact,
+                        &format!("{label}{}", clip(sentence, MAX_SENTENCE)),
+                        true,
+                        true,
+                    );
+                }
+            }
+        }
+    }
+
+    /// Whether `line` names an identifier the people or the agent mentioned.
+    fn names_mentioned(&mut self, line: &str) -> bool {
+        if self.mentioned.is_empty() {
+            return false;
+        }
+        if self.matcher.as_ref().is_none_or(|(n, _)| *n != self.mentioned.len()) {
+            let built = aho_corasick::AhoCorasick::builder()
+                .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+                .build(self.mentioned.iter());
+            match built {
+                Ok(ac) => self.matcher = Some((self.mentioned.len(), ac)),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot index mentioned identifiers");
+                    return false;
+                }
+            }
+        }
+        let Some((_, ac)) = &self.matcher else {
+            return false;
+        };
+        let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+        let bytes = line.as_bytes();
+        ac.find_iter(line).any(|m| {
+            let before = m.start().checked_sub(1).map(|i| bytes[i]);
+            let after = bytes.get(m.end()).copied();
+            !before.is_some_and(word) && !after.is_some_and(word)
+        })
+    }
+
+    /// A JSON document: prose fields are read as sentences; an object's
+    /// naming fields (`host`, `region`, `ticket`…) become one line. Inside a
+    /// long array only the elements that name a mentioned identifier count,
+    /// so a 500-row listing does not flood the ledger.
+    fn extract_json(
+        &mut self,
+        v: &serde_json::Value,
+        label: &str,
+        in_long_array: bool,
+        left: &mut usize,
+    ) {
+        use serde_json::Value;
+        if *left == 0 {
+            return;
+        }
+        match v {
+            Value::Array(items) => {
+                let long = items.len() > LONG_ARRAY;
+                for item in items {
+                    self.extract_json(item, label, in_long_array || long, left);
+                    if *left == 0 {
+                        return;
+                    }
+                }
+            }
+            Value::Object(map) => {
+                let mut pairs: Vec<String> = Vec::new();
+                let mut names_mentioned = false;
+                for (k, value) in map {
+                    match value {
+                        Value::String(text) if text.split_whitespace().count() >= 4 => {
+                            if !in_long_array || self.names_mentioned(text) {
+                                self.extract_json_prose(text, label, left);
+                            }
+                        }
+                        Value::String(_) | Value::Number(_) | Value::Bool(_) => {
+                            let scalar = match value {
+                                Value::String(t) => t.clone(),
+                                other => other.to_string(),
+                            };
+                            let mentioned = self.names_mentioned(&scalar);
+                            names_mentioned |= mentioned;
+                            if (mentioned || is_naming_key(k)) && scalar.len() <= 120 {
+                                pairs.push(format!("{k}: {scalar}"));
+                            }
+                        }
+                        Value::Array(_) | Value::Object(_) => {
+                            self.extract_json(value, label, in_long_array, left);
+                        }
+                        Value::Null => {}
+                    }
+                }
+                let worth = if in_long_array {
+                    names_mentioned
+                } else {
+                    !pairs.is_empty()
+                };
+                if worth && *left > 0 {
+                    *left -= 1;
+                    pairs.truncate(8);
+                    self.add_with(Kind::Fact, &format!("{label}{}", pairs.join(", ")), true, true);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A prose field of a JSON document: each sentence with a cue, an
+    /// identifier or a quantity is kept.
+    fn extract_json_prose(&mut self, text: &str, label: &str, left: &mut usize) {
+        for line in text.lines() {
+            for sentence in split_sentences(line) {
+                if *left == 0 {
+                    return;
+                }
+                let sentence = strip_marker(sentence);
+                let kind = classify_as(sentence, Voice::Principal).or_else(|| {
+                    let specific = TOKEN.find_iter(sentence).any(|m| {
+                        classify_token(sentence, m.start(), m.end(), m.as_str()).is_some()
+                    });
+                    (specific || QUANTITY.is_match(sentence) || NAMED_NUMBER.is_match(sentence))
+                        .then_some(Kind::Fact)
+                });
+                if let Some(kind) = kind {
+                    *left -= 1;
+                    self.add_with(kind, &format!("{label}{}", clip(sentence, MAX_SENTENCE)), true, true);
+                }
+            }
+        }
+    }
+
+    /// A table (CSV, TSV or `|` columns): the rows that name a mentioned
+    /// identifier, as `column=value` pairs. Returns whether `text` was a table.
+    fn extract_table(&mut self, text: &str, label: &str, left: &mut usize) -> bool {
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        if lines.len() < 3 {
+            return false;
+        }
+        let Some(sep) = [',', '\t', '|'].into_iter().find(|&sep| {
+            let width = lines[0].matches(sep).count();
+            width >= 1
+                && lines.iter().filter(|l| l.matches(sep).count() == width).count() * 10
+                    >= lines.len() * 8
+        }) else {
+            return false;
+        };
+        let cells = |line: &str| -> Vec<String> {
+            line.split(sep)
+                .map(|c| c.trim().trim_matches('"').to_owned())
+                .filter(|c| !c.chars().all(|ch| ch == '-' || ch == ':'))
+                .collect()
+        };
+        let header = cells(lines[0]);
+        for line in &lines[1..] {
+            if *left == 0 {
+                break;
+            }
+            if !self.names_mentioned(line) {
+                continue;
+            }
+            let row = cells(line);
+            if row.is_empty() {
+                continue;
+            }
+            *left -= 1;
+            let pairs: Vec<String> = row
+                .iter()
+                .enumerate()
+                .map(|(i, c)| match header.get(i).filter(|h| !h.is_empty()) {
+                    Some(h) => format!("{h}={c}"),
+                    None => c.clone(),
+                })
+                .collect();
+            self.add_with(
+                Kind::Fact,
+                &format!("{label}{}", clip(&pairs.join(", "), MAX_TOOL_LINE)),
+                true,
+                true,
+            );
+        }
+        true
     }
 
     /// Bulk text (tool output, code): identifiers, paths, URLs, a few error
@@ -390,10 +873,12 @@ impl Ledger {
             if budget.errors > 0 && is_error(trimmed) {
                 budget.errors -= 1;
                 let at = ERROR.find(trimmed).map_or(0, |m| m.start());
-                self.add(
+                let salient = !label.is_empty() && self.names_mentioned(trimmed);
+                self.add_with(
                     Kind::Error,
                     &format!("{label}{}", window(trimmed, at, MAX_TOOL_LINE)),
                     true,
+                    salient,
                 );
             } else if budget.facts > 0
                 && let Some(m) = QUANTITY.find(trimmed)
@@ -411,6 +896,17 @@ impl Ledger {
         }
     }
 
+    /// Adds the identifiers a line of a previous summary carries (its
+    /// entities, files and URLs): a sentence shown whole does not list
+    /// them again, and the next round may show it smaller or not at all.
+    pub(super) fn add_identifiers_of(&mut self, line: &str, from_tool: bool) {
+        let mut budget = Budget::new(&PROSE_CAPS);
+        let scan = self.scan_tokens(line, &mut budget, from_tool);
+        for path in &scan.files {
+            self.add_file(path, &[], from_tool);
+        }
+    }
+
     /// Adds entities and URLs found in `text`; returns the paths (for the
     /// caller to attach APIs to) and whether anything specific was found.
     fn scan_tokens(&mut self, text: &str, budget: &mut Budget, from_tool: bool) -> Scan {
@@ -423,6 +919,9 @@ impl Ledger {
                 continue;
             };
             scan.any = true;
+            if !from_tool {
+                self.mention(token);
+            }
             match kind {
                 Kind::File => {
                     if budget.take_file() && !scan.files.iter().any(|f| f == token) {
@@ -548,6 +1047,34 @@ fn classify_token<'t>(
     if token.is_empty() || token == "/dev/null" {
         return None;
     }
+    let lower_word = |sep: u8| {
+        token.as_bytes()[0].is_ascii_lowercase()
+            && token.contains(sep as char)
+            && token
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == sep)
+    };
+    if lower_word(b'-') {
+        // `eu-west-3`, `web-17`: a name; `long-running`: a word.
+        return token
+            .bytes()
+            .any(|b| b.is_ascii_digit())
+            .then_some((Kind::Entity, token));
+    }
+    if lower_word(b'_') {
+        // `call_id=…`, `order_id=…`: the label of a value, not a name;
+        // `run_tests(…)`: a call, an API's business.
+        if hay[start + token.len()..].starts_with(['=', '(']) {
+            return None;
+        }
+        // `call_9f8e7d6c5b4a3f2e`, `fc_68a1…`: an opaque id, not a name.
+        let opaque = token.split('_').skip(1).any(|seg| {
+            seg.len() >= 8
+                && seg.bytes().any(|b| b.is_ascii_digit())
+                && seg.bytes().any(|b| b.is_ascii_lowercase())
+        });
+        return (!opaque).then_some((Kind::Entity, token));
+    }
     // `REGISTRY.lock()`, `config.json()`: a call, not a file.
     let called = hay[end..].starts_with('(');
     let prev = hay[..start].chars().next_back();
@@ -671,7 +1198,17 @@ pub(crate) fn split_sentences(line: &str) -> Vec<&str> {
         let b = bytes[i];
         if matches!(b, b'.' | b'?' | b'!') && bytes[i + 1] == b' ' {
             let next = bytes[i + 2];
-            let starts = next.is_ascii_uppercase() || matches!(next, b'`' | b'"' | b'(' | b'[');
+            // A lowercase start still ends a sentence after a full word
+            // (`passed. and then`), never after an abbreviation.
+            let word: String = line[..i]
+                .rsplit(|c: char| !c.is_ascii_alphabetic())
+                .next()
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            let known_abbrev = ABBREVIATIONS.contains(&word.as_str());
+            let starts = next.is_ascii_uppercase()
+                || matches!(next, b'`' | b'"' | b'(' | b'[')
+                || (b == b'.' && next.is_ascii_lowercase() && word.len() >= 3 && !known_abbrev);
             // `e.g. Foo`, `J. Smith`: a one-letter word before the dot is an
             // abbreviation or an initial; `4.3.0. Next` is a sentence end.
             let abbrev = b == b'.'
@@ -692,6 +1229,13 @@ pub(crate) fn split_sentences(line: &str) -> Vec<&str> {
     }
     out
 }
+
+/// Words that end with a dot without ending a sentence.
+const ABBREVIATIONS: &[&str] = &[
+    "etc", "vs", "approx", "incl", "excl", "esp", "resp", "cf", "fig", "eq", "no", "nos", "vol",
+    "min", "max", "sec", "secs", "est", "dept", "inc", "ltd", "corp", "mr", "mrs", "ms", "dr",
+    "prof", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
+];
 
 /// Removes list markers and quote markers, which are layout, not content.
 fn strip_marker(s: &str) -> &str {

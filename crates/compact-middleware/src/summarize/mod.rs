@@ -17,6 +17,18 @@ mod render;
 mod templates;
 
 pub use extractive::ExtractiveSummarizer;
+
+/// The fact lines the extractive summary of `ledger` keeps within
+/// `req.max_tokens`: what a model summary must carry too.
+pub fn must_keep(ledger: &FactLedger, req: &SummaryRequest) -> Vec<String> {
+    extractive::must_keep(&ledger.0, req)
+}
+
+/// The identifiers, quantities and numbers of a fact line: what must be in
+/// a summary for it to carry the fact.
+pub fn fact_keys(line: &str) -> Vec<String> {
+    facts::fact_keys(line)
+}
 pub use openai::{OpenAiConfig, OpenAiError, OpenAiSummarizer};
 pub use templates::{TemplateError, Templates};
 
@@ -112,6 +124,10 @@ pub struct SummaryRequest {
     pub max_tokens: usize,
     /// The exact token counter for the target model.
     pub count_tokens: TokenCountFn,
+    /// The session's fact ledger, span included, when the pipeline keeps
+    /// one: the extractive summarizer renders it; a model summarizer must
+    /// keep its facts.
+    pub ledger: Option<Arc<FactLedger>>,
 }
 
 impl fmt::Debug for SummaryRequest {
@@ -127,7 +143,7 @@ impl fmt::Debug for SummaryRequest {
 }
 
 /// A summary body and what it cost.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Summary {
     /// The body (plain text, without the `COMPACT-SUMMARY vN` header).
     pub text: String,
@@ -139,6 +155,75 @@ pub struct Summary {
     pub prompt_tokens: Option<u64>,
     /// Completion tokens billed by the provider, if a model was called.
     pub completion_tokens: Option<u64>,
+    /// What the summary kept of the fact ledger, when it was rendered from one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub facts: Option<FactsReport>,
+}
+
+/// What a summary kept of the facts it was given.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FactsReport {
+    /// Facts in the summary (shrunk ones included).
+    pub kept: usize,
+    /// Facts that did not fit and are only in the archive now.
+    pub dropped: usize,
+    /// Facts shown in a shorter form (their clause, or their key).
+    pub shrunk: usize,
+    /// Facts replaced by a later statement on the same subject.
+    pub superseded: usize,
+    /// The dropped facts, shortened (at most 50).
+    pub dropped_keys: Vec<String>,
+}
+
+/// The facts of everything that left a session's context: requirements
+/// and constraints, decisions, identifiers, open actions, the task as
+/// stated; deduplicated, each kept verbatim. The rolling summary renders it
+/// within its budget. Persisted with the session.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct FactLedger(pub(crate) facts::Ledger);
+
+impl FactLedger {
+    /// An empty ledger.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Facts recorded (superseded ones included).
+    pub fn len(&self) -> usize {
+        self.0.items.len()
+    }
+
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.0.items.is_empty()
+    }
+
+    /// Takes in a span of messages leaving the context.
+    pub fn absorb(&mut self, entries: &[SummaryEntry]) {
+        self.0.absorb(entries);
+    }
+
+    /// Records the identifiers of prose still in the context, so that tool
+    /// output naming them counts as salient.
+    pub fn note_mentions(&mut self, text: &str) {
+        self.0.note_mentions(text);
+    }
+
+    /// Takes in a previous summary's body (one we no longer hold a ledger
+    /// for: another process wrote it, or the state was lost).
+    pub fn absorb_summary(&mut self, body: &str) {
+        render::parse_previous(body, &mut self.0);
+    }
+
+    /// Every fact's text, in first-mention order (superseded ones left out).
+    pub fn texts(&self) -> impl Iterator<Item = &str> {
+        self.0
+            .items
+            .iter()
+            .filter(|i| i.superseded_by.is_none())
+            .map(|i| i.text.as_str())
+    }
 }
 
 /// Why a summarizer produced no usable summary. The pipeline reacts to every
@@ -184,6 +269,13 @@ pub enum SummarizeError {
     /// The model answered with a tool call instead of text.
     #[error("summarizer answered with a tool call instead of a summary")]
     ToolCall,
+    /// The summary left out facts of the ledger, and they do not fit when
+    /// appended.
+    #[error("summary lost {missing} facts of the ledger that do not fit when appended")]
+    LostFacts {
+        /// Facts missing from the summary.
+        missing: usize,
+    },
     /// The summary is not smaller than what it replaces.
     #[error("summary is not smaller than what it replaces: {tokens} tokens >= {replaced}")]
     NotSmaller {
@@ -208,6 +300,7 @@ impl SummarizeError {
             Self::Other(_) => "Other",
             Self::ToolCall => "ToolCall",
             Self::NotSmaller { .. } => "NotSmaller",
+            Self::LostFacts { .. } => "LostFacts",
         }
     }
 }

@@ -548,6 +548,21 @@ impl Summarizer for OpenAiSummarizer {
         Box::pin(async move {
             let parts = self.plan_parts(req);
             let mut previous = req.previous.clone();
+            if let Some(ledger) = &req.ledger {
+                // The facts the extractive summary would keep: the model is
+                // told to keep them, and the pipeline checks it did.
+                let facts = super::extractive::must_keep(&ledger.0, req);
+                if !facts.is_empty() {
+                    let mut text = previous.take().unwrap_or_default();
+                    text.push_str("\n\nFacts that must appear verbatim in the new summary:\n");
+                    for f in &facts {
+                        text.push_str("- ");
+                        text.push_str(f);
+                        text.push('\n');
+                    }
+                    previous = Some(text.trim().to_owned());
+                }
+            }
             let mut prompt_tokens = 0u64;
             let mut completion_tokens = 0u64;
             let mut model = self.config.model.clone();
@@ -577,6 +592,7 @@ impl Summarizer for OpenAiSummarizer {
                 model: Some(model),
                 prompt_tokens: Some(prompt_tokens),
                 completion_tokens: Some(completion_tokens),
+                facts: None,
             })
         })
     }

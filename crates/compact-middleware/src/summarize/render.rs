@@ -127,57 +127,47 @@ const BRIEF_LINE: usize = 200;
 /// Identifiers per packed bullet, so lines stay readable.
 const INLINE_PER_LINE: usize = 12;
 
-/// Renders the kept items. `replace` substitutes the text of one item (the
-/// last-resort truncation).
-pub(crate) fn render(
-    items: &[Item],
-    keep: &[bool],
-    strategy: Strategy,
-    replace: Option<(usize, &str)>,
-) -> String {
-    let text_of = |i: usize| -> &str {
-        match replace {
-            Some((r, t)) if r == i => t,
-            _ => &items[i].text,
-        }
-    };
-    // A sentence already inside a kept request is not repeated: the request
-    // says it verbatim. (It reappears on its own if the request is dropped.)
-    let requests: Vec<&str> = (0..items.len())
-        .filter(|&i| keep[i] && matches!(items[i].kind, Goal | Latest))
-        .map(text_of)
-        .collect();
-    let hidden = |i: usize| {
-        // `brief` is short: measurements quoted from tool output stay out.
-        (strategy == Strategy::Brief && items[i].kind == Fact && items[i].from_tool)
-            || matches!(items[i].kind, Constraint | Decision | Action | Error | Fact)
-                && requests.iter().any(|r| r.contains(text_of(i)))
-    };
+/// Renders the items that have a display text (`None`: not shown), in the
+/// sections of `strategy`, each section in first-mention order.
+/// Whether `strategy` shows an item of this kind whole (`brief` clips its
+/// lines, so what a sentence carries may not survive there).
+pub(crate) fn shows_whole(strategy: Strategy, kind: Kind) -> bool {
+    strategy != Strategy::Brief && layout(strategy).iter().any(|s| s.kinds.contains(&kind))
+}
+
+pub(crate) fn render(items: &[Item], shown: &[Option<String>], strategy: Strategy) -> String {
     let kept_file_apis: Vec<&str> = if strategy == Strategy::CodeDelta {
         (0..items.len())
-            .filter(|&i| keep[i] && items[i].kind == File)
+            .filter(|&i| shown[i].is_some() && items[i].kind == File)
             .flat_map(|i| items[i].apis.iter().map(String::as_str))
             .collect()
     } else {
         Vec::new()
     };
+    // `brief` is short: measurements quoted from tool output stay out.
+    let hidden = |i: usize| {
+        strategy == Strategy::Brief
+            && items[i].kind == Fact
+            && items[i].from_tool
+            && !items[i].salient
+    };
 
     let mut out = String::new();
     for section in layout(strategy) {
-        let mut members: Vec<usize> = (0..items.len())
-            .filter(|&i| keep[i] && section.kinds.contains(&items[i].kind) && !hidden(i))
-            .filter(|&i| !(section.header == APIS.header && kept_file_apis.contains(&text_of(i))))
+        let mut members: Vec<(usize, &str)> = (0..items.len())
+            .filter(|&i| section.kinds.contains(&items[i].kind) && !hidden(i))
+            .filter_map(|i| shown[i].as_deref().map(|t| (i, t)))
+            .filter(|&(_, t)| !(section.header == APIS.header && kept_file_apis.contains(&t)))
             .collect();
         if members.is_empty() {
             continue;
         }
-        members.sort_by_key(|&i| (items[i].first, i));
+        members.sort_by_key(|&(i, _)| (items[i].first, i));
         out.push_str(section.header);
         out.push('\n');
         match section.style {
             Style::Bullets => {
-                for &i in &members {
-                    let text = text_of(i);
+                for &(i, text) in &members {
                     let text = if strategy == Strategy::Brief
                         && items[i].kind != Latest
                         && items[i].kind != Goal
@@ -192,19 +182,19 @@ pub(crate) fn render(
             Style::Inline => {
                 for chunk in members.chunks(INLINE_PER_LINE) {
                     out.push_str("- ");
-                    for (n, &i) in chunk.iter().enumerate() {
+                    for (n, &(_, text)) in chunk.iter().enumerate() {
                         if n > 0 {
                             out.push_str(", ");
                         }
-                        out.push_str(text_of(i));
+                        out.push_str(text);
                     }
                     out.push('\n');
                 }
             }
             Style::FileApis => {
-                for &i in &members {
+                for &(i, text) in &members {
                     out.push_str("- ");
-                    out.push_str(text_of(i));
+                    out.push_str(text);
                     if !items[i].apis.is_empty() {
                         out.push_str(": ");
                         out.push_str(&items[i].apis.join(", "));
@@ -234,10 +224,10 @@ fn push_bullet(out: &mut String, text: &str) {
     }
 }
 
-/// Parses a previous body into `ledger`; returns the previous latest request
-/// (held apart: it becomes a goal only when a newer request arrives) and the
-/// previous goals, in order.
-pub(crate) fn parse_previous(previous: &str, ledger: &mut Ledger) -> ParsedPrevious {
+/// Parses a previous body into `ledger`: its goals, latest request and
+/// facts become items again, so a summary written without a ledger (or by
+/// another summarizer) loses nothing when it is folded.
+pub(crate) fn parse_previous(previous: &str, ledger: &mut Ledger) {
     let mut parsed = ParsedPrevious::default();
     let mut current: Option<&Section> = None;
     let mut open: Option<String> = None;
@@ -270,14 +260,26 @@ pub(crate) fn parse_previous(previous: &str, ledger: &mut Ledger) -> ParsedPrevi
     if !stray.is_empty() {
         ledger.extract_prose(&stray);
     }
-    parsed
+    for line in &parsed.sentences {
+        ledger.add_identifiers_of(line, false);
+    }
+    for goal in &parsed.goals {
+        ledger.add(Goal, goal, false);
+    }
+    if let Some(latest) = &parsed.latest {
+        ledger.set_latest(latest);
+    }
 }
 
 /// What a previous body held apart from the ledger's ordinary items.
 #[derive(Debug, Default)]
-pub(crate) struct ParsedPrevious {
-    pub latest: Option<String>,
-    pub goals: Vec<String>,
+struct ParsedPrevious {
+    latest: Option<String>,
+    goals: Vec<String>,
+    /// Prose lines whose identifiers may not be listed on their own (a
+    /// sentence shown whole carries them): read after the lists, so the
+    /// lists keep their order.
+    sentences: Vec<String>,
 }
 
 fn flush(
@@ -290,8 +292,14 @@ fn flush(
         return;
     };
     match section.kinds {
-        [Goal] => parsed.goals.push(text),
-        [Latest] => parsed.latest = Some(text),
+        [Goal] => {
+            parsed.sentences.push(text.clone());
+            parsed.goals.push(text);
+        }
+        [Latest] => {
+            parsed.sentences.push(text.clone());
+            parsed.latest = Some(text);
+        }
         [kind] if section.style == Style::Inline => {
             for part in text.split(", ") {
                 ledger.add(*kind, part, false);
@@ -309,7 +317,12 @@ fn flush(
             }
         }
         [kind] => {
-            ledger.add(*kind, &text, text.starts_with('['));
+            // A tool line a previous summary kept keeps its standing.
+            let from_tool = text.starts_with('[');
+            ledger.add_with(*kind, &text, from_tool, from_tool);
+            if !from_tool {
+                parsed.sentences.push(text);
+            }
         }
         _ => {
             // Mixed sections (Key points, Decision log, Sources): recover the
@@ -333,7 +346,10 @@ fn flush(
                     _ => Fact,
                 }
             };
-            ledger.add(kind, &text, from_tool);
+            ledger.add_with(kind, &text, from_tool, from_tool);
+            if !from_tool && !matches!(kind, Url | File) {
+                parsed.sentences.push(text);
+            }
         }
     }
 }

@@ -1,0 +1,63 @@
+//! The retention suite alone, without building the `compact` binary (and
+//! its AWS SDK): `cargo run --release -p compact-bench --example retention`.
+//!
+//! Prints the JSON document of `compact bench retention` (its `retention`
+//! member). `--quick` runs the smoke corpus; `--table` prints one line per
+//! window and calling mode instead of the JSON.
+
+use serde_json::Value;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let doc = compact_bench::retention::run(quick);
+    if !args.iter().any(|a| a == "--table") {
+        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+        return;
+    }
+    let pct = |v: &Value| {
+        v["pct"]
+            .as_f64()
+            .map_or("-".to_string(), |p| format!("{p:.1}"))
+    };
+    println!(
+        "{:>7} {:<10} {:>6} {:>6} {:>6} | left recent: {:>6} {:>6} | {:>5} {:>5} {:>6} {:>6} {:>11}",
+        "window",
+        "mode",
+        "all",
+        "u+a",
+        "tool",
+        "u+a",
+        "tool",
+        "comp",
+        "summ",
+        "insuff",
+        "nested",
+        "summary/cap"
+    );
+    if let Some(windows) = doc["by_window"].as_object() {
+        for (w, cell) in windows {
+            for mode in ["fed_back", "raw_resent"] {
+                let c = &cell[mode];
+                println!(
+                    "{w:>7} {mode:<10} {:>6} {:>6} {:>6} | left recent: {:>6} {:>6} | {:>5} {:>5} {:>6} {:>6} {:>5}/{:<5}",
+                    pct(&c["facts"]),
+                    pct(&c["user_assistant"]),
+                    pct(&c["tool"]),
+                    pct(&c["left_recent_window"]["user_assistant"]),
+                    pct(&c["left_recent_window"]["tool"]),
+                    c["compactions"].to_string(),
+                    c["summaries"].to_string(),
+                    c["insufficient_budget"].to_string(),
+                    c["nested_summary_headers"].to_string(),
+                    c["max_summary_tokens"].to_string(),
+                    c["summary_cap"].to_string(),
+                );
+            }
+        }
+    }
+    println!(
+        "meets_targets: {}  wall: {} s",
+        doc["meets_targets"], doc["wall_secs"]
+    );
+}
