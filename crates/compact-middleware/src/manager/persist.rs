@@ -206,6 +206,8 @@ pub(super) fn to_record(s: &Session) -> SessionRecord {
             .last_report
             .as_ref()
             .and_then(|l| serde_json::to_value(l.layers).ok()),
+        ledger: s.ledger.clone(),
+        estimate_error: s.estimate_error,
         updated_at_ms: crate::state::now_ms(),
     }
 }
@@ -237,6 +239,8 @@ pub(super) fn from_record(id: SessionId, r: SessionRecord) -> Session {
     s.cross_session = r.cross_session_read.then_some(r.cross_session);
     s.secrets = Secrets::from_fragments(r.secrets);
     s.conversation = r.conversation;
+    s.ledger = r.ledger;
+    s.estimate_error = r.estimate_error;
     s.last_report = r.last_report.map(|report| LastReportCall {
         report: LastReport::Stored(report),
         layers: r

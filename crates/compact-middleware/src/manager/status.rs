@@ -99,8 +99,9 @@ pub struct SessionStatus {
     pub store: String,
     /// The rolling summary in the context, if any.
     pub summary: Option<SummaryStatus>,
-    /// The session's fact ledger (empty until the ledger is kept per session).
-    pub ledger: Vec<Value>,
+    /// The session's fact ledger: every fact still standing, in
+    /// first-mention order (redacted like the summary).
+    pub ledger: Vec<String>,
     /// The layers of the last output.
     pub layers: Option<Layers>,
     /// The last preflight's report.
@@ -194,7 +195,7 @@ impl CompactManager {
                 tokens: self.estimator().count_text(&sum.body),
                 text: clean(&sum.body),
             }),
-            ledger: Vec::new(),
+            ledger: s.ledger.texts().map(clean).collect(),
             layers: s.last_report.as_ref().map(|l| l.layers),
             last_report: s
                 .last_report

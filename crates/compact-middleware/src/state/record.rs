@@ -46,6 +46,11 @@ pub struct SessionRecord {
     pub last_report: Option<Value>,
     /// The layers of the last output (for `status`).
     pub layers: Option<Value>,
+    /// The fact ledger behind the rolling summary.
+    pub ledger: crate::summarize::FactLedger,
+    /// The last observed relative error of the pure token estimate against
+    /// the provider's reported usage.
+    pub estimate_error: Option<f64>,
     /// When the record was written, in milliseconds since the Unix epoch.
     pub updated_at_ms: u64,
 }
