@@ -833,3 +833,42 @@ async fn summary_created_event_carries_model_usage_and_ratio() {
         assert!(s.contains(needle), "{needle} missing in {s}");
     }
 }
+
+#[tokio::test]
+async fn a_model_that_omits_facts_cannot_make_the_summary_forget_them() {
+    // The model answers with a plausible summary that leaves out the
+    // constraint, the decision and the reserved port stated in the turns.
+    let server = FakeServer::start(vec![ok("Goals: investigate the NET retries.")]).await;
+    let manager = CompactManager::builder(manager_config(&server.base_url(), ""))
+        .without_config_exporters()
+        .without_storage()
+        .build()
+        .expect("manager");
+    let mut history = vec![Message::system("You are a coding agent.")];
+    history.push(Message::user(
+        "We must never deploy to eu-west-3 before the audit. Port 8443 is reserved for the admin API.",
+    ));
+    history.push(Message::assistant(
+        "We decided to use tokio-retry because it supports jitter.",
+    ));
+    history.extend(turns(0, 4));
+    history.push(Message::user("Continue."));
+    let out = manager
+        .manual_compact("s", history, "test")
+        .await
+        .expect("compact");
+    assert_eq!(server.hits(), 1, "the model was asked");
+    let summary = out
+        .messages
+        .iter()
+        .map(Message::plain_text)
+        .find(|t| t.starts_with("COMPACT-SUMMARY v1"))
+        .expect("summary message");
+    for fact in ["eu-west-3", "8443", "tokio-retry"] {
+        assert!(summary.contains(fact), "{fact} lost:\n{summary}");
+    }
+    assert!(
+        summary.contains("investigate the NET retries"),
+        "the model's own text is kept:\n{summary}"
+    );
+}
