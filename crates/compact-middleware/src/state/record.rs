@@ -46,7 +46,9 @@ pub struct SessionRecord {
     pub last_report: Option<Value>,
     /// The layers of the last output (for `status`).
     pub layers: Option<Value>,
-    /// The fact ledger behind the rolling summary.
+    /// The fact ledger behind the rolling summary. A ledger this version
+    /// cannot read loads empty (the summary itself is read back instead).
+    #[serde(deserialize_with = "lenient_ledger")]
     pub ledger: crate::summarize::FactLedger,
     /// The last observed relative error of the pure token estimate against
     /// the provider's reported usage.
@@ -161,6 +163,18 @@ mod messages {
     }
 }
 
+/// Reads a ledger, or an empty one (with a warning) when its shape is not
+/// one this version knows: the session goes on, its summary is re-read.
+fn lenient_ledger<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<crate::summarize::FactLedger, D::Error> {
+    let v = Value::deserialize(d)?;
+    Ok(serde_json::from_value(v).unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "a stored fact ledger could not be read; starting an empty one");
+        crate::summarize::FactLedger::default()
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,6 +205,23 @@ mod tests {
         assert_eq!(back.last.out, vec![m]);
         assert_eq!(back.last.raw, vec![1, 2]);
         assert_eq!(back.step, Some(4));
+
+        // The fact ledger survives the trip, facts and all.
+        let mut ledger = crate::summarize::FactLedger::new();
+        ledger.absorb(&[crate::summarize::SummaryEntry::new(
+            "user",
+            "We must never deploy to eu-west-3 before the audit.",
+        )]);
+        let with_ledger = SessionRecord {
+            ledger,
+            ..SessionRecord::default()
+        };
+        let back = SessionRecord::from_json(&with_ledger.to_json().unwrap()).unwrap();
+        assert!(!back.ledger.is_empty());
+        assert_eq!(
+            back.ledger.texts().collect::<Vec<_>>(),
+            with_ledger.ledger.texts().collect::<Vec<_>>()
+        );
 
         // A newer writer's extra fields are ignored; an older one's missing
         // fields take their defaults.
