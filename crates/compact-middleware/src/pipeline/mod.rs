@@ -508,8 +508,10 @@ impl<'a> Work<'a> {
     }
 
     async fn auto(&mut self, summarizer: &dyn Summarizer) -> Result<(), Insufficient> {
+        let facts_before = self.out.ledger.ranked_len();
         self.cap();
         if self.met_target() {
+            self.refresh_summary(summarizer, facts_before).await;
             return Ok(());
         }
         let plan = self.layout.plan(
@@ -518,6 +520,7 @@ impl<'a> Work<'a> {
         );
         self.clear(&plan);
         if self.met_target() {
+            self.refresh_summary(summarizer, facts_before).await;
             return Ok(());
         }
         self.summarize_and_reduce(summarizer).await
@@ -777,12 +780,31 @@ impl<'a> Work<'a> {
         let outcome =
             fallback::summarize_with_fallbacks(summarizer, &req, replaced, self.primary_disabled)
                 .await;
-        self.out.primary_failed = outcome.primary_failed;
+        let message = self.commit_outcome(outcome, input_messages, input_tokens, started);
+        if message.is_some() {
+            self.out.tiers.push(Tier::Summarize);
+            self.out.summarized += input_messages;
+        } else {
+            self.out.dropped += input_messages;
+        }
+        self.chosen = Some((plan, message));
+    }
+
+    /// Records what the summarizer chain returned; the summary message, if
+    /// one was written.
+    fn commit_outcome(
+        &mut self,
+        outcome: FallbackOutcome,
+        input_messages: usize,
+        input_tokens: usize,
+        started: std::time::Instant,
+    ) -> Option<Message> {
+        self.out.primary_failed |= outcome.primary_failed;
         self.out.fallbacks.extend(outcome.fallbacks);
         let strategy = outcome.strategy;
         let result = outcome.summary;
         let role = self.summary_role();
-        let message = result.map(|(s, name)| {
+        result.map(|(s, name)| {
             let m = summary::summary_message(role, self.next_version, &s.text);
             self.out.summary = Some(NewSummary {
                 version: self.next_version,
@@ -805,14 +827,56 @@ impl<'a> Work<'a> {
                 facts: s.facts,
             });
             m
-        });
-        if message.is_some() {
-            self.out.tiers.push(Tier::Summarize);
-            self.out.summarized += input_messages;
-        } else {
-            self.out.dropped += input_messages;
+        })
+    }
+
+    /// Tiers 1 and 2 met the target, but what they removed went to the
+    /// ledger only: without a summary those facts would be gone from the
+    /// context. When the ledger learned a fact (not bulk) in this run and the
+    /// target leaves room, the summary is written (or rewritten) from the
+    /// ledger, in place of the previous one, or after the leading pinned
+    /// messages.
+    async fn refresh_summary(&mut self, summarizer: &dyn Summarizer, facts_before: usize) {
+        if self.out.ledger.ranked_len() <= facts_before {
+            return;
         }
-        self.chosen = Some((plan, message));
+        let old = self.summary_index.map_or(0, |si| self.counts[si]);
+        let overhead = self.summary_overhead();
+        let room = (self.limits.target + old).saturating_sub(self.total() + overhead);
+        let max_body = room.min(self.summary_cap());
+        if max_body < MIN_USEFUL_SUMMARY / 2 {
+            return;
+        }
+        let counter = self.est.counter();
+        let req = SummaryRequest {
+            previous: self.previous_summary.clone(),
+            entries: Vec::new(),
+            strategy: self.policy.strategy,
+            max_tokens: max_body,
+            count_tokens: Arc::new(move |s: &str| counter.count(s)),
+            ledger: Some(Arc::new(self.out.ledger.clone())),
+        };
+        let started = std::time::Instant::now();
+        let outcome =
+            fallback::summarize_with_fallbacks(summarizer, &req, 0, self.primary_disabled).await;
+        let Some(message) = self.commit_outcome(outcome, 0, old, started) else {
+            return;
+        };
+        self.out.tiers.push(Tier::Summarize);
+        match self.summary_index {
+            Some(si) => {
+                self.msgs[si] = message;
+                self.counts[si] = self.est.count_message(&self.msgs[si]);
+            }
+            None => {
+                let at = (0..self.layout.groups.len())
+                    .find(|&gi| !self.layout.pinned[gi])
+                    .map_or(self.msgs.len(), |gi| self.layout.groups[gi].start);
+                let n = self.est.count_message(&message);
+                self.msgs.insert(at, message);
+                self.counts.insert(at, n);
+            }
+        }
     }
 
     /// `trim` mode: drop the oldest whole turns, keep the last N (fewer if

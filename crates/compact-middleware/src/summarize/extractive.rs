@@ -145,6 +145,16 @@ fn redundancy(items: &[Item], keys: &[Vec<String>], live: &dyn Fn(usize) -> bool
     out
 }
 
+/// Live facts that rank above the bulk of tool output: what is worth a
+/// summary of its own.
+pub(crate) fn ranked_facts(ledger: &Ledger) -> usize {
+    ledger
+        .items
+        .iter()
+        .filter(|it| it.superseded_by.is_none() && rank(it, false, false) > BULK)
+        .count()
+}
+
 /// Ranks at or below this are the bulk of tool output, not facts of the
 /// conversation: they go first and are not counted as facts.
 const BULK: u8 = 3;

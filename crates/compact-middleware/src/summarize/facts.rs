@@ -691,11 +691,7 @@ impl Ledger {
                 // Kept as a labelled fact, never as a constraint or a
                 // decision: a tool's text gives no orders (a fetched page
                 // saying "you must…" is not the user speaking).
-                if let Some(Kind::Constraint | Kind::Decision | Kind::Action) =
-                    classify_as(sentence, Voice::Principal)
-                    && cues > 0
-                    && left > 0
-                {
+                if cue_worth_keeping(sentence) && cues > 0 && left > 0 {
                     cues -= 1;
                     left -= 1;
                     self.add_with(
@@ -773,7 +769,7 @@ impl Ledger {
                 for (k, value) in map {
                     match value {
                         Value::String(text) if text.split_whitespace().count() >= 4 => {
-                            if !in_long_array || self.names_mentioned(text) {
+                            if !in_long_array || self.names_mentioned(text) || states_fact(text) {
                                 self.extract_json_prose(text, label, left);
                             }
                         }
@@ -1091,6 +1087,41 @@ fn classify_as(sentence: &str, voice: Voice) -> Option<Kind> {
     } else {
         None
     }
+}
+
+/// Whether a tool's prose holds a statement worth keeping even where the
+/// conversation named nothing of it.
+fn states_fact(text: &str) -> bool {
+    text.lines()
+        .flat_map(split_sentences)
+        .any(cue_worth_keeping)
+}
+
+/// A tool sentence with a cue that says something: a decision, a firm
+/// requirement (`must`, `never`, `requires`…, not just `only`), or a requirement or an action that
+/// carries an identifier or a quantity. A bare "only in debug builds" is
+/// filler and must not take the room of the statements that matter.
+fn cue_worth_keeping(sentence: &str) -> bool {
+    match classify_as(sentence, Voice::Principal) {
+        Some(Kind::Decision) => true,
+        Some(Kind::Constraint) => {
+            let firm = CONSTRAINT
+                .find_iter(sentence)
+                .any(|m| !matches!(m.as_str().to_ascii_lowercase().as_str(), "only" | "always"));
+            firm || carries_identifier(sentence)
+        }
+        Some(Kind::Action) => carries_identifier(sentence),
+        _ => false,
+    }
+}
+
+/// Whether `sentence` names an identifier or a quantity.
+fn carries_identifier(sentence: &str) -> bool {
+    QUANTITY.is_match(sentence)
+        || NAMED_NUMBER.is_match(sentence)
+        || TOKEN
+            .find_iter(sentence)
+            .any(|m| classify_token(sentence, m.start(), m.end(), m.as_str()).is_some())
 }
 
 fn is_error(line: &str) -> bool {

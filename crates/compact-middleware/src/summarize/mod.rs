@@ -194,6 +194,12 @@ impl FactLedger {
         self.0.items.len()
     }
 
+    /// Live facts that rank above the bulk of tool output (what a summary
+    /// shows first).
+    pub(crate) fn ranked_len(&self) -> usize {
+        extractive::ranked_facts(&self.0)
+    }
+
     /// Whether nothing was recorded.
     pub fn is_empty(&self) -> bool {
         self.0.items.is_empty()
