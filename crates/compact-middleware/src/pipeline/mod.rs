@@ -266,6 +266,8 @@ struct Work<'a> {
     anthropic: bool,
     /// Index in the input of each message of `msgs` (bridges are not in `msgs`).
     input_index: Vec<usize>,
+    /// Where `refresh_summary` inserted a new summary message into `msgs`.
+    inserted_summary: Option<usize>,
     /// The input opened with a user message.
     input_starts_with_user: bool,
     previous_summary: Option<String>,
@@ -356,6 +358,7 @@ impl<'a> Work<'a> {
             summary_index,
             anthropic,
             input_index,
+            inserted_summary: None,
             input_starts_with_user,
             previous_summary: input.previous_summary,
             next_version: input.next_version,
@@ -875,6 +878,7 @@ impl<'a> Work<'a> {
                 let n = self.est.count_message(&message);
                 self.msgs.insert(at, message);
                 self.counts.insert(at, n);
+                self.inserted_summary = Some(at);
             }
         }
     }
@@ -936,10 +940,17 @@ impl<'a> Work<'a> {
                     self.policy.keep_tool_io_pairs,
                 );
                 self.out.kept = self.kept_counts(&plan);
+                // A summary the refresh inserted has no input index; the
+                // messages after it had theirs before it came.
+                let inserted = self.inserted_summary;
                 std::mem::take(&mut self.msgs)
                     .into_iter()
                     .enumerate()
-                    .map(|(i, m)| (m, Some(i)))
+                    .map(|(i, m)| match inserted {
+                        Some(at) if i == at => (m, None),
+                        Some(at) if i > at => (m, Some(i - 1)),
+                        _ => (m, Some(i)),
+                    })
                     .collect()
             }
             Some((plan, summary)) => {
