@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # What the tests need beyond cargo: a real S3-compatible server (moto) for the
-# S3 adapter, and Debian's Chromium for the timeline UI test.
+# S3 adapter, Debian's Chromium for the timeline UI test, and PostgreSQL.
 if ! python3 -c 'import moto.server' 2>/dev/null; then
     python3 -m pip install --quiet 'moto[server]'
 fi
@@ -17,6 +17,23 @@ if ! command -v chromium >/dev/null 2>&1; then
         echo "scripts/test.sh: chromium is required for the UI test (install it)" >&2
         exit 1
     fi
+fi
+
+# A real PostgreSQL for the session store tests: Debian's server, run by
+# scripts/postgres.sh as a throwaway instance on a free loopback port.
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+    if command -v apt-get >/dev/null 2>&1; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+    else
+        echo "scripts/test.sh: PostgreSQL is required for the session store tests (install it)" >&2
+        exit 1
+    fi
+fi
+if [ -z "${COMPACT_TEST_POSTGRES_URL:-}" ]; then
+    pg_dir=$(mktemp -d)
+    COMPACT_TEST_POSTGRES_URL=$(scripts/postgres.sh start "$pg_dir")
+    export COMPACT_TEST_POSTGRES_URL
+    trap 'scripts/postgres.sh stop "$pg_dir"; rm -rf "$pg_dir"' EXIT
 fi
 
 # Proptest: enough cases to mean something, bounded so CI stays fast.

@@ -15,7 +15,7 @@ use compact_middleware::config::{
 };
 use compact_middleware::events::Exporter;
 use compact_middleware::manager::Builder;
-use compact_middleware::state::{SessionStore, SqliteSessionStore};
+use compact_middleware::state::{PostgresSessionStore, SessionStore, SqliteSessionStore};
 use serde_json::Value;
 
 use crate::exit::{CliError, CliResult};
@@ -75,7 +75,7 @@ impl Parts {
         Ok(Parts {
             storage,
             exporters,
-            store: session_store(config)?,
+            store: session_store(config, rt)?,
         })
     }
 
@@ -122,8 +122,12 @@ pub(crate) fn set_state_file(loaded: &mut Loaded, file: &Path, flag: &str) -> Cl
 }
 
 /// The session store `state.store` names; `None` for `memory` (the
-/// manager's own map).
-pub(crate) fn session_store(config: &Config) -> CliResult<Option<Arc<dyn SessionStore>>> {
+/// manager's own map). PostgreSQL connects on `rt`, whose tasks then carry
+/// its connections.
+pub(crate) fn session_store(
+    config: &Config,
+    rt: &tokio::runtime::Runtime,
+) -> CliResult<Option<Arc<dyn SessionStore>>> {
     match config.state.store {
         StateStoreKind::Memory => Ok(None),
         StateStoreKind::Sqlite => {
@@ -131,8 +135,18 @@ pub(crate) fn session_store(config: &Config) -> CliResult<Option<Arc<dyn Session
                 .map_err(|e| CliError::BadInput(format!("configuration: state.path: {e}")))?;
             Ok(Some(Arc::new(store)))
         }
-        StateStoreKind::Postgres => Err(CliError::BadInput(
-            "configuration: state.store: postgres is not built into this binary yet".into(),
-        )),
+        StateStoreKind::Postgres => {
+            // Validation requires the URL with this store; never print it
+            // unmasked (the store's errors mask its password).
+            let url = config.state.url.as_deref().ok_or_else(|| {
+                CliError::BadInput(
+                    "configuration: state.url is required when state.store is postgres".into(),
+                )
+            })?;
+            let store = rt
+                .block_on(PostgresSessionStore::connect(url))
+                .map_err(|e| CliError::BadInput(format!("configuration: state.url: {e}")))?;
+            Ok(Some(Arc::new(store)))
+        }
     }
 }

@@ -22,7 +22,7 @@
 //! - [`redact`]: the `Redactor` applied to everything exported or archived.
 //! - [`memory`]: the memory store (SQLite), the sliding-window memory,
 //!   cross-session memory and memory files injected into the instructions.
-//! - [`state`]: the `SessionStore` trait and its in-memory and SQLite stores:
+//! - [`state`]: the `SessionStore` trait and its in-memory, SQLite and PostgreSQL stores:
 //!   session state that outlives a process (docs/design.md §13).
 //! - [`strategy`]: per request > per conversation > per agent > defaults.
 pub mod archive;

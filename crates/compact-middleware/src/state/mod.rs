@@ -13,18 +13,21 @@
 //! - [`SqliteSessionStore`]: one SQLite file, the default of `compact serve`
 //!   and of `compact preflight --state FILE`. Calls run on the blocking pool;
 //!   the cross-process lock is an advisory file lock.
-//! - PostgreSQL lives in the `compact-postgres` crate, so the core does not
-//!   always compile it.
+//! - [`PostgresSessionStore`]: one PostgreSQL table shared by many replicas;
+//!   a session is held by a transaction-scoped advisory lock, so a dead
+//!   replica never leaves one locked.
 //!
 //! Private modules: `record` (the record and its encoding), `memory`,
-//! `sqlite`, `filelock` (the advisory lock files).
+//! `sqlite`, `postgres`, `filelock` (the advisory lock files).
 
 mod filelock;
 mod memory;
+mod postgres;
 mod record;
 mod sqlite;
 
 pub use memory::MemorySessionStore;
+pub use postgres::PostgresSessionStore;
 pub use record::{BreakerRecord, LastCallRecord, RECORD_FORMAT, SessionRecord, SummaryRecord};
 pub use sqlite::SqliteSessionStore;
 

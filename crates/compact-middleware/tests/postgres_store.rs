@@ -1,0 +1,319 @@
+//! The PostgreSQL session store against a real server: the store contract
+//! (load, save, delete, a record round trip with its fact ledger), managers
+//! on separate connections continuing one summary chain exactly as one
+//! manager does, and locks of one session serializing across connections.
+
+mod postgres_support;
+
+use std::sync::Arc;
+
+use compact_middleware::archive::SessionId;
+use compact_middleware::config::Config;
+use compact_middleware::state::{Fetched, PostgresSessionStore, SessionRecord, SessionStore};
+use compact_middleware::{CompactManager, Message};
+
+fn turn(i: usize) -> Vec<Message> {
+    vec![
+        Message::user(format!(
+            "turn {i}: ticket OPS-{i} belongs to team-{i}. We decided to keep service-{i} on port {}. {}",
+            8000 + i,
+            "lorem ipsum ".repeat(40)
+        )),
+        Message::assistant(format!("Done with OPS-{i}. {}", "dolor sit ".repeat(40))),
+    ]
+}
+
+fn config(dir: &std::path::Path) -> Config {
+    let mut config = Config {
+        max_context_tokens: Some(2_000),
+        ..Config::default()
+    };
+    config.storage.path = dir.join("archive").display().to_string();
+    config.storage.spool_path = dir.join("spool").display().to_string();
+    config.telemetry.exporter = compact_middleware::config::ExporterKind::None;
+    config
+}
+
+fn manager(config: &Config, store: Option<Arc<dyn SessionStore>>) -> CompactManager {
+    let mut b = CompactManager::builder(config.clone());
+    if let Some(store) = store {
+        b = b.session_store(store);
+    }
+    b.build().unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// `turns` turns of session `s1`, the agent feeding our output back; turn
+/// `i` goes to `managers[pick(i)]`.
+async fn drive(
+    managers: &[CompactManager],
+    pick: impl Fn(usize) -> usize,
+    turns: usize,
+) -> Vec<Vec<Message>> {
+    let mut fed = vec![Message::system("You are an agent.")];
+    let mut outputs = Vec::new();
+    for i in 0..turns {
+        fed.extend(turn(i));
+        let out = managers[pick(i)]
+            .preflight("s1", fed.clone())
+            .await
+            .unwrap_or_else(|e| panic!("turn {i}: {e}"));
+        fed = out.messages.clone();
+        outputs.push(out.messages);
+    }
+    outputs
+}
+
+fn id(s: &str) -> SessionId {
+    SessionId::parse(s).expect("session id")
+}
+
+async fn connect(url: &str) -> Arc<dyn SessionStore> {
+    Arc::new(
+        PostgresSessionStore::connect(url)
+            .await
+            .unwrap_or_else(|e| panic!("{e}")),
+    )
+}
+
+#[tokio::test]
+async fn the_store_keeps_records_and_their_ledger() {
+    let db = postgres_support::database().await;
+    let store = connect(&db.url).await;
+    assert_eq!(store.kind(), "postgres");
+    assert!(store.load(&id("nobody")).await.expect("load").is_none());
+    assert!(!store.delete(&id("nobody")).await.expect("delete"));
+
+    // A real record, written by a manager: summary, hashes, ledger.
+    let dir = tempfile::tempdir().expect("tempdir");
+    drive(
+        &[manager(&config(dir.path()), Some(store.clone()))],
+        |_| 0,
+        12,
+    )
+    .await;
+    let record = store
+        .load(&id("s1"))
+        .await
+        .expect("load")
+        .expect("a record");
+    assert!(record.summary.as_ref().is_some_and(|s| s.version >= 1));
+    assert!(!record.ledger.is_empty(), "the ledger was stored");
+
+    // Round trip: saved elsewhere and read back, byte for byte the same.
+    store.save(&id("copy"), &record).await.expect("save");
+    let copy = store.load(&id("copy")).await.expect("load").expect("copy");
+    assert_eq!(
+        copy.to_json().expect("json"),
+        record.to_json().expect("json")
+    );
+
+    // A second connection (another replica) sees the same rows; the
+    // schema is created only once.
+    let other = connect(&db.url).await;
+    let seen = other.load(&id("copy")).await.expect("load").expect("copy");
+    assert_eq!(
+        seen.to_json().expect("json"),
+        record.to_json().expect("json")
+    );
+
+    // Etags: unchanged when known, new at every save.
+    let mut guard = store.lock(&id("copy")).await.expect("lock");
+    let Fetched::Record(etag, _) = guard.load(None).await.expect("load") else {
+        panic!("a record");
+    };
+    assert!(matches!(
+        guard.load(Some(etag)).await.expect("load"),
+        Fetched::Unchanged
+    ));
+    let next = guard.save(&SessionRecord::default()).await.expect("save");
+    assert_ne!(next, etag);
+    guard.release().await.expect("release");
+
+    // A guard dropped without release discards its writes.
+    let mut guard = store.lock(&id("copy")).await.expect("lock");
+    assert!(guard.delete().await.expect("delete"));
+    drop(guard);
+    assert!(store.load(&id("copy")).await.expect("load").is_some());
+
+    assert!(store.delete(&id("copy")).await.expect("delete"));
+    assert!(store.load(&id("copy")).await.expect("load").is_none());
+}
+
+#[tokio::test]
+async fn alternating_managers_on_one_database_match_one_manager() {
+    let db = postgres_support::database().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let one = drive(
+        &[manager(&config(&dir.path().join("one")), None)],
+        |_| 0,
+        24,
+    )
+    .await;
+    let cfg = config(&dir.path().join("pg"));
+    // Two replicas with their own connections, and a third built fresh at
+    // turn 10 (a restart).
+    let managers = [
+        manager(&cfg, Some(connect(&db.url).await)),
+        manager(&cfg, Some(connect(&db.url).await)),
+        manager(&cfg, Some(connect(&db.url).await)),
+    ];
+    let shared = drive(
+        &managers,
+        |i| if i >= 10 && i % 3 == 0 { 2 } else { i % 2 },
+        24,
+    )
+    .await;
+    assert_eq!(shared, one, "outputs differ from one manager's");
+    let record = connect(&db.url)
+        .await
+        .load(&id("s1"))
+        .await
+        .expect("load")
+        .expect("a record");
+    assert!(record.summary.as_ref().is_some_and(|s| s.version > 1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn locks_of_one_session_serialize_across_connections() {
+    let db = postgres_support::database().await;
+    let a = connect(&db.url).await;
+    let b = connect(&db.url).await;
+
+    // a holds the session; b's lock waits in the server until a commits,
+    // then b reads what a wrote.
+    let mut held = a.lock(&id("s")).await.expect("lock");
+    assert!(matches!(
+        held.load(None).await.expect("load"),
+        Fetched::Absent
+    ));
+    let waiter = tokio::spawn({
+        let b = b.clone();
+        async move {
+            let mut guard = b.lock(&id("s")).await.expect("lock");
+            let seen = match guard.load(None).await.expect("load") {
+                Fetched::Record(_, r) => r.step,
+                Fetched::Absent | Fetched::Unchanged => None,
+            };
+            guard
+                .save(&SessionRecord {
+                    step: Some(seen.unwrap_or(0) + 1),
+                    ..SessionRecord::default()
+                })
+                .await
+                .expect("save");
+            guard.release().await.expect("release");
+            seen
+        }
+    });
+    // Wait (no deadline) until the server shows b waiting for the lock.
+    let (watch, connection) = tokio_postgres::connect(&db.url, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(connection);
+    loop {
+        let waiting: i64 = watch
+            .query_one(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+                &[],
+            )
+            .await
+            .expect("pg_locks")
+            .get(0);
+        if waiting == 1 {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert!(!waiter.is_finished());
+    held.save(&SessionRecord {
+        step: Some(1),
+        ..SessionRecord::default()
+    })
+    .await
+    .expect("save");
+    held.release().await.expect("release");
+    assert_eq!(waiter.await.expect("waiter"), Some(1), "b saw a's write");
+    let last = a.load(&id("s")).await.expect("load").expect("record");
+    assert_eq!(last.step, Some(2));
+
+    // Many concurrent read-modify-writes over two replicas lose none.
+    let mut tasks = Vec::new();
+    for i in 0..16 {
+        let store = if i % 2 == 0 { a.clone() } else { b.clone() };
+        tasks.push(tokio::spawn(async move {
+            let mut guard = store.lock(&id("n")).await.expect("lock");
+            let n = match guard.load(None).await.expect("load") {
+                Fetched::Record(_, r) => r.step.unwrap_or(0),
+                Fetched::Absent | Fetched::Unchanged => 0,
+            };
+            tokio::task::yield_now().await;
+            guard
+                .save(&SessionRecord {
+                    step: Some(n + 1),
+                    ..SessionRecord::default()
+                })
+                .await
+                .expect("save");
+            guard.release().await.expect("release");
+        }));
+    }
+    for t in tasks {
+        t.await.expect("task");
+    }
+    let n = a.load(&id("n")).await.expect("load").expect("record");
+    assert_eq!(n.step, Some(16));
+}
+
+#[tokio::test]
+async fn a_bad_url_is_a_clear_error_without_the_password() {
+    let err = PostgresSessionStore::connect("postgres://u:s3cret@127.0.0.1:1/x")
+        .await
+        .expect_err("nothing listens on port 1");
+    let text = err.to_string();
+    assert!(text.contains("cannot connect"), "{text}");
+    assert!(!text.contains("s3cret"), "{text}");
+    assert!(text.contains("u:***@127.0.0.1:1/x"), "{text}");
+}
+
+#[tokio::test]
+async fn concurrent_preflights_of_one_session_on_two_replicas_never_fork_the_chain() {
+    let db = postgres_support::database().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = config(dir.path());
+    let a = manager(&cfg, Some(connect(&db.url).await));
+    let b = manager(&cfg, Some(connect(&db.url).await));
+    let mut history = vec![Message::system("You are an agent.")];
+    let mut last = 0;
+    for i in 0..10 {
+        history.extend(turn(i));
+        // Both replicas get the same raw history at once: whichever runs
+        // second sees the first's record, so versions only move forward.
+        let (x, y) = tokio::join!(
+            a.preflight("s1", history.clone()),
+            b.preflight("s1", history.clone())
+        );
+        x.unwrap_or_else(|e| panic!("turn {i}: {e}"));
+        y.unwrap_or_else(|e| panic!("turn {i}: {e}"));
+        let record = a.status("s1").await.expect("status");
+        let version = record.summary.as_ref().map_or(0, |s| s.version);
+        assert!(version >= last, "turn {i}: version went back");
+        last = version;
+    }
+    let out = a
+        .preflight("s1", history)
+        .await
+        .expect("preflight")
+        .messages;
+    let summaries: Vec<&str> = out
+        .iter()
+        .filter_map(|m| m.raw().get("content").and_then(serde_json::Value::as_str))
+        .filter(|t| t.contains("COMPACT-SUMMARY v"))
+        .collect();
+    assert_eq!(summaries.len(), 1, "one summary: {summaries:?}");
+    assert_eq!(
+        summaries[0].matches("COMPACT-SUMMARY v").count(),
+        1,
+        "nested: {}",
+        summaries[0]
+    );
+}

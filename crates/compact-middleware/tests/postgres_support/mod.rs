@@ -1,0 +1,103 @@
+//! A real PostgreSQL for tests: the server `COMPACT_TEST_POSTGRES_URL` names
+//! (scripts/test.sh starts one), or else one started by
+//! `scripts/postgres.sh` for this test and stopped when it ends. Each test
+//! gets a fresh database on it. No PostgreSQL is a failure, not a skip.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+const HOW: &str = "these tests need PostgreSQL: install it (Debian: apt-get install -y postgresql) \
+                   or set COMPACT_TEST_POSTGRES_URL to a server where the user may CREATE DATABASE";
+
+/// A fresh database; the server this test started, if any, stops on drop.
+pub(crate) struct TestDb {
+    /// The database's URL.
+    pub(crate) url: String,
+    server: Option<Server>,
+}
+
+struct Server {
+    dir: tempfile::TempDir,
+    script: PathBuf,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = Command::new(&self.script)
+            .arg("stop")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+fn script() -> PathBuf {
+    let mut dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    loop {
+        let candidate = dir.join("scripts/postgres.sh");
+        if candidate.is_file() {
+            return candidate;
+        }
+        assert!(dir.pop(), "scripts/postgres.sh not found above the crate");
+    }
+}
+
+/// `url` with its database replaced by `name`.
+pub(crate) fn with_database(url: &str, name: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((b, q)) => (b, format!("?{q}")),
+        None => (url, String::new()),
+    };
+    let host_start = base.find("://").map_or(0, |i| i + 3);
+    let host_end = base[host_start..]
+        .find('/')
+        .map_or(base.len(), |i| host_start + i);
+    format!("{}/{name}{query}", &base[..host_end])
+}
+
+/// A fresh, empty database on a real server.
+pub(crate) async fn database() -> TestDb {
+    let (base, server) = match std::env::var("COMPACT_TEST_POSTGRES_URL") {
+        Ok(url) if !url.is_empty() => (url, None),
+        _ => {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let script = script();
+            let out = Command::new(&script)
+                .arg("start")
+                .arg(dir.path())
+                .output()
+                .unwrap_or_else(|e| panic!("{}: {e}\n{HOW}", script.display()));
+            assert!(
+                out.status.success(),
+                "PostgreSQL did not start: {}\n{HOW}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let url = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+            (url, Some(Server { dir, script }))
+        }
+    };
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let name = format!(
+        "compact_test_{}_{}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos())
+    );
+    let (client, connection) = tokio_postgres::connect(&base, tokio_postgres::NoTls)
+        .await
+        .unwrap_or_else(|e| panic!("cannot connect to {base}: {e}\n{HOW}"));
+    let task = tokio::spawn(connection);
+    client
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .await
+        .unwrap_or_else(|e| panic!("CREATE DATABASE {name}: {e}\n{HOW}"));
+    drop(client);
+    let _ = task.await;
+    TestDb {
+        url: with_database(&base, &name),
+        server,
+    }
+}
