@@ -258,7 +258,12 @@ fn usage_tokens(usage: Option<&Value>) -> Result<Option<usize>, ApiError> {
                 .as_u64()
                 .and_then(|n| usize::try_from(n).ok())
                 .map(Some)
-                .ok_or_else(|| invalid(&format!("$.usage.{name}"), "expected a non-negative integer")),
+                .ok_or_else(|| {
+                    invalid(
+                        &format!("$.usage.{name}"),
+                        "expected a non-negative integer",
+                    )
+                }),
         }
     };
     let base = match (field("input_tokens")?, field("prompt_tokens")?) {

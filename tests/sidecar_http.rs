@@ -250,8 +250,13 @@ async fn replicas_share_sessions_and_a_killed_one_loses_nothing() {
     .await;
     assert_eq!(s, 200, "{body}");
     assert_eq!(body["report"]["basis"], "usage", "{body}");
-    let before = body["report"]["tokens_before"].as_u64().expect("tokens_before");
-    assert!(before > 1000, "1000 reported tokens plus the new turn: {body}");
+    let before = body["report"]["tokens_before"]
+        .as_u64()
+        .expect("tokens_before");
+    assert!(
+        before > 1000,
+        "1000 reported tokens plus the new turn: {body}"
+    );
     let (s, body) = post(
         &client,
         url.clone(),

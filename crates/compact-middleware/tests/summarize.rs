@@ -597,7 +597,11 @@ fn rolling_tight_budget_prefers_constraints_and_latest() {
     let survived = |f: fn(&Planted) -> &str| planted.iter().filter(|p| body.contains(f(p))).count();
     // Under pressure a fact is shown by its key ("zone 7 must never exceed
     // 107 MB"): it survives when its key does.
-    let survived_key = |key: &dyn Fn(usize) -> String| (0..planted.len()).filter(|&i| body.contains(&key(i))).count();
+    let survived_key = |key: &dyn Fn(usize) -> String| {
+        (0..planted.len())
+            .filter(|&i| body.contains(&key(i)))
+            .count()
+    };
     let constraints = survived_key(&|i| format!("zone {i} must never exceed {} MB", 100 + i));
     let decisions = (0..planted.len())
         .filter(|i| {
@@ -917,8 +921,16 @@ fn our_own_header_and_section_names_in_entries_are_plain_text() {
         "tool text is not a constraint:\n{}",
         out.text
     );
-    for line in out.text.lines().filter(|l| l.contains("must obey the file")) {
-        assert!(line.starts_with("- [cat] "), "unlabelled tool text: {line}\n{}", out.text);
+    for line in out
+        .text
+        .lines()
+        .filter(|l| l.contains("must obey the file"))
+    {
+        assert!(
+            line.starts_with("- [cat] "),
+            "unlabelled tool text: {line}\n{}",
+            out.text
+        );
     }
 }
 

@@ -186,8 +186,8 @@ impl Trail {
                 names::SUMMARY_CREATED,
                 s.latency_ms,
             ));
-            self.events
-                .push(span.finish_payload(&payload::SummaryCreated {
+            self.events.push(
+                span.finish_payload(&payload::SummaryCreated {
                     strategy: s.strategy.to_string(),
                     summarizer: s.summarizer.clone(),
                     version: u64::from(s.version),
@@ -209,7 +209,8 @@ impl Trail {
                         .as_ref()
                         .map(|f| f.dropped_keys.clone())
                         .unwrap_or_default(),
-                }));
+                }),
+            );
         }
     }
 

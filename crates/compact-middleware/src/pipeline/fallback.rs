@@ -16,7 +16,6 @@ use crate::summarize::{
     ExtractiveSummarizer, Strategy, SummarizeError, Summarizer, Summary, SummaryRequest,
 };
 
-
 use super::Fallback;
 
 /// Halvings of `max_tokens` after an over-budget summary.

@@ -293,7 +293,9 @@ fn kept_ends(a: &str, b: &str) -> (usize, usize) {
         .rev()
         .zip(b.chars().rev())
         .find(|((_, x), y)| x != y)
-        .map_or(a.len().min(b.len()), |((i, x), _)| a.len() - i - x.len_utf8());
+        .map_or(a.len().min(b.len()), |((i, x), _)| {
+            a.len() - i - x.len_utf8()
+        });
     let tail = tail.min(a.len() - head);
     (head, tail)
 }
@@ -332,7 +334,10 @@ impl<'a> Work<'a> {
         // is salient; learn those names from all the prose in the context.
         for (i, m) in msgs.iter().enumerate() {
             if Some(i) != summary_index
-                && matches!(m.role(), crate::model::Role::User | crate::model::Role::Assistant)
+                && matches!(
+                    m.role(),
+                    crate::model::Role::User | crate::model::Role::Assistant
+                )
                 && m.kind().item == crate::model::ItemType::Message
             {
                 ledger.note_mentions(&m.plain_text());
@@ -489,7 +494,8 @@ impl<'a> Work<'a> {
     /// Replaces the tool I/O in `indices` with placeholders; what it held
     /// goes to the ledger first.
     fn clear_indices(&mut self, indices: Vec<usize>, clear_inputs: bool, filter: &ToolFilter) {
-        let changed = tiers::clear_tool_io(&mut self.msgs, indices, clear_inputs, filter, &self.names);
+        let changed =
+            tiers::clear_tool_io(&mut self.msgs, indices, clear_inputs, filter, &self.names);
         self.absorb(changed.iter().copied());
         if !changed.is_empty() {
             if !self.out.tiers.contains(&Tier::ClearToolIo) {
@@ -642,9 +648,8 @@ impl<'a> Work<'a> {
             .filter(|&gi| plan.class[gi] == Class::Recent)
             .collect();
         let groups = self.layout.groups.clone();
-        let messages = |gs: &[usize]| -> Vec<usize> {
-            gs.iter().flat_map(|&gi| groups[gi].clone()).collect()
-        };
+        let messages =
+            |gs: &[usize]| -> Vec<usize> { gs.iter().flat_map(|&gi| groups[gi].clone()).collect() };
         let base = self.policy.tool_result_max_chars.max(1);
         for max_chars in [base / 4, base / 16, MIN_CAP_CHARS] {
             if self.kept_tokens(&plan) <= budget {

@@ -170,7 +170,11 @@ fn display(it: &Item, first_goal: bool, show: Show) -> Option<String> {
         _ if !shrinkable(it.kind) => Some(it.text.clone()),
         Show::Full if narrative => Some(clip(
             &it.text,
-            if first_goal { GOAL_CHARS } else { REQUEST_CHARS },
+            if first_goal {
+                GOAL_CHARS
+            } else {
+                REQUEST_CHARS
+            },
         )),
         Show::Clause if narrative => Some(clip(&it.text, 100)),
         Show::Key if narrative => Some(clip(&it.text, 50)),
@@ -254,7 +258,11 @@ fn key(text: &str) -> String {
         .any(|w| w.chars().filter(|c| c.is_alphabetic()).count() >= 3);
     if !says {
         let out = format!("{label}{}", clip(body, 50));
-        return if out.len() >= text.len() { text.to_owned() } else { out };
+        return if out.len() >= text.len() {
+            text.to_owned()
+        } else {
+            out
+        };
     }
     let out = format!("{label}{}", clip(&joined, 120));
     if out.len() >= text.len() {
@@ -300,7 +308,10 @@ fn word_end(s: &str, at: usize, words: usize) -> usize {
     while i < s.len() && left > 0 {
         let rest = &s[i..];
         let skip = rest.len() - rest.trim_start().len();
-        let word = rest.trim_start().find(char::is_whitespace).unwrap_or(rest.len() - skip);
+        let word = rest
+            .trim_start()
+            .find(char::is_whitespace)
+            .unwrap_or(rest.len() - skip);
         i += skip + word;
         left -= 1;
     }
@@ -343,9 +354,7 @@ impl Fitting<'_> {
         self.covered_by[i].iter().any(|&s| match self.show[s] {
             Show::Dropped => false,
             Show::Full => true,
-            Show::Clause | Show::Key => {
-                !matches!(self.items[s].kind, Kind::Goal | Kind::Latest)
-            }
+            Show::Clause | Show::Key => !matches!(self.items[s].kind, Kind::Goal | Kind::Latest),
         })
     }
 
@@ -397,7 +406,11 @@ impl Fitting<'_> {
         let key = self.cost_of(i, Show::Key);
         let alone: usize = self.covers[i]
             .iter()
-            .filter(|&&e| self.covered_by[e].iter().all(|&s| s == i || self.show[s] == Show::Dropped))
+            .filter(|&&e| {
+                self.covered_by[e]
+                    .iter()
+                    .all(|&s| s == i || self.show[s] == Show::Dropped)
+            })
             .map(|&e| self.cost_of(e, self.show[e]))
             .sum();
         if alone < key && self.carried_by_covers(i) {
@@ -478,9 +491,9 @@ fn fit(ledger: &Ledger, req: &SummaryRequest) -> Summary {
     let whole = |i: usize| super::render::shows_whole(req.strategy, items[i].kind);
     // Prose sentences only: a quoted tool line is evidence, not a statement
     // of the conversation, and its standing changes when it is read back.
-    for s in (0..n).filter(|&i| {
-        live(i) && shrinkable(items[i].kind) && whole(i) && !items[i].from_tool
-    }) {
+    for s in
+        (0..n).filter(|&i| live(i) && shrinkable(items[i].kind) && whole(i) && !items[i].from_tool)
+    {
         for k in &keys[s] {
             by_key.entry(k.as_str()).or_default().push(s);
         }
@@ -548,9 +561,8 @@ fn fit(ledger: &Ledger, req: &SummaryRequest) -> Summary {
     if best.1 > budget {
         // Each step changes one item and updates the estimate; the exact
         // count is taken at the end (and once per correction).
-        let narrative = |i: usize| {
-            matches!(items[i].kind, Kind::Goal | Kind::Latest) && Some(i) != first_goal
-        };
+        let narrative =
+            |i: usize| matches!(items[i].kind, Kind::Goal | Kind::Latest) && Some(i) != first_goal;
         let mut steps: Vec<(usize, Show)> = order
             .iter()
             .filter(|&&i| ranked(i) <= BULK)
@@ -559,7 +571,12 @@ fn fit(ledger: &Ledger, req: &SummaryRequest) -> Summary {
         // The latest request is what the agent is doing now: it shrinks to
         // its clause with the other requests but goes last.
         let latest = |i: usize| items[i].kind == Kind::Latest;
-        steps.extend(order.iter().filter(|&&i| narrative(i)).map(|&i| (i, Show::Clause)));
+        steps.extend(
+            order
+                .iter()
+                .filter(|&&i| narrative(i))
+                .map(|&i| (i, Show::Clause)),
+        );
         for s in [Show::Key, Show::Dropped] {
             steps.extend(
                 order

@@ -240,16 +240,66 @@ fn shape(line: &str) -> String {
 /// JSON keys whose scalar value names something an agent may need later.
 fn is_naming_key(key: &str) -> bool {
     const NAMING: &[&str] = &[
-        "ticket", "issue", "incident", "case", "host", "hostname", "server", "node", "port",
-        "region", "zone", "az", "cluster", "namespace", "env", "environment", "service",
-        "endpoint", "url", "link", "runbook", "email", "owner", "assignee", "contact", "oncall",
-        "version", "release", "branch", "commit", "sha", "tag", "path", "file", "database",
-        "db", "bucket", "queue", "topic", "table", "error", "error_code", "code", "deadline",
-        "due", "sla", "timeout", "limit", "quota", "account", "customer", "order", "plan",
-        "priority", "severity",
+        "ticket",
+        "issue",
+        "incident",
+        "case",
+        "host",
+        "hostname",
+        "server",
+        "node",
+        "port",
+        "region",
+        "zone",
+        "az",
+        "cluster",
+        "namespace",
+        "env",
+        "environment",
+        "service",
+        "endpoint",
+        "url",
+        "link",
+        "runbook",
+        "email",
+        "owner",
+        "assignee",
+        "contact",
+        "oncall",
+        "version",
+        "release",
+        "branch",
+        "commit",
+        "sha",
+        "tag",
+        "path",
+        "file",
+        "database",
+        "db",
+        "bucket",
+        "queue",
+        "topic",
+        "table",
+        "error",
+        "error_code",
+        "code",
+        "deadline",
+        "due",
+        "sla",
+        "timeout",
+        "limit",
+        "quota",
+        "account",
+        "customer",
+        "order",
+        "plan",
+        "priority",
+        "severity",
     ];
     let k = key.to_ascii_lowercase().replace(['-', ' '], "_");
-    NAMING.iter().any(|n| k == *n || k.ends_with(&format!("_{n}")))
+    NAMING
+        .iter()
+        .any(|n| k == *n || k.ends_with(&format!("_{n}")))
 }
 
 /// The verbatim request of a user message: whole if short, else its start
@@ -664,7 +714,11 @@ impl Ledger {
         if self.mentioned.is_empty() {
             return false;
         }
-        if self.matcher.as_ref().is_none_or(|(n, _)| *n != self.mentioned.len()) {
+        if self
+            .matcher
+            .as_ref()
+            .is_none_or(|(n, _)| *n != self.mentioned.len())
+        {
             let built = aho_corasick::AhoCorasick::builder()
                 .match_kind(aho_corasick::MatchKind::LeftmostLongest)
                 .build(self.mentioned.iter());
@@ -748,7 +802,12 @@ impl Ledger {
                 if worth && *left > 0 {
                     *left -= 1;
                     pairs.truncate(8);
-                    self.add_with(Kind::Fact, &format!("{label}{}", pairs.join(", ")), true, true);
+                    self.add_with(
+                        Kind::Fact,
+                        &format!("{label}{}", pairs.join(", ")),
+                        true,
+                        true,
+                    );
                 }
             }
             _ => {}
@@ -773,7 +832,12 @@ impl Ledger {
                 });
                 if let Some(kind) = kind {
                     *left -= 1;
-                    self.add_with(kind, &format!("{label}{}", clip(sentence, MAX_SENTENCE)), true, true);
+                    self.add_with(
+                        kind,
+                        &format!("{label}{}", clip(sentence, MAX_SENTENCE)),
+                        true,
+                        true,
+                    );
                 }
             }
         }
@@ -789,7 +853,11 @@ impl Ledger {
         let Some(sep) = [',', '\t', '|'].into_iter().find(|&sep| {
             let width = lines[0].matches(sep).count();
             width >= 1
-                && lines.iter().filter(|l| l.matches(sep).count() == width).count() * 10
+                && lines
+                    .iter()
+                    .filter(|l| l.matches(sep).count() == width)
+                    .count()
+                    * 10
                     >= lines.len() * 8
         }) else {
             return false;
