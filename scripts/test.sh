@@ -19,6 +19,12 @@ if ! command -v chromium >/dev/null 2>&1; then
     fi
 fi
 
+# The OpenAI Agents SDK test (tests/openai_agents.rs) creates its own venv
+# under target/ and pip-installs the SDK there: it needs Debian's python3-venv.
+if ! python3 -c 'import ensurepip' 2>/dev/null && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+fi
+
 # Proptest: enough cases to mean something, bounded so CI stays fast.
 export PROPTEST_CASES="${PROPTEST_CASES:-1000}"
 # Failing tests print a backtrace; anyhow errors in binaries stay short.
