@@ -10,11 +10,11 @@ cd "$(dirname "$0")/.."
 if ! python3 -c 'import moto.server' 2>/dev/null; then
     python3 -m pip install --quiet 'moto[server]'
 fi
-if ! command -v chromium >/dev/null 2>&1; then
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
     if command -v apt-get >/dev/null 2>&1; then
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
     else
-        echo "scripts/test.sh: chromium is required for the UI test (install it)" >&2
+        echo "scripts/test.sh: chromium and chromedriver are required for the UI tests (install them)" >&2
         exit 1
     fi
 fi
@@ -34,6 +34,11 @@ if [ -z "${COMPACT_TEST_POSTGRES_URL:-}" ]; then
     COMPACT_TEST_POSTGRES_URL=$(scripts/postgres.sh start "$pg_dir")
     export COMPACT_TEST_POSTGRES_URL
     trap 'scripts/postgres.sh stop "$pg_dir"; rm -rf "$pg_dir"' EXIT
+fi
+# The OpenAI Agents SDK test (tests/openai_agents.rs) creates its own venv
+# under target/ and pip-installs the SDK there: it needs Debian's python3-venv.
+if ! python3 -c 'import ensurepip' 2>/dev/null && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
 fi
 
 # Proptest: enough cases to mean something, bounded so CI stays fast.

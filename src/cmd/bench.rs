@@ -8,7 +8,7 @@ use crate::input::print_json;
 
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
-    /// Which suite: tokens, preflight, server, retention, all.
+    /// Which suite: tokens, preflight, server, retention, sidecar, all.
     #[arg(default_value = "all", value_parser = Suite::NAMES)]
     suite: String,
     /// JSON output (the only format; accepted for scripts).

@@ -1,6 +1,6 @@
 //! The benchmarks behind `compact bench`, kept out of the production crates:
 //! synthetic workloads, a small timing harness (medians and tails), the
-//! token-counting, preflight, server and retention suites, and [`run`], which
+//! token-counting, preflight, server, sidecar and retention suites, and [`run`], which
 //! assembles the one JSON document the CLI prints (its shape is a public
 //! contract; see `docs/performance.md`).
 //!
@@ -8,7 +8,7 @@
 //! benchmarks, `compact demo` and the soak harness.
 //!
 //! Private modules: `harness` (`measure`, `Stats`), `workload` (mixed text
-//! and tool-heavy chat histories), `tokens`, `preflight` and `server` (the
+//! and tool-heavy chat histories), `tokens`, `preflight`, `server` and `sidecar` (the
 //! suites), `rng` ([`Rng`], seeded and reproducible), `visibility` (preflight end to
 //! a live viewer, for the server suite). Public: [`corpus`] (long agent
 //! sessions with planted facts, and the hand-written fixtures), [`probe`]
@@ -22,6 +22,7 @@ pub mod probe;
 pub mod retention;
 mod rng;
 mod server;
+mod sidecar;
 mod tokens;
 mod visibility;
 mod workload;
@@ -44,13 +45,22 @@ pub enum Suite {
     Server,
     /// Facts retained through compaction, per window and calling mode.
     Retention,
+    /// `POST /v1/preflight` of a spawned `compact serve`, per session store.
+    Sidecar,
     /// All of the above.
     All,
 }
 
 impl Suite {
     /// Every name [`Suite::from_str`] accepts.
-    pub const NAMES: [&'static str; 5] = ["tokens", "preflight", "server", "retention", "all"];
+    pub const NAMES: [&'static str; 6] = [
+        "tokens",
+        "preflight",
+        "server",
+        "retention",
+        "sidecar",
+        "all",
+    ];
 
     fn includes(self, other: Suite) -> bool {
         self == Suite::All || self == other
@@ -78,6 +88,7 @@ impl FromStr for Suite {
             "preflight" => Ok(Suite::Preflight),
             "server" => Ok(Suite::Server),
             "retention" => Ok(Suite::Retention),
+            "sidecar" => Ok(Suite::Sidecar),
             "all" => Ok(Suite::All),
             other => Err(UnknownSuite(other.to_owned())),
         }
@@ -94,7 +105,7 @@ pub fn machine() -> Value {
 }
 
 /// Runs `suite` and returns `{"machine", "tokens"?, "preflight"?, "server"?,
-/// "retention"?}`. `quick` means fewer runs (a smoke test, not a
+/// "retention"?, "sidecar"?}`. `quick` means fewer runs (a smoke test, not a
 /// measurement); the server suite has no quick form. A failing measurement is reported inside the
 /// document; the only error is a tokio runtime that cannot start.
 pub fn run(suite: Suite, quick: bool) -> std::io::Result<Value> {
@@ -113,6 +124,9 @@ pub fn run(suite: Suite, quick: bool) -> std::io::Result<Value> {
     }
     if suite.includes(Suite::Retention) {
         doc.insert("retention".into(), retention::run(quick));
+    }
+    if suite.includes(Suite::Sidecar) {
+        doc.insert("sidecar".into(), sidecar::run(quick));
     }
     Ok(Value::Object(doc))
 }

@@ -1,0 +1,264 @@
+//! `compact bench sidecar`: `POST /v1/preflight` of a real `compact serve`
+//! over loopback, for each session store (memory, SQLite).
+//!
+//! The sidecar lives in the `compact` binary (which depends on this crate),
+//! so the suite spawns that binary rather than linking it: `compact bench`
+//! spawns itself; the `bench` example looks for `compact` next to it in the
+//! target directory; `COMPACT_BIN` overrides both.
+//!
+//! - `latency`: one session whose raw history (about 128k tokens, the
+//!   preflight suite's) is resent whole every turn, one message longer each
+//!   time, as an agent without its own state does (target p50 < 5 ms).
+//!   Building the body is not timed; the request and reading the answer are.
+//! - `concurrent`: 8 clients, each running sessions back to back (a fresh
+//!   session id, [`TURNS_PER_SESSION`] preflights of the same resent
+//!   history, the first one compacting from scratch): sessions/s and
+//!   preflights/s.
+//! - `store_cost_p50_us`: SQLite's latency p50 minus memory's, the price of
+//!   durable session state per preflight.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::harness::measure_with;
+use crate::workload::history;
+
+/// Preflights in one session of the concurrent benchmark.
+const TURNS_PER_SESSION: usize = 10;
+/// Clients of the concurrent benchmark.
+const CLIENTS: usize = 8;
+
+/// `compact bench sidecar`.
+pub(crate) fn run(quick: bool) -> Value {
+    let bin = match compact_binary() {
+        Ok(bin) => bin,
+        Err(e) => return json!({ "error": e }),
+    };
+    let rt = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => return json!({"error": format!("cannot build a tokio runtime: {e}")}),
+    };
+    let base: Arc<Vec<Value>> = Arc::new(history(100, 3000).iter().map(|m| m.to_value()).collect());
+    let mut stores = serde_json::Map::new();
+    for store in ["memory", "sqlite"] {
+        let report = rt
+            .block_on(one_store(&bin, store, &base, quick))
+            .unwrap_or_else(|e| json!({ "error": e }));
+        stores.insert(store.into(), report);
+    }
+    let p50 = |s: &str| stores[s]["latency"]["stats"]["p50_us"].as_f64();
+    let cost = match (p50("sqlite"), p50("memory")) {
+        (Some(sqlite), Some(memory)) => json!(((sqlite - memory) * 10.0).round() / 10.0),
+        _ => Value::Null,
+    };
+    json!({
+        "binary": bin.display().to_string(),
+        "history_messages": base.len(),
+        "stores": stores,
+        "store_cost_p50_us": cost,
+    })
+}
+
+/// The `compact` binary to spawn.
+fn compact_binary() -> Result<PathBuf, String> {
+    if let Some(bin) = std::env::var_os("COMPACT_BIN") {
+        return Ok(bin.into());
+    }
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    if exe.file_stem().is_some_and(|s| s == "compact") {
+        return Ok(exe);
+    }
+    // target/<profile>/examples/bench → target/<profile>/compact
+    let name = format!("compact{}", std::env::consts::EXE_SUFFIX);
+    exe.ancestors()
+        .skip(1)
+        .take(2)
+        .map(|dir| dir.join(&name))
+        .find(|c| c.is_file())
+        .ok_or_else(|| {
+            "the sidecar suite spawns the `compact` binary: build it (`cargo build --release \
+             --bin compact`) or set COMPACT_BIN"
+                .to_owned()
+        })
+}
+
+/// A spawned `compact serve`, killed on drop, with its scratch directory.
+struct Sidecar {
+    child: Child,
+    dir: PathBuf,
+    base: String,
+}
+
+impl Drop for Sidecar {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+async fn start(bin: &PathBuf, store: &str) -> Result<Sidecar, String> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| e.to_string())?;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let dir = std::env::temp_dir().join(format!(
+        "compact-bench-sidecar-{store}-{}-{nanos}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let child = Command::new(bin)
+        .args([
+            "serve",
+            "--addr",
+            &format!("127.0.0.1:{port}"),
+            "--data-dir",
+        ])
+        .arg(&dir)
+        .env("COMPACT_STATE_STORE", store)
+        .env("HOME", &dir)
+        .env_remove("COMPACT_STATE_PATH")
+        .env_remove("COMPACT_INGEST_TOKEN")
+        .env_remove("COMPACT_READ_TOKEN")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot spawn {}: {e}", bin.display()))?;
+    let sidecar = Sidecar {
+        child,
+        dir,
+        base: format!("http://127.0.0.1:{port}"),
+    };
+    let client = reqwest::Client::new();
+    for _ in 0..400 {
+        if let Ok(r) = client.get(format!("{}/healthz", sidecar.base)).send().await
+            && r.status().is_success()
+        {
+            return Ok(sidecar);
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    Err(format!("{} never became healthy", sidecar.base))
+}
+
+/// The body of one turn: the raw history plus `extra` user messages.
+fn body(session: &str, base: &[Value], extra: usize) -> Vec<u8> {
+    let mut input = base.to_vec();
+    input
+        .extend((0..extra).map(|k| json!({"role": "user", "content": format!("raw message {k}")})));
+    serde_json::to_vec(&json!({"session_id": session, "messages": input})).unwrap_or_default()
+}
+
+async fn preflight(client: &reqwest::Client, url: &str, body: Vec<u8>) -> Result<Value, String> {
+    let r = client
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    let status = r.status();
+    let bytes = r.bytes().await.map_err(|e| e.to_string())?;
+    if !status.is_success() {
+        return Err(format!("preflight answered {status}"));
+    }
+    serde_json::from_slice(&bytes).map_err(|e| e.to_string())
+}
+
+async fn one_store(
+    bin: &PathBuf,
+    store: &str,
+    base: &Arc<Vec<Value>>,
+    quick: bool,
+) -> Result<Value, String> {
+    let sidecar = start(bin, store).await?;
+    let url = format!("{}/v1/preflight", sidecar.base);
+    let client = reqwest::Client::new();
+
+    // The first turn compacts from scratch; it is reported, not in the stats.
+    let t = Instant::now();
+    let first = preflight(&client, &url, body("latency", base, 1)).await?;
+    let first_us = t.elapsed().as_micros();
+    let report = &first["report"];
+
+    let runs = if quick { 20 } else { 300 };
+    let mut turn = 1;
+    let mut failed = 0usize;
+    let mut last = Value::Null;
+    let stats = tokio::task::block_in_place(|| {
+        let handle = tokio::runtime::Handle::current();
+        measure_with(
+            5,
+            runs,
+            || {
+                turn += 1;
+                body("latency", base, turn)
+            },
+            |b| match handle.block_on(preflight(&client, &url, b)) {
+                Ok(answer) => last = answer["report"].clone(),
+                Err(_) => failed += 1,
+            },
+        )
+    });
+    let latency = json!({
+        "stats": stats,
+        "failed": failed,
+        "first_turn_us": first_us,
+        "tokens_before": report["tokens_before"],
+        "tokens_after": report["tokens_after"],
+        "last_continuation": last["continuation"],
+        "last_tokens_before": last["tokens_before"],
+    });
+    let concurrent = concurrent(&url, base, if quick { 1.0 } else { 5.0 }).await?;
+    Ok(json!({"latency": latency, "concurrent": concurrent}))
+}
+
+async fn concurrent(url: &str, base: &Arc<Vec<Value>>, secs: f64) -> Result<Value, String> {
+    let deadline = Instant::now() + Duration::from_secs_f64(secs);
+    let (sessions, preflights) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for c in 0..CLIENTS {
+        let (url, base) = (url.to_owned(), base.clone());
+        let (sessions, preflights) = (sessions.clone(), preflights.clone());
+        tasks.push(tokio::spawn(async move {
+            let client = reqwest::Client::new();
+            let mut n = 0;
+            while Instant::now() < deadline {
+                let id = format!("c{c}-s{n}");
+                for turn in 1..=TURNS_PER_SESSION {
+                    preflight(&client, &url, body(&id, &base, turn)).await?;
+                    preflights.fetch_add(1, Ordering::Relaxed);
+                }
+                sessions.fetch_add(1, Ordering::Relaxed);
+                n += 1;
+            }
+            Ok::<_, String>(())
+        }));
+    }
+    for t in tasks {
+        t.await.map_err(|e| e.to_string())??;
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    let (s, p) = (
+        sessions.load(Ordering::Relaxed),
+        preflights.load(Ordering::Relaxed),
+    );
+    let rate = |n: u64| (n as f64 / elapsed * 10.0).round() / 10.0;
+    Ok(json!({
+        "clients": CLIENTS,
+        "turns_per_session": TURNS_PER_SESSION,
+        "seconds": (elapsed * 100.0).round() / 100.0,
+        "sessions": s,
+        "sessions_per_s": rate(s),
+        "preflights_per_s": rate(p),
+    }))
+}
