@@ -430,8 +430,9 @@ impl Fitting<'_> {
         }
     }
 
-    /// Whether the entities a sentence covers are all it says that matters:
-    /// every identifier of it is one of them.
+    /// Whether a sentence may give way to the entities it covers: a plain
+    /// fact or an action says little beyond its identifiers. (Its kind is
+    /// the whole test; constraints and decisions always keep their key.)
     fn carried_by_covers(&self, i: usize) -> bool {
         let it = &self.items[i];
         matches!(it.kind, Kind::Fact | Kind::Action)
