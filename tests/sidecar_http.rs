@@ -3,136 +3,22 @@
 //! process does; a SIGKILLed replica's session continues on the other; the
 //! errors have their documented shapes; tokens guard the routes.
 
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+mod support;
 
-use serde_json::{Value, json};
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-/// `compact serve` with its own data directory and the shared state file.
-fn start(dir: &Path, state: &Path, port: u16, extra: &[&str]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_compact"))
-        .args([
-            "serve",
-            "--addr",
-            &format!("127.0.0.1:{port}"),
-            "--data-dir",
-        ])
-        .arg(dir)
-        .args(extra)
-        .env("COMPACT_STATE_STORE", "sqlite")
-        .env("COMPACT_STATE_PATH", state)
-        .env("COMPACT_MAX_CONTEXT_TOKENS", "3000")
-        .env("HOME", dir)
-        .env_remove("COMPACT_INGEST_TOKEN")
-        .env_remove("COMPACT_READ_TOKEN")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("compact serve starts")
-}
-
-async fn wait_healthy(client: &reqwest::Client, base: &str) {
-    // A hang guard only: a debug build on a loaded machine may be slow.
-    for _ in 0..4800 {
-        if let Ok(r) = client.get(format!("{base}/healthz")).send().await
-            && r.status().is_success()
-        {
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-    }
-    panic!("{base} never became healthy");
-}
-
-struct Replica {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-async fn replica(client: &reqwest::Client, dir: &Path, state: &Path, extra: &[&str]) -> Replica {
-    let port = free_port();
-    let r = Replica {
-        child: start(dir, state, port, extra),
-        base: format!("http://127.0.0.1:{port}"),
-    };
-    wait_healthy(client, &r.base).await;
-    r
-}
-
-async fn post(client: &reqwest::Client, url: String, body: &Value) -> (u16, Value) {
-    let r = client.post(url).json(body).send().await.expect("request");
-    let status = r.status().as_u16();
-    (status, r.json().await.unwrap_or(Value::Null))
-}
-
-fn add_turn(messages: &mut Vec<Value>, t: usize) {
-    let id = format!("call_{t}");
-    messages.push(json!({"role": "user", "content": format!("Turn {t}: ticket OPS-{t} belongs to team-{t}. {}", "lorem ".repeat(60))}));
-    messages.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "read", "arguments": "{}"}}]}));
-    messages.push(json!({"role": "tool", "tool_call_id": id, "content": "log line ".repeat(80)}));
-    messages.push(json!({"role": "assistant", "content": format!("OPS-{t} handled.")}));
-}
-
-/// `turns` turns of `session`, the agent feeding the output back; turn `i`
-/// goes to `pick(i)`. Returns the outputs and the summary versions seen.
-async fn drive(
-    client: &reqwest::Client,
-    bases: &[&str],
-    pick: impl Fn(usize) -> usize,
-    session: &str,
-    turns: std::ops::Range<usize>,
-    fed: &mut Vec<Value>,
-) -> Vec<Value> {
-    let mut outputs = Vec::new();
-    for t in turns {
-        add_turn(fed, t);
-        let (status, body) = post(
-            client,
-            format!("{}/v1/preflight", bases[pick(t)]),
-            &json!({"session_id": session, "messages": fed}),
-        )
-        .await;
-        assert_eq!(status, 200, "turn {t}: {body}");
-        let text = body["messages"].to_string();
-        assert!(
-            text.matches("COMPACT-SUMMARY v").count() <= 1,
-            "turn {t}: nested summaries"
-        );
-        assert!(!text.contains("\"meta\""), "turn {t}: not provider-clean");
-        if t > 0 {
-            assert_ne!(body["report"]["continuation"], "fresh", "turn {t}");
-        }
-        *fed = body["messages"].as_array().expect("messages").clone();
-        outputs.push(body["messages"].clone());
-    }
-    outputs
-}
-
-fn version(client_status: &Value) -> u64 {
-    client_status["summary"]["version"].as_u64().unwrap_or(0)
-}
+use serde_json::json;
+use support::{Serve, drive, post, status, version};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_share_sessions_and_a_killed_one_loses_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
     let state = dir.path().join("state.sqlite3");
     let client = reqwest::Client::new();
-    let a = replica(&client, &dir.path().join("a"), &state, &[]).await;
-    let mut b = replica(&client, &dir.path().join("b"), &state, &[]).await;
+    let a = Serve::sqlite(&dir.path().join("a"), &state)
+        .start(&client)
+        .await;
+    let mut b = Serve::sqlite(&dir.path().join("b"), &state)
+        .start(&client)
+        .await;
 
     // One process, then two alternating: the same outputs.
     let mut fed = vec![json!({"role": "system", "content": "You are a coding agent."})];
@@ -148,31 +34,15 @@ async fn replicas_share_sessions_and_a_killed_one_loses_nothing() {
     .await;
     assert_eq!(alt, solo);
 
-    let status: Value = client
-        .get(format!("{}/v1/sessions/alt", a.base))
-        .send()
-        .await
-        .expect("status")
-        .json()
-        .await
-        .expect("json");
-    let before = version(&status);
-    assert!(before >= 2, "{status}");
-    assert_eq!(status["store"], "sqlite");
+    let seen = status(&client, &a.base, "alt").await;
+    let before = version(&seen);
+    assert!(before >= 2, "{seen}");
+    assert_eq!(seen["store"], "sqlite");
 
     // SIGKILL b, continue on a: the chain goes on at n+1.
-    b.child.kill().expect("kill");
-    b.child.wait().expect("reaped");
+    b.kill();
     drive(&client, &[&a.base], |_| 0, "alt", 14..15, &mut fed).await;
-    let status: Value = client
-        .get(format!("{}/v1/sessions/alt", a.base))
-        .send()
-        .await
-        .expect("status")
-        .json()
-        .await
-        .expect("json");
-    assert_eq!(version(&status), before + 1);
+    assert_eq!(version(&status(&client, &a.base, "alt").await), before + 1);
 
     // Errors: a bad session id and a bad message name their JSON path; a
     // layer key that is not a compaction setting is refused; a history
@@ -285,27 +155,19 @@ async fn replicas_share_sessions_and_a_killed_one_loses_nothing() {
         .await
         .expect("delete");
     assert_eq!(r.status().as_u16(), 200);
-    let status: Value = client
-        .get(format!("{}/v1/sessions/alt", a.base))
-        .send()
-        .await
-        .expect("status")
-        .json()
-        .await
-        .expect("json");
-    assert_eq!(status["known"], false);
+    assert_eq!(status(&client, &a.base, "alt").await["known"], false);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokens_guard_the_session_api() {
     let dir = tempfile::tempdir().expect("tempdir");
     let client = reqwest::Client::new();
-    let r = replica(
-        &client,
-        dir.path(),
-        &dir.path().join("state.sqlite3"),
-        &["--ingest-token", "w-secret", "--read-token", "r-secret"],
-    )
+    let state = dir.path().join("state.sqlite3");
+    let r = Serve {
+        args: vec!["--ingest-token", "w-secret", "--read-token", "r-secret"],
+        ..Serve::sqlite(dir.path(), &state)
+    }
+    .start(&client)
     .await;
     let body = json!({"session_id": "t", "messages": [{"role": "user", "content": "hi"}]});
     let url = format!("{}/v1/preflight", r.base);
