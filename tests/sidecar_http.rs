@@ -191,3 +191,183 @@ async fn tokens_guard_the_session_api() {
         .expect("get");
     assert_eq!(read.status().as_u16(), 200);
 }
+
+/// The same layers as `/v1/preflight` on `/compact` and `/overflow`: an
+/// agent layer from the configuration, the conversation's persisted layer
+/// and the request's `config`, each visible in `config_sources` and in what
+/// the call did.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn manual_and_overflow_compaction_apply_the_layers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("compact.yaml");
+    std::fs::write(
+        &config,
+        "agents:\n  terse:\n    policy:\n      keep_recent_turns: 2\n      mode: compact\n",
+    )
+    .expect("config");
+    let state = dir.path().join("state.sqlite3");
+    let client = reqwest::Client::new();
+    let r = Serve {
+        args: vec!["--config", config.to_str().expect("utf-8")],
+        ..Serve::sqlite(dir.path(), &state)
+    }
+    .start(&client)
+    .await;
+    let mut history = vec![json!({"role": "system", "content": "You are a coding agent."})];
+    for t in 0..8 {
+        support::add_turn(&mut history, t);
+    }
+    let source = |report: &serde_json::Value, key: &str| {
+        report["config_sources"]
+            .as_array()
+            .expect("config_sources")
+            .iter()
+            .find(|s| s["key"] == key)
+            .map(|s| s["level"].clone())
+            .unwrap_or(json!("default"))
+    };
+
+    // No layers: the defaults.
+    let (s, plain) = post(
+        &client,
+        format!("{}/v1/sessions/plain/compact", r.base),
+        &json!({"messages": history}),
+    )
+    .await;
+    assert_eq!(s, 200, "{plain}");
+    let plain = &plain["report"];
+    assert_eq!(plain["config_sources"], json!([]));
+    assert_eq!(
+        (&plain["mode"], &plain["target"]),
+        (&json!("auto"), &json!(1500))
+    );
+
+    // The conversation's layer overrides the agent's mode; the request's
+    // target wins over the defaults.
+    let r2 = client
+        .patch(format!("{}/v1/conversations/c1/memory", r.base))
+        .json(&json!({"policy": {"mode": "summarize"}}))
+        .send()
+        .await
+        .expect("patch");
+    assert_eq!(r2.status().as_u16(), 200);
+    let (s, body) = post(
+        &client,
+        format!("{}/v1/sessions/c1/compact", r.base),
+        &json!({"messages": history, "agent": "terse", "note": "by hand",
+                "config": {"policy": {"target_pct": 0.45}}}),
+    )
+    .await;
+    assert_eq!(s, 200, "{body}");
+    let report = &body["report"];
+    assert_eq!(source(report, "policy.keep_recent_turns"), "agent");
+    assert_eq!(source(report, "policy.mode"), "conversation");
+    assert_eq!(source(report, "policy.target_pct"), "request");
+    assert_eq!(report["forced"], "manual");
+    assert_eq!(report["note"], "by hand");
+    assert_eq!(
+        (&report["mode"], &report["target"]),
+        (&json!("summarize"), &json!(1350))
+    );
+    assert!(
+        report["kept"]["recent_turns"].as_u64().expect("kept") <= 2,
+        "{report}"
+    );
+    assert!(report["summary_version"].as_u64().is_some(), "{report}");
+    let fed = body["messages"].as_array().expect("messages").clone();
+
+    // Overflow: the request's keep_recent_turns wins over the agent's.
+    let mut next = fed.clone();
+    support::add_turn(&mut next, 8);
+    let (s, body) = post(
+        &client,
+        format!("{}/v1/sessions/c1/overflow", r.base),
+        &json!({"messages": next, "agent": "terse", "error": "context_length_exceeded",
+                "config": {"policy": {"keep_recent_turns": 1, "reactive_target_pct": 0.25}}}),
+    )
+    .await;
+    assert_eq!(s, 200, "{body}");
+    let report = &body["report"];
+    assert_eq!(source(report, "policy.keep_recent_turns"), "request");
+    assert_eq!(source(report, "policy.mode"), "conversation");
+    assert_eq!(source(report, "policy.reactive_target_pct"), "request");
+    assert_eq!(report["forced"], "context_overflow");
+    assert_eq!(report["note"], "context_length_exceeded");
+    assert_eq!(report["target"], 750);
+    assert!(
+        report["kept"]["recent_turns"].as_u64().expect("kept") <= 1,
+        "{report}"
+    );
+    // The layered managers share the session: it continues the chain.
+    assert_eq!(report["continuation"], "output_prefix", "{report}");
+    assert_eq!(version(&status(&client, &r.base, "c1").await), 2);
+    let text = body["messages"].to_string();
+    assert_eq!(text.matches("COMPACT-SUMMARY v").count(), 1, "{text}");
+
+    // Their errors name the JSON path, as /v1/preflight's do.
+    let (s, body) = post(
+        &client,
+        format!("{}/v1/sessions/c1/compact", r.base),
+        &json!({"messages": history, "agent": "nobody"}),
+    )
+    .await;
+    assert_eq!(
+        (s, body["details"][0]["path"].as_str()),
+        (400, Some("$.agent"))
+    );
+    let (s, body) = post(
+        &client,
+        format!("{}/v1/sessions/c1/overflow", r.base),
+        &json!({"messages": history, "config": {"policy": {"trigger_pct": 7}}}),
+    )
+    .await;
+    assert_eq!(s, 400, "{body}");
+    assert!(
+        body["details"][0]["path"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("$.config.policy")),
+        "{body}"
+    );
+}
+
+/// With `state.store: memory`, a session that moves between layered and
+/// plain calls stays one session: the managers share the in-memory store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn layered_and_plain_calls_share_sessions_in_memory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let client = reqwest::Client::new();
+    let r = Serve {
+        env: vec![("COMPACT_STATE_STORE", "memory".into())],
+        ..Serve::sqlite(dir.path(), &dir.path().join("unused.sqlite3"))
+    }
+    .start(&client)
+    .await;
+    let mut fed = vec![json!({"role": "system", "content": "You are a coding agent."})];
+    let mut versions = Vec::new();
+    for t in 0..14 {
+        support::add_turn(&mut fed, t);
+        let mut body = json!({"session_id": "m", "messages": fed});
+        if t % 2 == 1 {
+            body["config"] = json!({"policy": {"keep_tool_io_pairs": 3}});
+        }
+        let (s, out) = post(&client, format!("{}/v1/preflight", r.base), &body).await;
+        assert_eq!(s, 200, "turn {t}: {out}");
+        if t > 0 {
+            assert_ne!(out["report"]["continuation"], "fresh", "turn {t}: {out}");
+        }
+        let text = out["messages"].to_string();
+        assert!(
+            text.matches("COMPACT-SUMMARY v").count() <= 1,
+            "turn {t}: nested"
+        );
+        if let Some(v) = out["report"]["summary_version"].as_u64() {
+            versions.push(v);
+        }
+        fed = out["messages"].as_array().expect("messages").clone();
+    }
+    assert!(versions.len() >= 2, "{versions:?}");
+    let expected: Vec<u64> = (1..=versions.len() as u64).collect();
+    assert_eq!(versions, expected, "one chain, one step at a time");
+    let seen = status(&client, &r.base, "m").await;
+    assert_eq!(seen["store"], "memory");
+}
