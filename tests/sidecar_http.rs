@@ -371,3 +371,90 @@ async fn layered_and_plain_calls_share_sessions_in_memory() {
     let seen = status(&client, &r.base, "m").await;
     assert_eq!(seen["store"], "memory");
 }
+
+/// What the session API returns about a session is redacted like every
+/// export, its events land in the server's own store, a body past
+/// `server.limits.preflight_body_bytes` is refused, and another id sees
+/// nothing of the session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_session_api_redacts_stores_its_events_and_limits_bodies() {
+    const SECRET: &str = "sk-proj-Zq8vT3mW9xK2pL7rN4bY6cH1";
+    let dir = tempfile::tempdir().expect("tempdir");
+    let client = reqwest::Client::new();
+    let state = dir.path().join("state.sqlite3");
+    let mut serve = Serve::sqlite(dir.path(), &state);
+    serve.env.push((
+        "COMPACT_SERVER_LIMITS_PREFLIGHT_BODY_BYTES",
+        "200000".into(),
+    ));
+    let r = serve.start(&client).await;
+
+    let mut history = vec![
+        json!({"role": "system", "content": "You are a coding agent."}),
+        json!({"role": "user", "content": format!("We must deploy with the key {SECRET} before Friday.")}),
+        json!({"role": "assistant", "content": format!("Noted: the key is {SECRET}.")}),
+    ];
+    for t in 0..6 {
+        support::add_turn(&mut history, t);
+    }
+    let (s, body) = post(
+        &client,
+        format!("{}/v1/preflight", r.base),
+        &json!({"session_id": "red", "messages": history, "force": true}),
+    )
+    .await;
+    assert_eq!(s, 200, "{body}");
+    assert!(
+        body["report"]["summary_version"].as_u64().is_some(),
+        "{body}"
+    );
+
+    let seen = status(&client, &r.base, "red").await;
+    assert_eq!(seen["known"], true);
+    let text = seen.to_string();
+    assert!(!text.contains(SECRET), "status leaks the secret: {text}");
+    assert!(text.contains("REDACTED"), "{text}");
+
+    // The preflight's spans, straight into this server's store (a hang
+    // guard only: the dispatcher delivers on its own thread).
+    let mut trace = serde_json::Value::Null;
+    for _ in 0..2400 {
+        let got = client
+            .get(format!("{}/api/traces/red", r.base))
+            .send()
+            .await
+            .expect("trace");
+        if got.status().is_success() {
+            trace = got.json().await.expect("json");
+            if trace.to_string().contains("compact.preflight") {
+                break;
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    let events = trace.to_string();
+    assert!(events.contains("compact.preflight"), "{events}");
+    assert!(events.contains("compact.summary_created"), "{events}");
+    assert!(!events.contains(SECRET), "events leak the secret");
+
+    // Another session id sees nothing of it.
+    let other = status(&client, &r.base, "red2").await;
+    assert_eq!(other["known"], false);
+    assert!(
+        other["summary"].is_null() && other["last_report"].is_null(),
+        "{other}"
+    );
+
+    // Past the configured body limit: 413, nothing read.
+    let big = json!({"session_id": "big", "messages": [{"role": "user", "content": "x".repeat(250_000)}]});
+    let (s, _) = post(&client, format!("{}/v1/preflight", r.base), &big).await;
+    assert_eq!(s, 413);
+    let (s, _) = post(
+        &client,
+        format!("{}/v1/sessions/big/overflow", r.base),
+        &json!({"messages": big["messages"]}),
+    )
+    .await;
+    assert_eq!(s, 413);
+    assert_eq!(status(&client, &r.base, "big").await["known"], false);
+}
