@@ -212,26 +212,38 @@ fn opt_bool(o: &Map<String, Value>, key: &str) -> Result<bool, ApiError> {
 }
 
 /// The history of a body: `messages` (Chat Completions) or `input`
-/// (Responses), in the format asked for or detected.
-fn history(o: &Map<String, Value>) -> Result<Request, ApiError> {
+/// (Responses), in the format asked for or detected. Taken out of the body,
+/// not copied: a real history is megabytes.
+fn history(o: &mut Map<String, Value>) -> Result<Request, ApiError> {
     let format = match opt_str(o, "format")? {
         None => Format::Auto,
         Some(f) => f
             .parse::<Format>()
             .map_err(|e| invalid("$.format", e.to_string()))?,
     };
-    let items = o
-        .get("messages")
-        .or_else(|| o.get("input"))
-        .cloned()
-        .ok_or_else(|| invalid("$.messages", "missing: an array of messages (or \"input\")"))?;
+    let (key, items) = match o.remove("messages") {
+        Some(items) => ("messages", items),
+        None => match o.remove("input") {
+            Some(items) => ("input", items),
+            None => {
+                return Err(invalid(
+                    "$.messages",
+                    "missing: an array of messages (or \"input\")",
+                ));
+            }
+        },
+    };
     let mut envelope = Map::new();
     envelope.insert("messages".into(), items);
-    if let Some(tools) = o.get("tools") {
-        envelope.insert("tools".into(), tools.clone());
+    if let Some(tools) = o.remove("tools") {
+        envelope.insert("tools".into(), tools);
     }
     Request::from_value(Value::Object(envelope), format).map_err(|e| ApiError::Invalid {
-        path: e.path,
+        // The path in the caller's body, which may have said `input`.
+        path: match e.path.strip_prefix("$.messages") {
+            Some(rest) => format!("$.{key}{rest}"),
+            None => e.path,
+        },
         message: e.message,
     })
 }
@@ -354,11 +366,11 @@ fn answer(
 }
 
 async fn preflight(State(s): State<Arc<Sidecar>>, body: Bytes) -> Result<Response, ApiError> {
-    let o = parse_object(&body)?;
+    let mut o = parse_object(&body)?;
     let session = opt_str(&o, "session_id")?
         .ok_or_else(|| invalid("$.session_id", "missing: a session id"))?
         .to_owned();
-    let req = history(&o)?;
+    let req = history(&mut o)?;
     let keep_meta = opt_bool(&o, "keep_meta")?;
     let force = opt_bool(&o, "force")?;
     let usage = usage_tokens(o.get("usage"))?;
@@ -435,8 +447,8 @@ async fn forced(
     body: Bytes,
     why: Forced,
 ) -> Result<Response, ApiError> {
-    let o = parse_object(&body)?;
-    let req = history(&o)?;
+    let mut o = parse_object(&body)?;
+    let req = history(&mut o)?;
     let keep_meta = opt_bool(&o, "keep_meta")?;
     let usage = usage_tokens(o.get("usage"))?;
     let note = match why {

@@ -68,6 +68,18 @@ async fn replicas_share_sessions_and_a_killed_one_loses_nothing() {
         (s, body["details"][0]["path"].as_str()),
         (400, Some("$.messages[0].role"))
     );
+    // The path is the one in the caller's body, `input` included.
+    let (s, body) = post(
+        &client,
+        url.clone(),
+        &json!({"session_id": "e", "input": [{"role": "user", "content": "hi"}, {"role": "bogus"}]}),
+    )
+    .await;
+    assert_eq!(
+        (s, body["details"][0]["path"].as_str()),
+        (400, Some("$.input[1].role")),
+        "{body}"
+    );
     let (s, body) = post(
         &client,
         url.clone(),
