@@ -15,6 +15,8 @@ pub(crate) enum CliError {
     Insufficient(String),
     /// Exit 1: anything else.
     Other(anyhow::Error),
+    /// Exit 0, nothing printed: stdout's reader went away (`| head`).
+    OutputClosed,
 }
 
 impl CliError {
@@ -23,6 +25,7 @@ impl CliError {
             CliError::BadInput(_) => 2,
             CliError::Insufficient(_) => 3,
             CliError::Other(_) => 1,
+            CliError::OutputClosed => 0,
         }
     }
 }
@@ -33,6 +36,7 @@ impl fmt::Display for CliError {
             CliError::BadInput(m) => write!(f, "bad input: {m}"),
             CliError::Insufficient(m) => write!(f, "{m}"),
             CliError::Other(e) => write!(f, "error: {e:#}"),
+            CliError::OutputClosed => write!(f, "stdout closed"),
         }
     }
 }

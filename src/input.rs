@@ -8,6 +8,7 @@ use compact_middleware::model::{Format, Request};
 use serde_json::Value;
 
 use crate::exit::{CliError, CliResult};
+use crate::out::outln;
 
 /// Flags every command that compacts or counts takes.
 #[derive(clap::Args, Debug, Clone)]
@@ -106,6 +107,6 @@ pub(crate) fn read_request(format: Format) -> CliResult<Request> {
 /// Pretty JSON on stdout.
 pub(crate) fn print_json(v: &impl serde::Serialize) -> CliResult {
     let s = serde_json::to_string_pretty(v).map_err(|e| CliError::Other(e.into()))?;
-    println!("{s}");
+    outln!("{s}")?;
     Ok(())
 }

@@ -5,6 +5,7 @@
 mod cmd;
 mod exit;
 mod input;
+mod out;
 mod sidecar;
 mod wiring;
 
@@ -74,6 +75,9 @@ fn main() {
         Command::Serve(a) => cmd::serve::run(a),
     };
     if let Err(e) = result {
+        if matches!(e, exit::CliError::OutputClosed) {
+            std::process::exit(0);
+        }
         eprintln!("compact: {e}");
         std::process::exit(e.code());
     }

@@ -19,6 +19,7 @@ use axum::routing::{delete, get, patch, post};
 use compact_middleware::config::Config;
 use compact_middleware::events::{Event, ExportError, Exporter};
 use compact_middleware::model::{Format, Request};
+use compact_middleware::state::MemorySessionStore;
 use compact_middleware::strategy::{Resolved, check_layer, from_seed_fields, resolve_layers};
 use compact_middleware::tokens::CountCache;
 use compact_middleware::trigger::Forced;
@@ -63,7 +64,12 @@ impl Exporter for ServerExporter {
 impl Sidecar {
     /// The sidecar over `config`, its events stored by `server`.
     pub(crate) fn new(config: Config, parts: Parts, server: &AppState) -> anyhow::Result<Self> {
-        let parts = parts.with_exporter(Arc::new(ServerExporter(server.clone())));
+        let mut parts = parts.with_exporter(Arc::new(ServerExporter(server.clone())));
+        // Every layered manager must see the same sessions: without a
+        // configured store (`state.store: memory`) they share one in memory.
+        if parts.store.is_none() {
+            parts.store = Some(Arc::new(MemorySessionStore::new()));
+        }
         let cache = Arc::new(CountCache::new(200_000));
         let base = parts
             .builder(config.clone())
@@ -206,26 +212,38 @@ fn opt_bool(o: &Map<String, Value>, key: &str) -> Result<bool, ApiError> {
 }
 
 /// The history of a body: `messages` (Chat Completions) or `input`
-/// (Responses), in the format asked for or detected.
-fn history(o: &Map<String, Value>) -> Result<Request, ApiError> {
+/// (Responses), in the format asked for or detected. Taken out of the body,
+/// not copied: a real history is megabytes.
+fn history(o: &mut Map<String, Value>) -> Result<Request, ApiError> {
     let format = match opt_str(o, "format")? {
         None => Format::Auto,
         Some(f) => f
             .parse::<Format>()
             .map_err(|e| invalid("$.format", e.to_string()))?,
     };
-    let items = o
-        .get("messages")
-        .or_else(|| o.get("input"))
-        .cloned()
-        .ok_or_else(|| invalid("$.messages", "missing: an array of messages (or \"input\")"))?;
+    let (key, items) = match o.remove("messages") {
+        Some(items) => ("messages", items),
+        None => match o.remove("input") {
+            Some(items) => ("input", items),
+            None => {
+                return Err(invalid(
+                    "$.messages",
+                    "missing: an array of messages (or \"input\")",
+                ));
+            }
+        },
+    };
     let mut envelope = Map::new();
     envelope.insert("messages".into(), items);
-    if let Some(tools) = o.get("tools") {
-        envelope.insert("tools".into(), tools.clone());
+    if let Some(tools) = o.remove("tools") {
+        envelope.insert("tools".into(), tools);
     }
     Request::from_value(Value::Object(envelope), format).map_err(|e| ApiError::Invalid {
-        path: e.path,
+        // The path in the caller's body, which may have said `input`.
+        path: match e.path.strip_prefix("$.messages") {
+            Some(rest) => format!("$.{key}{rest}"),
+            None => e.path,
+        },
         message: e.message,
     })
 }
@@ -280,15 +298,15 @@ fn usage_tokens(usage: Option<&Value>) -> Result<Option<usize>, ApiError> {
     Ok(Some(base + cached))
 }
 
-async fn preflight(State(s): State<Arc<Sidecar>>, body: Bytes) -> Result<Response, ApiError> {
-    let o = parse_object(&body)?;
-    let session = opt_str(&o, "session_id")?
-        .ok_or_else(|| invalid("$.session_id", "missing: a session id"))?
-        .to_owned();
-    let req = history(&o)?;
-    let keep_meta = opt_bool(&o, "keep_meta")?;
-    let force = opt_bool(&o, "force")?;
-    let usage = usage_tokens(o.get("usage"))?;
+/// The manager of one call and the layers that chose it: the request's
+/// `config`, the `agent` it names from the configuration's `agents:`, and
+/// the session's conversation layer (`PATCH /v1/conversations/{id}/memory`),
+/// in the precedence request > conversation > agent > defaults.
+async fn layered(
+    s: &Sidecar,
+    o: &Map<String, Value>,
+    session: &str,
+) -> Result<(CompactManager, Resolved), ApiError> {
     let request_layer = match o.get("config") {
         None | Some(Value::Null) => None,
         Some(layer) => {
@@ -296,7 +314,7 @@ async fn preflight(State(s): State<Arc<Sidecar>>, body: Bytes) -> Result<Respons
             Some(layer.clone())
         }
     };
-    let agent_layer = match opt_str(&o, "agent")? {
+    let agent_layer = match opt_str(o, "agent")? {
         None => None,
         Some(name) => Some(s.defaults.agents.get(name).cloned().ok_or_else(|| {
             invalid(
@@ -307,7 +325,7 @@ async fn preflight(State(s): State<Arc<Sidecar>>, body: Bytes) -> Result<Respons
     };
     let conversation = s
         .base
-        .conversation_layer(&session)
+        .conversation_layer(session)
         .await
         .map_err(ApiError::Compact)?;
     let resolved = resolve_layers(
@@ -318,6 +336,45 @@ async fn preflight(State(s): State<Arc<Sidecar>>, body: Bytes) -> Result<Respons
     )
     .map_err(|e| layer_error("$.config", &e))?;
     let manager = s.manager_for(&resolved)?;
+    Ok((manager, resolved))
+}
+
+/// The answer of a compaction call: the messages as the caller gets them
+/// back, and the report with `config_sources` (which layer set each
+/// overridden key).
+fn answer(
+    req: &Request,
+    outcome: &compact_middleware::PreflightOutcome,
+    resolved: &Resolved,
+    keep_meta: bool,
+) -> Response {
+    // Each overridden key once, with the level that won it.
+    let mut seen = std::collections::HashSet::new();
+    let sources: Vec<Value> = resolved
+        .sources
+        .iter()
+        .filter(|(key, _)| seen.insert(key.as_str()))
+        .map(|(key, _)| json!({"key": key, "level": resolved.source_of(key)}))
+        .collect();
+    let mut report = serde_json::to_value(&outcome.report).unwrap_or(Value::Null);
+    report["config_sources"] = Value::Array(sources);
+    axum::Json(json!({
+        "messages": messages_out(req, &outcome.messages, keep_meta),
+        "report": report,
+    }))
+    .into_response()
+}
+
+async fn preflight(State(s): State<Arc<Sidecar>>, body: Bytes) -> Result<Response, ApiError> {
+    let mut o = parse_object(&body)?;
+    let session = opt_str(&o, "session_id")?
+        .ok_or_else(|| invalid("$.session_id", "missing: a session id"))?
+        .to_owned();
+    let req = history(&mut o)?;
+    let keep_meta = opt_bool(&o, "keep_meta")?;
+    let force = opt_bool(&o, "force")?;
+    let usage = usage_tokens(o.get("usage"))?;
+    let (manager, resolved) = layered(&s, &o, &session).await?;
     let outcome = manager
         .preflight_with(
             &session,
@@ -332,18 +389,7 @@ async fn preflight(State(s): State<Arc<Sidecar>>, body: Bytes) -> Result<Respons
         )
         .await
         .map_err(ApiError::Compact)?;
-    let sources: Vec<Value> = resolved
-        .sources
-        .iter()
-        .map(|(key, level)| json!({"key": key, "level": level}))
-        .collect();
-    let mut report = serde_json::to_value(&outcome.report).unwrap_or(Value::Null);
-    report["config_sources"] = Value::Array(sources);
-    Ok(axum::Json(json!({
-        "messages": messages_out(&req, &outcome.messages, keep_meta),
-        "report": report,
-    }))
-    .into_response())
+    Ok(answer(&req, &outcome, &resolved, keep_meta))
 }
 
 fn layer_error(prefix: &str, e: &compact_middleware::config::ConfigError) -> ApiError {
@@ -392,32 +438,40 @@ async fn overflow(
     forced(s, id, body, Forced::ContextOverflow).await
 }
 
-/// Manual or reactive compaction of `{"messages", "note"|"error"}`.
+/// Manual or reactive compaction of `{"messages", "note"|"error",
+/// "tools"?, "config"?, "agent"?, "usage"?}`, under the same layers as
+/// `/v1/preflight`.
 async fn forced(
     s: Arc<Sidecar>,
     id: String,
     body: Bytes,
     why: Forced,
 ) -> Result<Response, ApiError> {
-    let o = parse_object(&body)?;
-    let req = history(&o)?;
+    let mut o = parse_object(&body)?;
+    let req = history(&mut o)?;
     let keep_meta = opt_bool(&o, "keep_meta")?;
+    let usage = usage_tokens(o.get("usage"))?;
     let note = match why {
         Forced::ContextOverflow => opt_str(&o, "error")?.unwrap_or("context length exceeded"),
         _ => opt_str(&o, "note")?.unwrap_or("POST /v1/sessions/{id}/compact"),
     }
     .to_owned();
-    let messages = req.messages.clone();
-    let outcome = match why {
-        Forced::ContextOverflow => s.base.on_context_overflow(&id, messages, &note).await,
-        _ => s.base.manual_compact(&id, messages, &note).await,
-    }
-    .map_err(ApiError::Compact)?;
-    Ok(axum::Json(json!({
-        "messages": messages_out(&req, &outcome.messages, keep_meta),
-        "report": outcome.report,
-    }))
-    .into_response())
+    let (manager, resolved) = layered(&s, &o, &id).await?;
+    let outcome = manager
+        .preflight_with(
+            &id,
+            PreflightRequest {
+                messages: req.messages.clone(),
+                tools: req.tools.clone(),
+                forced: Some(why),
+                note: Some(note),
+                strict: false,
+                usage,
+            },
+        )
+        .await
+        .map_err(ApiError::Compact)?;
+    Ok(answer(&req, &outcome, &resolved, keep_meta))
 }
 
 async fn conversation(

@@ -3,136 +3,22 @@
 //! process does; a SIGKILLed replica's session continues on the other; the
 //! errors have their documented shapes; tokens guard the routes.
 
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+mod support;
 
-use serde_json::{Value, json};
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-/// `compact serve` with its own data directory and the shared state file.
-fn start(dir: &Path, state: &Path, port: u16, extra: &[&str]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_compact"))
-        .args([
-            "serve",
-            "--addr",
-            &format!("127.0.0.1:{port}"),
-            "--data-dir",
-        ])
-        .arg(dir)
-        .args(extra)
-        .env("COMPACT_STATE_STORE", "sqlite")
-        .env("COMPACT_STATE_PATH", state)
-        .env("COMPACT_MAX_CONTEXT_TOKENS", "3000")
-        .env("HOME", dir)
-        .env_remove("COMPACT_INGEST_TOKEN")
-        .env_remove("COMPACT_READ_TOKEN")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("compact serve starts")
-}
-
-async fn wait_healthy(client: &reqwest::Client, base: &str) {
-    // A hang guard only: a debug build on a loaded machine may be slow.
-    for _ in 0..4800 {
-        if let Ok(r) = client.get(format!("{base}/healthz")).send().await
-            && r.status().is_success()
-        {
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-    }
-    panic!("{base} never became healthy");
-}
-
-struct Replica {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-async fn replica(client: &reqwest::Client, dir: &Path, state: &Path, extra: &[&str]) -> Replica {
-    let port = free_port();
-    let r = Replica {
-        child: start(dir, state, port, extra),
-        base: format!("http://127.0.0.1:{port}"),
-    };
-    wait_healthy(client, &r.base).await;
-    r
-}
-
-async fn post(client: &reqwest::Client, url: String, body: &Value) -> (u16, Value) {
-    let r = client.post(url).json(body).send().await.expect("request");
-    let status = r.status().as_u16();
-    (status, r.json().await.unwrap_or(Value::Null))
-}
-
-fn add_turn(messages: &mut Vec<Value>, t: usize) {
-    let id = format!("call_{t}");
-    messages.push(json!({"role": "user", "content": format!("Turn {t}: ticket OPS-{t} belongs to team-{t}. {}", "lorem ".repeat(60))}));
-    messages.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "read", "arguments": "{}"}}]}));
-    messages.push(json!({"role": "tool", "tool_call_id": id, "content": "log line ".repeat(80)}));
-    messages.push(json!({"role": "assistant", "content": format!("OPS-{t} handled.")}));
-}
-
-/// `turns` turns of `session`, the agent feeding the output back; turn `i`
-/// goes to `pick(i)`. Returns the outputs and the summary versions seen.
-async fn drive(
-    client: &reqwest::Client,
-    bases: &[&str],
-    pick: impl Fn(usize) -> usize,
-    session: &str,
-    turns: std::ops::Range<usize>,
-    fed: &mut Vec<Value>,
-) -> Vec<Value> {
-    let mut outputs = Vec::new();
-    for t in turns {
-        add_turn(fed, t);
-        let (status, body) = post(
-            client,
-            format!("{}/v1/preflight", bases[pick(t)]),
-            &json!({"session_id": session, "messages": fed}),
-        )
-        .await;
-        assert_eq!(status, 200, "turn {t}: {body}");
-        let text = body["messages"].to_string();
-        assert!(
-            text.matches("COMPACT-SUMMARY v").count() <= 1,
-            "turn {t}: nested summaries"
-        );
-        assert!(!text.contains("\"meta\""), "turn {t}: not provider-clean");
-        if t > 0 {
-            assert_ne!(body["report"]["continuation"], "fresh", "turn {t}");
-        }
-        *fed = body["messages"].as_array().expect("messages").clone();
-        outputs.push(body["messages"].clone());
-    }
-    outputs
-}
-
-fn version(client_status: &Value) -> u64 {
-    client_status["summary"]["version"].as_u64().unwrap_or(0)
-}
+use serde_json::json;
+use support::{Serve, drive, post, status, version};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_share_sessions_and_a_killed_one_loses_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
     let state = dir.path().join("state.sqlite3");
     let client = reqwest::Client::new();
-    let a = replica(&client, &dir.path().join("a"), &state, &[]).await;
-    let mut b = replica(&client, &dir.path().join("b"), &state, &[]).await;
+    let a = Serve::sqlite(&dir.path().join("a"), &state)
+        .start(&client)
+        .await;
+    let mut b = Serve::sqlite(&dir.path().join("b"), &state)
+        .start(&client)
+        .await;
 
     // One process, then two alternating: the same outputs.
     let mut fed = vec![json!({"role": "system", "content": "You are a coding agent."})];
@@ -148,31 +34,15 @@ async fn replicas_share_sessions_and_a_killed_one_loses_nothing() {
     .await;
     assert_eq!(alt, solo);
 
-    let status: Value = client
-        .get(format!("{}/v1/sessions/alt", a.base))
-        .send()
-        .await
-        .expect("status")
-        .json()
-        .await
-        .expect("json");
-    let before = version(&status);
-    assert!(before >= 2, "{status}");
-    assert_eq!(status["store"], "sqlite");
+    let seen = status(&client, &a.base, "alt").await;
+    let before = version(&seen);
+    assert!(before >= 2, "{seen}");
+    assert_eq!(seen["store"], "sqlite");
 
     // SIGKILL b, continue on a: the chain goes on at n+1.
-    b.child.kill().expect("kill");
-    b.child.wait().expect("reaped");
+    b.kill();
     drive(&client, &[&a.base], |_| 0, "alt", 14..15, &mut fed).await;
-    let status: Value = client
-        .get(format!("{}/v1/sessions/alt", a.base))
-        .send()
-        .await
-        .expect("status")
-        .json()
-        .await
-        .expect("json");
-    assert_eq!(version(&status), before + 1);
+    assert_eq!(version(&status(&client, &a.base, "alt").await), before + 1);
 
     // Errors: a bad session id and a bad message name their JSON path; a
     // layer key that is not a compaction setting is refused; a history
@@ -197,6 +67,18 @@ async fn replicas_share_sessions_and_a_killed_one_loses_nothing() {
     assert_eq!(
         (s, body["details"][0]["path"].as_str()),
         (400, Some("$.messages[0].role"))
+    );
+    // The path is the one in the caller's body, `input` included.
+    let (s, body) = post(
+        &client,
+        url.clone(),
+        &json!({"session_id": "e", "input": [{"role": "user", "content": "hi"}, {"role": "bogus"}]}),
+    )
+    .await;
+    assert_eq!(
+        (s, body["details"][0]["path"].as_str()),
+        (400, Some("$.input[1].role")),
+        "{body}"
     );
     let (s, body) = post(
         &client,
@@ -285,27 +167,19 @@ async fn replicas_share_sessions_and_a_killed_one_loses_nothing() {
         .await
         .expect("delete");
     assert_eq!(r.status().as_u16(), 200);
-    let status: Value = client
-        .get(format!("{}/v1/sessions/alt", a.base))
-        .send()
-        .await
-        .expect("status")
-        .json()
-        .await
-        .expect("json");
-    assert_eq!(status["known"], false);
+    assert_eq!(status(&client, &a.base, "alt").await["known"], false);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokens_guard_the_session_api() {
     let dir = tempfile::tempdir().expect("tempdir");
     let client = reqwest::Client::new();
-    let r = replica(
-        &client,
-        dir.path(),
-        &dir.path().join("state.sqlite3"),
-        &["--ingest-token", "w-secret", "--read-token", "r-secret"],
-    )
+    let state = dir.path().join("state.sqlite3");
+    let r = Serve {
+        args: vec!["--ingest-token", "w-secret", "--read-token", "r-secret"],
+        ..Serve::sqlite(dir.path(), &state)
+    }
+    .start(&client)
     .await;
     let body = json!({"session_id": "t", "messages": [{"role": "user", "content": "hi"}]});
     let url = format!("{}/v1/preflight", r.base);
@@ -328,4 +202,271 @@ async fn tokens_guard_the_session_api() {
         .await
         .expect("get");
     assert_eq!(read.status().as_u16(), 200);
+}
+
+/// The same layers as `/v1/preflight` on `/compact` and `/overflow`: an
+/// agent layer from the configuration, the conversation's persisted layer
+/// and the request's `config`, each visible in `config_sources` and in what
+/// the call did.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn manual_and_overflow_compaction_apply_the_layers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("compact.yaml");
+    std::fs::write(
+        &config,
+        "agents:\n  terse:\n    policy:\n      keep_recent_turns: 2\n      mode: compact\n",
+    )
+    .expect("config");
+    let state = dir.path().join("state.sqlite3");
+    let client = reqwest::Client::new();
+    let r = Serve {
+        args: vec!["--config", config.to_str().expect("utf-8")],
+        ..Serve::sqlite(dir.path(), &state)
+    }
+    .start(&client)
+    .await;
+    let mut history = vec![json!({"role": "system", "content": "You are a coding agent."})];
+    for t in 0..8 {
+        support::add_turn(&mut history, t);
+    }
+    let source = |report: &serde_json::Value, key: &str| {
+        report["config_sources"]
+            .as_array()
+            .expect("config_sources")
+            .iter()
+            .find(|s| s["key"] == key)
+            .map(|s| s["level"].clone())
+            .unwrap_or(json!("default"))
+    };
+
+    // No layers: the defaults.
+    let (s, plain) = post(
+        &client,
+        format!("{}/v1/sessions/plain/compact", r.base),
+        &json!({"messages": history}),
+    )
+    .await;
+    assert_eq!(s, 200, "{plain}");
+    let plain = &plain["report"];
+    assert_eq!(plain["config_sources"], json!([]));
+    assert_eq!(
+        (&plain["mode"], &plain["target"]),
+        (&json!("auto"), &json!(1500))
+    );
+
+    // The conversation's layer overrides the agent's mode; the request's
+    // target wins over the defaults.
+    let r2 = client
+        .patch(format!("{}/v1/conversations/c1/memory", r.base))
+        .json(&json!({"policy": {"mode": "summarize"}}))
+        .send()
+        .await
+        .expect("patch");
+    assert_eq!(r2.status().as_u16(), 200);
+    let (s, body) = post(
+        &client,
+        format!("{}/v1/sessions/c1/compact", r.base),
+        &json!({"messages": history, "agent": "terse", "note": "by hand",
+                "config": {"policy": {"target_pct": 0.45}}}),
+    )
+    .await;
+    assert_eq!(s, 200, "{body}");
+    let report = &body["report"];
+    assert_eq!(source(report, "policy.keep_recent_turns"), "agent");
+    assert_eq!(source(report, "policy.mode"), "conversation");
+    assert_eq!(source(report, "policy.target_pct"), "request");
+    assert_eq!(report["forced"], "manual");
+    assert_eq!(report["note"], "by hand");
+    assert_eq!(
+        (&report["mode"], &report["target"]),
+        (&json!("summarize"), &json!(1350))
+    );
+    assert!(
+        report["kept"]["recent_turns"].as_u64().expect("kept") <= 2,
+        "{report}"
+    );
+    assert!(report["summary_version"].as_u64().is_some(), "{report}");
+    let fed = body["messages"].as_array().expect("messages").clone();
+
+    // Overflow: the request's keep_recent_turns wins over the agent's.
+    let mut next = fed.clone();
+    support::add_turn(&mut next, 8);
+    let (s, body) = post(
+        &client,
+        format!("{}/v1/sessions/c1/overflow", r.base),
+        &json!({"messages": next, "agent": "terse", "error": "context_length_exceeded",
+                "config": {"policy": {"keep_recent_turns": 1, "reactive_target_pct": 0.25}}}),
+    )
+    .await;
+    assert_eq!(s, 200, "{body}");
+    let report = &body["report"];
+    assert_eq!(source(report, "policy.keep_recent_turns"), "request");
+    assert_eq!(source(report, "policy.mode"), "conversation");
+    assert_eq!(source(report, "policy.reactive_target_pct"), "request");
+    assert_eq!(report["forced"], "context_overflow");
+    assert_eq!(report["note"], "context_length_exceeded");
+    assert_eq!(report["target"], 750);
+    assert!(
+        report["kept"]["recent_turns"].as_u64().expect("kept") <= 1,
+        "{report}"
+    );
+    // The layered managers share the session: it continues the chain.
+    assert_eq!(report["continuation"], "output_prefix", "{report}");
+    assert_eq!(version(&status(&client, &r.base, "c1").await), 2);
+    let text = body["messages"].to_string();
+    assert_eq!(text.matches("COMPACT-SUMMARY v").count(), 1, "{text}");
+
+    // Their errors name the JSON path, as /v1/preflight's do.
+    let (s, body) = post(
+        &client,
+        format!("{}/v1/sessions/c1/compact", r.base),
+        &json!({"messages": history, "agent": "nobody"}),
+    )
+    .await;
+    assert_eq!(
+        (s, body["details"][0]["path"].as_str()),
+        (400, Some("$.agent"))
+    );
+    let (s, body) = post(
+        &client,
+        format!("{}/v1/sessions/c1/overflow", r.base),
+        &json!({"messages": history, "config": {"policy": {"trigger_pct": 7}}}),
+    )
+    .await;
+    assert_eq!(s, 400, "{body}");
+    assert!(
+        body["details"][0]["path"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("$.config.policy")),
+        "{body}"
+    );
+}
+
+/// With `state.store: memory`, a session that moves between layered and
+/// plain calls stays one session: the managers share the in-memory store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn layered_and_plain_calls_share_sessions_in_memory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let client = reqwest::Client::new();
+    let r = Serve {
+        env: vec![("COMPACT_STATE_STORE", "memory".into())],
+        ..Serve::sqlite(dir.path(), &dir.path().join("unused.sqlite3"))
+    }
+    .start(&client)
+    .await;
+    let mut fed = vec![json!({"role": "system", "content": "You are a coding agent."})];
+    let mut versions = Vec::new();
+    for t in 0..14 {
+        support::add_turn(&mut fed, t);
+        let mut body = json!({"session_id": "m", "messages": fed});
+        if t % 2 == 1 {
+            body["config"] = json!({"policy": {"keep_tool_io_pairs": 3}});
+        }
+        let (s, out) = post(&client, format!("{}/v1/preflight", r.base), &body).await;
+        assert_eq!(s, 200, "turn {t}: {out}");
+        if t > 0 {
+            assert_ne!(out["report"]["continuation"], "fresh", "turn {t}: {out}");
+        }
+        let text = out["messages"].to_string();
+        assert!(
+            text.matches("COMPACT-SUMMARY v").count() <= 1,
+            "turn {t}: nested"
+        );
+        if let Some(v) = out["report"]["summary_version"].as_u64() {
+            versions.push(v);
+        }
+        fed = out["messages"].as_array().expect("messages").clone();
+    }
+    assert!(versions.len() >= 2, "{versions:?}");
+    let expected: Vec<u64> = (1..=versions.len() as u64).collect();
+    assert_eq!(versions, expected, "one chain, one step at a time");
+    let seen = status(&client, &r.base, "m").await;
+    assert_eq!(seen["store"], "memory");
+}
+
+/// What the session API returns about a session is redacted like every
+/// export, its events land in the server's own store, a body past
+/// `server.limits.preflight_body_bytes` is refused, and another id sees
+/// nothing of the session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_session_api_redacts_stores_its_events_and_limits_bodies() {
+    const SECRET: &str = "sk-proj-Zq8vT3mW9xK2pL7rN4bY6cH1";
+    let dir = tempfile::tempdir().expect("tempdir");
+    let client = reqwest::Client::new();
+    let state = dir.path().join("state.sqlite3");
+    let mut serve = Serve::sqlite(dir.path(), &state);
+    serve.env.push((
+        "COMPACT_SERVER_LIMITS_PREFLIGHT_BODY_BYTES",
+        "200000".into(),
+    ));
+    let r = serve.start(&client).await;
+
+    let mut history = vec![
+        json!({"role": "system", "content": "You are a coding agent."}),
+        json!({"role": "user", "content": format!("We must deploy with the key {SECRET} before Friday.")}),
+        json!({"role": "assistant", "content": format!("Noted: the key is {SECRET}.")}),
+    ];
+    for t in 0..6 {
+        support::add_turn(&mut history, t);
+    }
+    let (s, body) = post(
+        &client,
+        format!("{}/v1/preflight", r.base),
+        &json!({"session_id": "red", "messages": history, "force": true}),
+    )
+    .await;
+    assert_eq!(s, 200, "{body}");
+    assert!(
+        body["report"]["summary_version"].as_u64().is_some(),
+        "{body}"
+    );
+
+    let seen = status(&client, &r.base, "red").await;
+    assert_eq!(seen["known"], true);
+    let text = seen.to_string();
+    assert!(!text.contains(SECRET), "status leaks the secret: {text}");
+    assert!(text.contains("REDACTED"), "{text}");
+
+    // The preflight's spans, straight into this server's store (a hang
+    // guard only: the dispatcher delivers on its own thread).
+    let mut trace = serde_json::Value::Null;
+    for _ in 0..2400 {
+        let got = client
+            .get(format!("{}/api/traces/red", r.base))
+            .send()
+            .await
+            .expect("trace");
+        if got.status().is_success() {
+            trace = got.json().await.expect("json");
+            if trace.to_string().contains("compact.preflight") {
+                break;
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    let events = trace.to_string();
+    assert!(events.contains("compact.preflight"), "{events}");
+    assert!(events.contains("compact.summary_created"), "{events}");
+    assert!(!events.contains(SECRET), "events leak the secret");
+
+    // Another session id sees nothing of it.
+    let other = status(&client, &r.base, "red2").await;
+    assert_eq!(other["known"], false);
+    assert!(
+        other["summary"].is_null() && other["last_report"].is_null(),
+        "{other}"
+    );
+
+    // Past the configured body limit: 413, nothing read.
+    let big = json!({"session_id": "big", "messages": [{"role": "user", "content": "x".repeat(250_000)}]});
+    let (s, _) = post(&client, format!("{}/v1/preflight", r.base), &big).await;
+    assert_eq!(s, 413);
+    let (s, _) = post(
+        &client,
+        format!("{}/v1/sessions/big/overflow", r.base),
+        &json!({"messages": big["messages"]}),
+    )
+    .await;
+    assert_eq!(s, 413);
+    assert_eq!(status(&client, &r.base, "big").await["known"], false);
 }

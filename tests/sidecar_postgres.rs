@@ -5,133 +5,12 @@
 #[path = "../crates/compact-middleware/tests/postgres_support/mod.rs"]
 mod postgres_support;
 
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+mod support;
 
-use serde_json::{Value, json};
+use std::process::Command;
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-/// `compact serve` with its own data directory, state in PostgreSQL.
-fn start(dir: &Path, url: &str, port: u16) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_compact"))
-        .args([
-            "serve",
-            "--addr",
-            &format!("127.0.0.1:{port}"),
-            "--data-dir",
-        ])
-        .arg(dir)
-        .env("COMPACT_STATE_STORE", "postgres")
-        .env("COMPACT_STATE_URL", url)
-        .env("COMPACT_MAX_CONTEXT_TOKENS", "3000")
-        .env("HOME", dir)
-        .env_remove("COMPACT_INGEST_TOKEN")
-        .env_remove("COMPACT_READ_TOKEN")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("compact serve starts")
-}
-
-async fn wait_healthy(client: &reqwest::Client, base: &str, child: &mut Child) {
-    // A hang guard only: a debug build on a loaded machine may be slow.
-    for _ in 0..4800 {
-        if let Ok(r) = client.get(format!("{base}/healthz")).send().await
-            && r.status().is_success()
-        {
-            return;
-        }
-        if let Ok(Some(status)) = child.try_wait() {
-            panic!("{base} exited: {status}");
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-    }
-    panic!("{base} never became healthy");
-}
-
-struct Replica {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-async fn replica(client: &reqwest::Client, dir: &Path, url: &str) -> Replica {
-    let port = free_port();
-    let mut r = Replica {
-        child: start(dir, url, port),
-        base: format!("http://127.0.0.1:{port}"),
-    };
-    wait_healthy(client, &r.base, &mut r.child).await;
-    r
-}
-
-fn add_turn(messages: &mut Vec<Value>, t: usize) {
-    let id = format!("call_{t}");
-    messages.push(json!({"role": "user", "content": format!("Turn {t}: ticket OPS-{t} belongs to team-{t}. {}", "lorem ".repeat(60))}));
-    messages.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "read", "arguments": "{}"}}]}));
-    messages.push(json!({"role": "tool", "tool_call_id": id, "content": "log line ".repeat(80)}));
-    messages.push(json!({"role": "assistant", "content": format!("OPS-{t} handled.")}));
-}
-
-/// `turns` turns of `session`, the agent feeding the output back; turn `t`
-/// goes to `bases[pick(t)]`.
-async fn drive(
-    client: &reqwest::Client,
-    bases: &[&str],
-    pick: impl Fn(usize) -> usize,
-    session: &str,
-    turns: std::ops::Range<usize>,
-    fed: &mut Vec<Value>,
-) -> Vec<Value> {
-    let mut outputs = Vec::new();
-    for t in turns {
-        add_turn(fed, t);
-        let r = client
-            .post(format!("{}/v1/preflight", bases[pick(t)]))
-            .json(&json!({"session_id": session, "messages": fed}))
-            .send()
-            .await
-            .expect("request");
-        let status = r.status().as_u16();
-        let body: Value = r.json().await.unwrap_or(Value::Null);
-        assert_eq!(status, 200, "turn {t}: {body}");
-        let text = body["messages"].to_string();
-        assert!(
-            text.matches("COMPACT-SUMMARY v").count() <= 1,
-            "turn {t}: nested summaries"
-        );
-        *fed = body["messages"].as_array().expect("messages").clone();
-        outputs.push(body["messages"].clone());
-    }
-    outputs
-}
-
-async fn status(client: &reqwest::Client, base: &str, session: &str) -> Value {
-    client
-        .get(format!("{base}/v1/sessions/{session}"))
-        .send()
-        .await
-        .expect("status")
-        .json()
-        .await
-        .expect("json")
-}
-
-fn version(status: &Value) -> u64 {
-    status["summary"]["version"].as_u64().unwrap_or(0)
-}
+use serde_json::json;
+use support::{Serve, drive, status, version};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_on_one_postgres_match_one_process_and_a_killed_one_loses_nothing() {
@@ -139,9 +18,15 @@ async fn replicas_on_one_postgres_match_one_process_and_a_killed_one_loses_nothi
     let shared_db = postgres_support::database().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let client = reqwest::Client::new();
-    let solo = replica(&client, &dir.path().join("solo"), &solo_db.url).await;
-    let a = replica(&client, &dir.path().join("a"), &shared_db.url).await;
-    let mut b = replica(&client, &dir.path().join("b"), &shared_db.url).await;
+    let solo = Serve::postgres(&dir.path().join("solo"), &solo_db.url)
+        .start(&client)
+        .await;
+    let a = Serve::postgres(&dir.path().join("a"), &shared_db.url)
+        .start(&client)
+        .await;
+    let mut b = Serve::postgres(&dir.path().join("b"), &shared_db.url)
+        .start(&client)
+        .await;
 
     let mut fed = vec![json!({"role": "system", "content": "You are a coding agent."})];
     let one = drive(&client, &[&solo.base], |_| 0, "s", 0..14, &mut fed.clone()).await;
@@ -162,8 +47,7 @@ async fn replicas_on_one_postgres_match_one_process_and_a_killed_one_loses_nothi
     assert!(before >= 2, "{seen}");
 
     // SIGKILL b, continue on a: the chain goes on at n+1.
-    b.child.kill().expect("kill");
-    b.child.wait().expect("reaped");
+    b.kill();
     drive(&client, &[&a.base], |_| 0, "s", 14..15, &mut fed).await;
     assert_eq!(version(&status(&client, &a.base, "s").await), before + 1);
 }

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use crate::exit::{CliError, CliResult};
 use crate::input::ConfigFlags;
+use crate::out::outln;
 
 /// Which archive to read: a directory, S3, or what the configuration says.
 #[derive(clap::Args, Debug, Clone)]
@@ -97,7 +98,7 @@ fn session_id(s: &str) -> CliResult<SessionId> {
 
 fn print_json(v: &Value) -> CliResult {
     let s = serde_json::to_string_pretty(v).map_err(|e| CliError::Other(e.into()))?;
-    println!("{s}");
+    outln!("{s}")?;
     Ok(())
 }
 
@@ -112,7 +113,7 @@ pub(crate) fn run(cmd: Command) -> CliResult {
             Command::List { target } => {
                 let a = target.adapter().await?;
                 for s in Archive::new(a.as_ref()).sessions().await.map_err(other)? {
-                    println!("{s}");
+                    outln!("{s}")?;
                 }
                 Ok(())
             }
@@ -131,14 +132,14 @@ pub(crate) fn run(cmd: Command) -> CliResult {
                 let v = Archive::new(a.as_ref()).verify(&sid).await.map_err(other)?;
                 match &v.problem {
                     None => {
-                        println!(
+                        outln!(
                             "ok: session {} in {}: {} files, {} manifest entries, head {}",
                             v.session,
                             a.root(),
                             v.files.len(),
                             v.entries,
                             v.head.as_deref().unwrap_or("-")
-                        );
+                        )?;
                         Ok(())
                     }
                     Some(p) => Err(CliError::Other(anyhow!(

@@ -6,6 +6,7 @@ use compact_middleware::config::load;
 use compact_middleware::estimate::ModelLimits;
 
 use crate::exit::{CliError, CliResult};
+use crate::out::outln;
 
 #[derive(clap::Subcommand, Debug)]
 pub(crate) enum Command {
@@ -31,7 +32,7 @@ pub(crate) fn run(cmd: Command) -> CliResult {
             let loaded = load(Some(&file), &env())?;
             ModelLimits::from_config(&loaded.config)
                 .map_err(|e| CliError::BadInput(format!("configuration: model: {e}")))?;
-            println!("{}: ok", file.display());
+            outln!("{}: ok", file.display())?;
             Ok(())
         }
         Command::Print { config, json } => {
@@ -57,7 +58,7 @@ pub(crate) fn run(cmd: Command) -> CliResult {
             }
             let width = rows.iter().map(|(p, _, _)| p.len()).max().unwrap_or(0);
             for (path, value, source) in rows {
-                println!("{path:width$}  {value}  # {source}");
+                outln!("{path:width$}  {value}  # {source}")?;
             }
             for var in loaded.ignored_env() {
                 eprintln!(

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::exit::{CliError, CliResult};
 use crate::input::{ConfigFlags, read_request};
+use crate::out::outln;
 
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
@@ -113,7 +114,7 @@ pub(crate) fn run(args: Args) -> CliResult {
             usage: args.usage,
         },
     ));
-    manager.dispatcher().shutdown(crate::wiring::FLUSH_TIMEOUT);
+    finish_events(manager.dispatcher());
     let outcome = outcome?;
     warn_about_input(&outcome.report);
     if args.usage.is_some() && outcome.report.anchor.is_none() {
@@ -129,8 +130,28 @@ pub(crate) fn run(args: Args) -> CliResult {
     }
     let out = req.to_value(&outcome.messages, !args.keep_meta);
     let s = serde_json::to_string_pretty(&out).map_err(|e| CliError::Other(e.into()))?;
-    println!("{s}");
+    outln!("{s}")?;
     Ok(())
+}
+
+/// Gives the exporters at most [`crate::wiring::FLUSH_TIMEOUT`] to take
+/// the events of a one-shot command, never longer (a dead collector costs
+/// that, once), then says on stderr what each one did not take.
+pub(crate) fn finish_events(dispatcher: &compact_middleware::events::Dispatcher) {
+    let timeout = crate::wiring::FLUSH_TIMEOUT;
+    dispatcher.shutdown(timeout);
+    let stats = dispatcher.stats();
+    let accepted = stats.emitted.saturating_sub(stats.dropped);
+    for e in &stats.exporters {
+        let pending = accepted.saturating_sub(e.exported + e.failed_events + e.lagged);
+        if pending > 0 {
+            eprintln!(
+                "compact: warning: exporter {} did not take {pending} event(s) within the {}s flush timeout; they are dropped",
+                e.name,
+                timeout.as_secs()
+            );
+        }
+    }
 }
 
 /// Pairing problems the input already had go to stderr: kept as they are

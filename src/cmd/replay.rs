@@ -70,7 +70,7 @@ pub(crate) fn run(args: Args) -> CliResult {
     }
     let rt = tokio::runtime::Runtime::new()?;
     let manager = crate::wiring::manager(loaded.config, &rt)?;
-    turns::header();
+    turns::header()?;
     let totals = rt.block_on(turns::drive(
         &manager,
         &args.session,
@@ -82,7 +82,7 @@ pub(crate) fn run(args: Args) -> CliResult {
     manager
         .dispatcher()
         .shutdown(std::time::Duration::from_secs(5));
-    turns::summary(&totals);
+    turns::summary(&totals)?;
     if let Some(path) = &args.out {
         let items: Vec<Value> = totals.context.iter().map(Message::to_value).collect();
         let text = serde_json::to_string_pretty(&Value::Array(items))

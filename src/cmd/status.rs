@@ -33,6 +33,6 @@ pub(crate) fn run(args: Args) -> CliResult {
     let rt = tokio::runtime::Runtime::new()?;
     let manager = crate::wiring::manager(loaded.config, &rt)?;
     let status = rt.block_on(manager.status(&args.session))?;
-    manager.dispatcher().shutdown(crate::wiring::FLUSH_TIMEOUT);
+    super::preflight::finish_events(manager.dispatcher());
     print_json(&status)
 }

@@ -47,12 +47,15 @@ pub(crate) fn run(args: Args) -> CliResult {
         .context("starting the runtime")?;
     rt.block_on(async {
         let stdout = std::io::stdout();
+        // A closed pipe (`| head`) ends the command quietly, like Ctrl-C.
+        let closed = tokio::sync::Notify::new();
         let on_event = |ev: &serde_json::Value| {
             if let Some(line) = format_line(ev) {
                 let mut out = stdout.lock();
-                // A closed pipe (`| head`) ends the output, not the process's luck.
-                let _ = writeln!(out, "{line}");
-                let _ = out.flush();
+                let written = writeln!(out, "{line}").and_then(|()| out.flush());
+                if written.is_err_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) {
+                    closed.notify_one();
+                }
             }
         };
         let on_notice = |n: TailNotice| match n {
@@ -67,6 +70,7 @@ pub(crate) fn run(args: Args) -> CliResult {
                 Err(e) => Err(CliError::Other(e.into())),
             },
             _ = tokio::signal::ctrl_c() => Ok(()),
+            () = closed.notified() => Ok(()),
         }
     })
 }

@@ -7,6 +7,7 @@ use compact_middleware::{CompactManager, PreflightRequest};
 use serde_json::Value;
 
 use crate::exit::CliResult;
+use crate::out::outln;
 
 /// Totals over a driven session.
 #[derive(Debug, Default)]
@@ -22,11 +23,14 @@ pub(super) struct Totals {
 }
 
 /// Prints the table header.
-pub(super) fn header() {
-    println!(
+pub(super) fn header() -> CliResult {
+    outln!(
         "{:>4}  {:>8} → {:>8}  {:>6}  tiers",
-        "turn", "before", "after", "usage"
-    );
+        "turn",
+        "before",
+        "after",
+        "usage"
+    )
 }
 
 /// Feeds `turn_messages` (one batch per turn) to `manager`, appending each
@@ -69,7 +73,7 @@ pub(super) async fn drive(
             .iter()
             .filter_map(|t| serde_json::to_value(t).ok()?.as_str().map(str::to_string))
             .collect();
-        println!(
+        outln!(
             "{:>4}  {:>8} → {:>8}  {:>5.1}%  {}",
             i + 1,
             r.tokens_before,
@@ -80,7 +84,7 @@ pub(super) async fn drive(
             } else {
                 tiers.join(", ")
             }
-        );
+        )?;
         context = outcome.messages;
         if !pace.is_zero() {
             tokio::time::sleep(pace).await;
@@ -92,24 +96,26 @@ pub(super) async fn drive(
 }
 
 /// Prints the savings table.
-pub(super) fn summary(t: &Totals) {
-    println!();
-    println!("{:<40} {:>12}", "turns", t.turns);
-    println!("{:<40} {:>12}", "compactions", t.compactions);
-    println!(
+pub(super) fn summary(t: &Totals) -> CliResult {
+    outln!()?;
+    outln!("{:<40} {:>12}", "turns", t.turns)?;
+    outln!("{:<40} {:>12}", "compactions", t.compactions)?;
+    outln!(
         "{:<40} {:>12}",
-        "tokens sent without compaction", t.raw_tokens
-    );
-    println!(
+        "tokens sent without compaction",
+        t.raw_tokens
+    )?;
+    outln!(
         "{:<40} {:>12}",
-        "tokens sent with compaction", t.sent_tokens
-    );
-    println!(
+        "tokens sent with compaction",
+        t.sent_tokens
+    )?;
+    outln!(
         "{:<40} {:>11.1}%",
         "saved",
         100.0 * (1.0 - t.sent_tokens as f64 / t.raw_tokens.max(1) as f64)
-    );
-    println!("{:<40} {:>12}", "final context messages", t.final_messages);
+    )?;
+    outln!("{:<40} {:>12}", "final context messages", t.final_messages)
 }
 
 /// Splits a recorded history into the messages before the first turn and

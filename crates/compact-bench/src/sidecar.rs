@@ -1,5 +1,6 @@
 //! `compact bench sidecar`: `POST /v1/preflight` of a real `compact serve`
-//! over loopback, for each session store (memory, SQLite).
+//! over loopback, for each session store (memory, SQLite, and PostgreSQL
+//! when `COMPACT_BENCH_POSTGRES_URL` names a database it may write to).
 //!
 //! The sidecar lives in the `compact` binary (which depends on this crate),
 //! so the suite spawns that binary rather than linking it: `compact bench`
@@ -15,7 +16,12 @@
 //!   history, the first one compacting from scratch): sessions/s and
 //!   preflights/s.
 //! - `store_cost_p50_us`: SQLite's latency p50 minus memory's, the price of
-//!   durable session state per preflight.
+//!   durable session state per preflight; `store_costs_p50_us` the same for
+//!   every durable store measured.
+//!
+//! Session ids carry a per-run nonce, so a PostgreSQL database used before
+//! holds nothing a run would continue; the run deletes its sessions at the
+//! end (untimed).
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -32,6 +38,8 @@ use crate::workload::history;
 const TURNS_PER_SESSION: usize = 10;
 /// Clients of the concurrent benchmark.
 const CLIENTS: usize = 8;
+/// The database of the PostgreSQL store, if one is to be measured.
+const POSTGRES_URL_VAR: &str = "COMPACT_BENCH_POSTGRES_URL";
 
 /// `compact bench sidecar`.
 pub(crate) fn run(quick: bool) -> Value {
@@ -44,23 +52,38 @@ pub(crate) fn run(quick: bool) -> Value {
         Err(e) => return json!({"error": format!("cannot build a tokio runtime: {e}")}),
     };
     let base: Arc<Vec<Value>> = Arc::new(history(100, 3000).iter().map(|m| m.to_value()).collect());
+    let postgres = std::env::var(POSTGRES_URL_VAR)
+        .ok()
+        .filter(|u| !u.is_empty());
     let mut stores = serde_json::Map::new();
-    for store in ["memory", "sqlite"] {
+    for store in ["memory", "sqlite", "postgres"] {
+        let url = match (store, &postgres) {
+            ("postgres", None) => {
+                stores.insert(
+                    store.into(),
+                    json!({"skipped": format!("set {POSTGRES_URL_VAR} to a database the bench may write to")}),
+                );
+                continue;
+            }
+            ("postgres", Some(url)) => Some(url.as_str()),
+            _ => None,
+        };
         let report = rt
-            .block_on(one_store(&bin, store, &base, quick))
+            .block_on(one_store(&bin, store, url, &base, quick))
             .unwrap_or_else(|e| json!({ "error": e }));
         stores.insert(store.into(), report);
     }
     let p50 = |s: &str| stores[s]["latency"]["stats"]["p50_us"].as_f64();
-    let cost = match (p50("sqlite"), p50("memory")) {
-        (Some(sqlite), Some(memory)) => json!(((sqlite - memory) * 10.0).round() / 10.0),
+    let cost = |s: &str| match (p50(s), p50("memory")) {
+        (Some(durable), Some(memory)) => json!(((durable - memory) * 10.0).round() / 10.0),
         _ => Value::Null,
     };
     json!({
         "binary": bin.display().to_string(),
         "history_messages": base.len(),
         "stores": stores,
-        "store_cost_p50_us": cost,
+        "store_cost_p50_us": cost("sqlite"),
+        "store_costs_p50_us": {"sqlite": cost("sqlite"), "postgres": cost("postgres")},
     })
 }
 
@@ -102,7 +125,7 @@ impl Drop for Sidecar {
     }
 }
 
-async fn start(bin: &PathBuf, store: &str) -> Result<Sidecar, String> {
+async fn start(bin: &PathBuf, store: &str, url: Option<&str>) -> Result<Sidecar, String> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -115,7 +138,11 @@ async fn start(bin: &PathBuf, store: &str) -> Result<Sidecar, String> {
         std::process::id()
     ));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let child = Command::new(bin)
+    let mut cmd = Command::new(bin);
+    if let Some(url) = url {
+        cmd.env("COMPACT_STATE_URL", url);
+    }
+    let child = cmd
         .args([
             "serve",
             "--addr",
@@ -138,7 +165,8 @@ async fn start(bin: &PathBuf, store: &str) -> Result<Sidecar, String> {
         base: format!("http://127.0.0.1:{port}"),
     };
     let client = reqwest::Client::new();
-    for _ in 0..400 {
+    // PostgreSQL may take a moment to accept the first connection.
+    for _ in 0..1200 {
         if let Ok(r) = client.get(format!("{}/healthz", sidecar.base)).send().await
             && r.status().is_success()
         {
@@ -173,19 +201,30 @@ async fn preflight(client: &reqwest::Client, url: &str, body: Vec<u8>) -> Result
     serde_json::from_slice(&bytes).map_err(|e| e.to_string())
 }
 
+/// A prefix unique to this run, for session ids.
+fn nonce() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("b{}-{nanos}", std::process::id())
+}
+
 async fn one_store(
     bin: &PathBuf,
     store: &str,
+    db: Option<&str>,
     base: &Arc<Vec<Value>>,
     quick: bool,
 ) -> Result<Value, String> {
-    let sidecar = start(bin, store).await?;
+    let sidecar = start(bin, store, db).await?;
     let url = format!("{}/v1/preflight", sidecar.base);
     let client = reqwest::Client::new();
+    let run = nonce();
+    let latency_id = format!("{run}-latency");
 
     // The first turn compacts from scratch; it is reported, not in the stats.
     let t = Instant::now();
-    let first = preflight(&client, &url, body("latency", base, 1)).await?;
+    let first = preflight(&client, &url, body(&latency_id, base, 1)).await?;
     let first_us = t.elapsed().as_micros();
     let report = &first["report"];
 
@@ -200,7 +239,7 @@ async fn one_store(
             runs,
             || {
                 turn += 1;
-                body("latency", base, turn)
+                body(&latency_id, base, turn)
             },
             |b| match handle.block_on(preflight(&client, &url, b)) {
                 Ok(answer) => last = answer["report"].clone(),
@@ -217,23 +256,37 @@ async fn one_store(
         "last_continuation": last["continuation"],
         "last_tokens_before": last["tokens_before"],
     });
-    let concurrent = concurrent(&url, base, if quick { 1.0 } else { 5.0 }).await?;
+    let (concurrent, mut ids) = concurrent(&url, &run, base, if quick { 1.0 } else { 5.0 }).await?;
+    ids.push(latency_id);
+    // Untimed: leave a shared database as it was.
+    for id in ids {
+        let _ = client
+            .delete(format!("{}/v1/sessions/{id}", sidecar.base))
+            .send()
+            .await;
+    }
     Ok(json!({"latency": latency, "concurrent": concurrent}))
 }
 
-async fn concurrent(url: &str, base: &Arc<Vec<Value>>, secs: f64) -> Result<Value, String> {
+/// The concurrent benchmark; also returns the session ids it used.
+async fn concurrent(
+    url: &str,
+    run: &str,
+    base: &Arc<Vec<Value>>,
+    secs: f64,
+) -> Result<(Value, Vec<String>), String> {
     let deadline = Instant::now() + Duration::from_secs_f64(secs);
     let (sessions, preflights) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
     let start = Instant::now();
     let mut tasks = Vec::new();
     for c in 0..CLIENTS {
-        let (url, base) = (url.to_owned(), base.clone());
+        let (url, base, run) = (url.to_owned(), base.clone(), run.to_owned());
         let (sessions, preflights) = (sessions.clone(), preflights.clone());
         tasks.push(tokio::spawn(async move {
             let client = reqwest::Client::new();
             let mut n = 0;
             while Instant::now() < deadline {
-                let id = format!("c{c}-s{n}");
+                let id = format!("{run}-c{c}-s{n}");
                 for turn in 1..=TURNS_PER_SESSION {
                     preflight(&client, &url, body(&id, &base, turn)).await?;
                     preflights.fetch_add(1, Ordering::Relaxed);
@@ -241,11 +294,13 @@ async fn concurrent(url: &str, base: &Arc<Vec<Value>>, secs: f64) -> Result<Valu
                 sessions.fetch_add(1, Ordering::Relaxed);
                 n += 1;
             }
-            Ok::<_, String>(())
+            Ok::<_, String>(n)
         }));
     }
-    for t in tasks {
-        t.await.map_err(|e| e.to_string())??;
+    let mut ids = Vec::new();
+    for (c, t) in tasks.into_iter().enumerate() {
+        let n = t.await.map_err(|e| e.to_string())??;
+        ids.extend((0..n).map(|k| format!("{run}-c{c}-s{k}")));
     }
     let elapsed = start.elapsed().as_secs_f64();
     let (s, p) = (
@@ -253,12 +308,13 @@ async fn concurrent(url: &str, base: &Arc<Vec<Value>>, secs: f64) -> Result<Valu
         preflights.load(Ordering::Relaxed),
     );
     let rate = |n: u64| (n as f64 / elapsed * 10.0).round() / 10.0;
-    Ok(json!({
+    let report = json!({
         "clients": CLIENTS,
         "turns_per_session": TURNS_PER_SESSION,
         "seconds": (elapsed * 100.0).round() / 100.0,
         "sessions": s,
         "sessions_per_s": rate(s),
         "preflights_per_s": rate(p),
-    }))
+    });
+    Ok((report, ids))
 }

@@ -317,3 +317,31 @@ async fn concurrent_preflights_of_one_session_on_two_replicas_never_fork_the_cha
         summaries[0]
     );
 }
+
+/// Records compress with lz4 when the server supports it (a long session's
+/// record is hundreds of kilobytes, written at every preflight).
+#[tokio::test]
+async fn records_compress_with_lz4_where_the_server_can() {
+    let db = postgres_support::database().await;
+    let _store = connect(&db.url).await;
+    let (client, connection) = tokio_postgres::connect(&db.url, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(connection);
+    let supported = client
+        .batch_execute("CREATE TEMP TABLE probe (t TEXT COMPRESSION lz4)")
+        .await
+        .is_ok();
+    let method: String = client
+        .query_one(
+            "SELECT attcompression::text FROM pg_attribute
+             WHERE attrelid = 'compact_sessions'::regclass AND attname = 'record'",
+            &[],
+        )
+        .await
+        .expect("query")
+        .get(0);
+    assert_eq!(method == "l", supported, "attcompression {method:?}");
+    // A second replica starting leaves it as it is.
+    let _again = connect(&db.url).await;
+}

@@ -21,6 +21,7 @@ use serde_json::Value;
 
 use super::turns;
 use crate::exit::{CliError, CliResult};
+use crate::out::outln;
 
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
@@ -133,15 +134,15 @@ async fn drive(args: Args) -> CliResult {
         .map(|t| decode(session::turn(t, &mut rng)))
         .collect::<CliResult<Vec<_>>>()?;
     let session = session_id();
-    println!(
+    outln!(
         "compact demo: session {session}, {} turns, gpt-4o budgeted at {} tokens{}\n",
         args.turns,
         args.max_context_tokens,
         base.as_deref()
             .map(|u| format!(", events to {u}"))
             .unwrap_or_default()
-    );
-    turns::header();
+    )?;
+    turns::header()?;
     let totals = turns::drive(
         &manager,
         &session,
@@ -174,19 +175,19 @@ async fn drive(args: Args) -> CliResult {
         .dispatcher()
         .flush_async(Duration::from_secs(10))
         .await;
-    turns::summary(&totals);
+    turns::summary(&totals)?;
     let stats = manager.dispatcher().stats();
-    println!("{:<40} {:>12}", "events exported", stats.exported);
+    outln!("{:<40} {:>12}", "events exported", stats.exported)?;
     if let Some(p) = &args.events {
-        println!("{:<40} {:>12}", "events written to", p.display());
+        outln!("{:<40} {:>12}", "events written to", p.display())?;
     }
     if let Some(running) = server {
-        println!(
+        outln!(
             "\nTimeline: {url}/?trace={session}   API: {url}/api/sessions/{session}   live: compact tail --url {url}\nServing until Ctrl-C.",
             url = running.url()
-        );
+        )?;
         let _ = tokio::signal::ctrl_c().await;
-        println!("stopping");
+        let _ = outln!("stopping");
         manager.dispatcher().shutdown(Duration::from_secs(2));
         running
             .shutdown()

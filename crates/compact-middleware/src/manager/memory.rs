@@ -8,11 +8,11 @@ use std::time::Duration;
 use super::session::Session;
 use super::{CompactError, CompactManager};
 use crate::archive::SessionId;
-use crate::config::{Config, Mode, SummarizerKind};
+use crate::config::{Config, Mode, StateStoreKind, SummarizerKind};
 use crate::estimate::{Estimator, ModelLimits};
 use crate::memory::{
-    InstructionBlocks, MemoryStore, SlidingWindow, SqliteStore, WindowSettings,
-    inject_instructions, load_memory_files,
+    InstructionBlocks, MemoryStore, PostgresMemoryStore, SlidingWindow, SqliteStore,
+    WindowSettings, inject_instructions, load_memory_files,
 };
 use crate::model::Message;
 use crate::summarize::{OpenAiSummarizer, Summarizer};
@@ -38,6 +38,23 @@ pub(super) fn configured_summarizer(config: &Config) -> Result<Arc<dyn Summarize
     }
 }
 
+/// The memory store on the session store's backend: PostgreSQL at
+/// `state.url` with `state.store: postgres` (replicas share one), else
+/// the SQLite file `memory.store_path`.
+fn configured_store(config: &Config) -> Result<Arc<dyn MemoryStore>, CompactError> {
+    if config.state.store == StateStoreKind::Postgres {
+        let url = config.state.url.as_deref().ok_or_else(|| {
+            CompactError::Config("state.url is required when state.store is postgres".into())
+        })?;
+        let store = PostgresMemoryStore::shared(url)
+            .map_err(|e| CompactError::Config(format!("state.url (memory store): {e}")))?;
+        return Ok(store);
+    }
+    let s = SqliteStore::open(&config.memory.store_path)
+        .map_err(|e| CompactError::Config(format!("memory.store_path: {e}")))?;
+    Ok(Arc::new(s))
+}
+
 impl MemoryRuntime {
     pub(super) fn build(
         config: &Config,
@@ -49,11 +66,7 @@ impl MemoryRuntime {
         let sliding = config.policy.mode == Mode::SlidingWindow;
         let store = match store {
             Some(s) => Some(s),
-            None if config.memory.injection || sliding => {
-                let s = SqliteStore::open(&config.memory.store_path)
-                    .map_err(|e| CompactError::Config(format!("memory.store_path: {e}")))?;
-                Some(Arc::new(s) as Arc<dyn MemoryStore>)
-            }
+            None if config.memory.injection || sliding => Some(configured_store(config)?),
             None => None,
         };
         let files = if config.memory.files_dirs.is_empty() {
@@ -133,8 +146,9 @@ impl CompactManager {
 
     /// The input as the pipeline sees it: the sliding window applied
     /// (`sliding_window` mode), then the instruction blocks injected. Returns
-    /// the names of the injected blocks. The memory store is SQLite: its
-    /// calls run on the blocking pool, never on the async path.
+    /// the names of the injected blocks. The memory store is synchronous
+    /// (SQLite, or PostgreSQL through its own runtime): its calls run on
+    /// the blocking pool, never on the async path.
     pub(super) async fn prepare(
         &self,
         session: &mut Session,

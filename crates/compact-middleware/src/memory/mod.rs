@@ -2,8 +2,10 @@
 //! `docs/memory.md`):
 //!
 //! - [`MemoryStore`]: the store of the sliding-window summaries and the
-//!   persisted cross-session summaries, and [`SqliteStore`], the embedded
-//!   default (SQLite, compiled in). Module `store`, `sqlite`.
+//!   persisted cross-session summaries; [`SqliteStore`], the embedded
+//!   default (SQLite, compiled in), and [`PostgresMemoryStore`], the one
+//!   replicas share (chosen with the session store: `state.store:
+//!   postgres`). Modules `store`, `sqlite`, `postgres`.
 //! - [`SlidingWindow`]: the sliding-window summary service: the trigger, the
 //!   window, background summarization that never blocks the next round, at
 //!   most one `processing` row per conversation, the version chain, stuck-task
@@ -13,11 +15,13 @@
 //!   (the first system or developer message) on the way out, never to the
 //!   stored history. Module `inject`.
 mod inject;
+mod postgres;
 mod sqlite;
 mod store;
 mod window;
 
 pub use inject::{InstructionBlocks, MEMORY_FILE_NAMES, inject_instructions, load_memory_files};
+pub use postgres::PostgresMemoryStore;
 pub use sqlite::SqliteStore;
 pub use store::{MemoryError, MemoryRecord, MemoryStatus, MemoryStore, SessionMemory};
 pub use window::{Scheduled, SlidingWindow, WindowSettings, WorkflowContext, summary_range};

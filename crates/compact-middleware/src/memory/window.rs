@@ -17,7 +17,9 @@ use std::time::{Duration, Instant};
 
 use super::store::{MemoryError, MemoryRecord, MemoryStatus, MemoryStore};
 use crate::pipeline::fallback;
-use crate::summarize::{Strategy, Summarizer, SummaryEntry, SummaryRequest, TokenCountFn};
+use crate::summarize::{
+    Strategy, SummarizeError, Summarizer, Summary, SummaryEntry, SummaryRequest, TokenCountFn,
+};
 
 /// The name of the entry that tells the summarizer where the window starts.
 pub(crate) const WINDOW_NOTE_NAME: &str = "sliding_window";
@@ -237,28 +239,21 @@ impl SlidingWindow {
                 .await
                 .and_then(|s| fallback::validate(&s, req.max_tokens, 0, true).map(|()| s));
             let ms = started.elapsed().as_millis() as i64;
-            match result {
-                Ok(s) => match store.complete(memory_id, &s.text, ms) {
-                    Ok(true) => {
-                        tracing::info!(conversation_id = %conversation, start, end, ms, "summarized messages");
-                        MemoryStatus::Completed
-                    }
-                    // Recovered as failed while we were working.
-                    Ok(false) => MemoryStatus::Failed,
-                    Err(e) => {
-                        tracing::warn!(memory_id, error = %e, "cannot store memory");
-                        let _ = store.fail(memory_id);
-                        MemoryStatus::Failed
-                    }
-                },
-                Err(e) => {
-                    tracing::warn!(conversation_id = %conversation, memory_id, error = %e, "sliding-window summary failed");
-                    if let Err(e) = store.fail(memory_id) {
-                        tracing::warn!(memory_id, error = %e, "cannot mark memory failed");
-                    }
-                    MemoryStatus::Failed
-                }
-            }
+            // The store is synchronous: its writes go to the blocking pool.
+            let record = move || {
+                finish(
+                    store.as_ref(),
+                    &conversation,
+                    memory_id,
+                    result,
+                    ms,
+                    start,
+                    end,
+                )
+            };
+            tokio::task::spawn_blocking(record)
+                .await
+                .unwrap_or(MemoryStatus::Failed)
         });
         Ok(Some(Scheduled {
             memory_id,
@@ -288,5 +283,40 @@ impl SlidingWindow {
             gap_start,
             memory,
         })
+    }
+}
+
+/// Records how a background summarization ended: `completed` with its text,
+/// or `failed`. A row recovered as failed meanwhile stays failed.
+fn finish(
+    store: &dyn MemoryStore,
+    conversation: &str,
+    memory_id: i64,
+    result: Result<Summary, SummarizeError>,
+    ms: i64,
+    start: usize,
+    end: usize,
+) -> MemoryStatus {
+    match result {
+        Ok(s) => match store.complete(memory_id, &s.text, ms) {
+            Ok(true) => {
+                tracing::info!(conversation_id = %conversation, start, end, ms, "summarized messages");
+                MemoryStatus::Completed
+            }
+            // Recovered as failed while we were working.
+            Ok(false) => MemoryStatus::Failed,
+            Err(e) => {
+                tracing::warn!(memory_id, error = %e, "cannot store memory");
+                let _ = store.fail(memory_id);
+                MemoryStatus::Failed
+            }
+        },
+        Err(e) => {
+            tracing::warn!(conversation_id = %conversation, memory_id, error = %e, "sliding-window summary failed");
+            if let Err(e) = store.fail(memory_id) {
+                tracing::warn!(memory_id, error = %e, "cannot mark memory failed");
+            }
+            MemoryStatus::Failed
+        }
     }
 }

@@ -1,0 +1,193 @@
+//! What the tests of `compact serve`'s session API share: replicas (a
+//! spawned `compact serve`, killed when dropped), JSON over HTTP, and a
+//! session driven turn by turn with each answer fed back.
+#![allow(dead_code)]
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{Value, json};
+
+/// A loopback port nobody listens on right now.
+pub(crate) fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// One `compact serve` process.
+pub(crate) struct Replica {
+    pub(crate) child: Child,
+    /// `http://127.0.0.1:PORT`.
+    pub(crate) base: String,
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// How to start a replica: its data directory, the environment that picks
+/// its session store, extra flags.
+pub(crate) struct Serve<'a> {
+    pub(crate) dir: &'a Path,
+    pub(crate) env: Vec<(&'static str, OsString)>,
+    pub(crate) args: Vec<&'a str>,
+    /// `COMPACT_MAX_CONTEXT_TOKENS`.
+    pub(crate) window: usize,
+}
+
+impl<'a> Serve<'a> {
+    /// State in the SQLite file `state`.
+    pub(crate) fn sqlite(dir: &'a Path, state: &Path) -> Self {
+        Self {
+            dir,
+            env: vec![
+                ("COMPACT_STATE_STORE", "sqlite".into()),
+                ("COMPACT_STATE_PATH", state.into()),
+            ],
+            args: Vec::new(),
+            window: 3000,
+        }
+    }
+
+    /// State in the PostgreSQL database at `url`.
+    pub(crate) fn postgres(dir: &'a Path, url: &str) -> Self {
+        Self {
+            dir,
+            env: vec![
+                ("COMPACT_STATE_STORE", "postgres".into()),
+                ("COMPACT_STATE_URL", url.into()),
+            ],
+            args: Vec::new(),
+            window: 3000,
+        }
+    }
+
+    /// Starts the replica and waits until it answers `/healthz`.
+    pub(crate) async fn start(&self, client: &reqwest::Client) -> Replica {
+        let port = free_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_compact"))
+            .args([
+                "serve",
+                "--addr",
+                &format!("127.0.0.1:{port}"),
+                "--data-dir",
+            ])
+            .arg(self.dir)
+            .args(&self.args)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .env("COMPACT_MAX_CONTEXT_TOKENS", self.window.to_string())
+            .env("HOME", self.dir)
+            .env_remove("COMPACT_INGEST_TOKEN")
+            .env_remove("COMPACT_READ_TOKEN")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("compact serve starts");
+        let mut r = Replica {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+        };
+        r.wait_healthy(client).await;
+        r
+    }
+}
+
+impl Replica {
+    async fn wait_healthy(&mut self, client: &reqwest::Client) {
+        // A hang guard only: a debug build on a loaded machine may be slow.
+        for _ in 0..4800 {
+            if let Ok(r) = client.get(format!("{}/healthz", self.base)).send().await
+                && r.status().is_success()
+            {
+                return;
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("{} exited: {status}", self.base);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        }
+        panic!("{} never became healthy", self.base);
+    }
+
+    /// SIGKILL, and reap it.
+    pub(crate) fn kill(&mut self) {
+        self.child.kill().expect("kill");
+        self.child.wait().expect("reaped");
+    }
+}
+
+/// POSTs `body` as JSON; the status and the JSON answer (`null` if none).
+pub(crate) async fn post(client: &reqwest::Client, url: String, body: &Value) -> (u16, Value) {
+    let r = client.post(url).json(body).send().await.expect("request");
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+/// `GET /v1/sessions/{session}`.
+pub(crate) async fn status(client: &reqwest::Client, base: &str, session: &str) -> Value {
+    client
+        .get(format!("{base}/v1/sessions/{session}"))
+        .send()
+        .await
+        .expect("status")
+        .json()
+        .await
+        .expect("json")
+}
+
+/// The summary version a status shows (0 without one).
+pub(crate) fn version(status: &Value) -> u64 {
+    status["summary"]["version"].as_u64().unwrap_or(0)
+}
+
+/// Appends turn `t`: a user message, a tool call and its result, a reply.
+pub(crate) fn add_turn(messages: &mut Vec<Value>, t: usize) {
+    let id = format!("call_{t}");
+    messages.push(json!({"role": "user", "content": format!("Turn {t}: ticket OPS-{t} belongs to team-{t}. {}", "lorem ".repeat(60))}));
+    messages.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "read", "arguments": "{}"}}]}));
+    messages.push(json!({"role": "tool", "tool_call_id": id, "content": "log line ".repeat(80)}));
+    messages.push(json!({"role": "assistant", "content": format!("OPS-{t} handled.")}));
+}
+
+/// `turns` turns of `session`, the agent feeding each answer back; turn `t`
+/// goes to `bases[pick(t)]`. Every answer is a 200, provider-clean, with at
+/// most one summary header, and (after the first) continues the session.
+/// Returns the answers' messages.
+pub(crate) async fn drive(
+    client: &reqwest::Client,
+    bases: &[&str],
+    pick: impl Fn(usize) -> usize,
+    session: &str,
+    turns: std::ops::Range<usize>,
+    fed: &mut Vec<Value>,
+) -> Vec<Value> {
+    let mut outputs = Vec::new();
+    for t in turns {
+        add_turn(fed, t);
+        let (status, body) = post(
+            client,
+            format!("{}/v1/preflight", bases[pick(t)]),
+            &json!({"session_id": session, "messages": fed}),
+        )
+        .await;
+        assert_eq!(status, 200, "turn {t}: {body}");
+        let text = body["messages"].to_string();
+        assert!(
+            text.matches("COMPACT-SUMMARY v").count() <= 1,
+            "turn {t}: nested summaries"
+        );
+        assert!(!text.contains("\"meta\""), "turn {t}: not provider-clean");
+        if t > 0 {
+            assert_ne!(body["report"]["continuation"], "fresh", "turn {t}");
+        }
+        *fed = body["messages"].as_array().expect("messages").clone();
+        outputs.push(body["messages"].clone());
+    }
+    outputs
+}
