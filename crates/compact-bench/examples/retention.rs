@@ -2,15 +2,32 @@
 //! its AWS SDK): `cargo run --release -p compact-bench --example retention`.
 //!
 //! Prints the JSON document of `compact bench retention` (its `retention`
-//! member). `--quick` runs the smoke corpus; `--table` prints one line per
-//! window and calling mode instead of the JSON.
+//! member). `--quick` runs the smoke corpus; `--seeds 3,4,5` draws the
+//! generated sessions from other seeds (a check that the figures are not
+//! the corpus's alone); `--table` prints one line per window and calling
+//! mode instead of the JSON.
 
 use serde_json::Value;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let quick = args.iter().any(|a| a == "--quick");
-    let doc = compact_bench::retention::run(quick);
+    let mut opts = if quick {
+        compact_bench::retention::Options::quick()
+    } else {
+        compact_bench::retention::Options::full()
+    };
+    if let Some(seeds) = args
+        .iter()
+        .position(|a| a == "--seeds")
+        .and_then(|i| args.get(i + 1))
+    {
+        opts.seeds = seeds
+            .split(',')
+            .filter_map(|s| s.trim().parse().ok())
+            .collect();
+    }
+    let doc = compact_bench::retention::run_with(&opts);
     if !args.iter().any(|a| a == "--table") {
         println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
         return;

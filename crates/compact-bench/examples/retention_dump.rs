@@ -1,57 +1,83 @@
-//! Debugging aid: one generated session at one window, fed back; prints the
-//! final summary and the facts it lost.
-//! `cargo run --release -p compact-bench --example retention_dump -- AGENT SEED WINDOW`
+//! Debugging aid for the retention suite: drives every session of the
+//! corpus (or those whose name contains FILTER) at one window, fed back,
+//! and prints the facts each lost, by kind and location; `--summary` also
+//! prints each final summary. `SEEDS=3,4` draws other sessions.
+//! `cargo run --release -p compact-bench --example retention_dump -- WINDOW [FILTER] [--summary]`
 
-use compact_bench::corpus::{self, Agent, SessionShape};
-use compact_bench::retention::{CallingMode, config_for, measure};
+use compact_bench::corpus::{self, Agent, SessionShape, Transcript};
+use compact_bench::retention::{CallingMode, SUMMARY_MARK, config_for, measure};
 use compact_middleware::CompactManager;
 use compact_middleware::model::Format;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let agent = match args.first().map(String::as_str) {
-        Some("support") => Agent::Support,
-        Some("research") => Agent::Research,
-        _ => Agent::Coding,
-    };
-    let seed: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(1);
-    let window: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(8000);
-    let s = corpus::generate(seed, agent, Format::Chat, &SessionShape::FULL);
-    let Ok(t) = s.transcript() else {
-        return;
-    };
-    let Ok(m) = CompactManager::builder(config_for(window))
-        .without_config_exporters()
-        .without_storage()
-        .build()
-    else {
-        return;
-    };
+    let window: usize = args.first().and_then(|s| s.parse().ok()).unwrap_or(8000);
+    let filter = args
+        .get(1)
+        .filter(|a| !a.starts_with("--"))
+        .cloned()
+        .unwrap_or_default();
+    let show_summary = args.iter().any(|a| a == "--summary");
+    let mut transcripts: Vec<Transcript> = Vec::new();
+    let seeds: Vec<u64> = std::env::var("SEEDS")
+        .ok()
+        .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![1, 2]);
+    for &seed in &seeds {
+        for agent in Agent::ALL {
+            for wire in [Format::Chat, Format::Responses] {
+                let s = corpus::generate(seed, agent, wire, &SessionShape::FULL);
+                if let Ok(t) = s.transcript() {
+                    transcripts.push(t);
+                }
+            }
+        }
+    }
+    if let Ok(f) = corpus::fixtures::all() {
+        transcripts.extend(f);
+    }
     let Ok(rt) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     else {
         return;
     };
-    let out = rt.block_on(measure(&m, "dump", &t, CallingMode::FedBack));
-    for msg in &out.context {
-        let text = msg.plain_text();
-        if text.starts_with("COMPACT-SUMMARY") {
-            println!(
-                "=== SUMMARY ({:?} tokens)\n{text}\n===",
-                out.final_summary_tokens
-            );
+    let (mut kept, mut total) = (0, 0);
+    for t in transcripts.iter().filter(|t| t.name.contains(&filter)) {
+        let Ok(m) = CompactManager::builder(config_for(window))
+            .without_config_exporters()
+            .without_storage()
+            .build()
+        else {
+            return;
+        };
+        let out = rt.block_on(measure(&m, &t.name, t, CallingMode::FedBack));
+        let k = out.retained.iter().filter(|&&r| r).count();
+        kept += k;
+        total += t.facts.len();
+        println!(
+            "## {} ({k}/{} kept, summary {:?} tokens, final {} tokens)",
+            t.name,
+            t.facts.len(),
+            out.final_summary_tokens,
+            out.final_tokens
+        );
+        if show_summary {
+            for msg in &out.context {
+                let text = msg.plain_text();
+                if text.starts_with(SUMMARY_MARK) {
+                    println!("{text}\n--");
+                }
+            }
+        }
+        for (f, kept) in t.facts.iter().zip(&out.retained) {
+            if !kept {
+                println!(
+                    "LOST {:?} {:?} t{} {:?} | {}",
+                    f.kind, f.location, f.turn, f.probes, f.text
+                );
+            }
         }
     }
-    for (f, kept) in t.facts.iter().zip(&out.retained) {
-        println!(
-            "{} {:?} {:?} t{} {:?} | {}",
-            if *kept { "KEPT" } else { "LOST" },
-            f.kind,
-            f.location,
-            f.turn,
-            f.probes,
-            f.text
-        );
-    }
+    println!("# total {kept}/{total}");
 }

@@ -19,20 +19,23 @@ use support::invariants::{Tracker, check_call, is_summary_shaped};
 const TURNS: usize = 200;
 const WINDOW: usize = 48_000;
 
-/// The facts planted in turn `t`: an identifier, a constraint, a decision.
+/// The facts planted in turn `t`: an identifier, a constraint, a decision
+/// (with a reason, see [`REASON`]).
 fn facts(t: usize) -> [String; 3] {
     [
         format!("OPS-{}", 4000 + t),
         format!(
-            "The rollout of svc-{t} must never exceed {} ms at p99.",
+            "The rollout of svc-{t} must never exceed {} ms at p99",
             50 + t
         ),
-        format!(
-            "We decided to pin svc-{t} to build b{} because the canary passed.",
-            7000 + t
-        ),
+        format!("We decided to pin svc-{t} to build b{}", 7000 + t),
     ]
 }
+
+/// The reason given with each decision. A summary short of room shows a
+/// decision without it (the fact stays, reported as shrunk); the facts
+/// checked are the statements themselves.
+const REASON: &str = " because the canary passed.";
 
 /// `n` words of fact-free narration (about a token each).
 fn chatter(t: usize, n: usize) -> String {
@@ -47,6 +50,7 @@ fn chatter(t: usize, n: usize) -> String {
 
 fn turn(t: usize) -> Vec<Message> {
     let [ticket, constraint, decision] = facts(t);
+    let (constraint, decision) = (format!("{constraint}."), format!("{decision}{REASON}"));
     let id = format!("call_{t:03}");
     let mut out = String::new();
     let mut i = 0;

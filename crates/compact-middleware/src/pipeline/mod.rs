@@ -280,6 +280,14 @@ struct Work<'a> {
     /// Messages capped / cleared so far (a message is counted once).
     capped: std::collections::BTreeSet<usize>,
     cleared: std::collections::BTreeSet<usize>,
+    /// Messages whose whole text went to the ledger in this run: taken in
+    /// once, however many tiers let go of them.
+    absorbed: std::collections::HashSet<usize>,
+    /// The ledger's items and ranked facts before this run.
+    ledger_at_start: (usize, usize),
+    /// Whether the ledger learned a fact in this run, by the item count it
+    /// was computed at.
+    grew: std::cell::Cell<Option<(usize, bool)>>,
 }
 
 /// The common prefix and suffix of `a` and `b`, in bytes of `a`, at char
@@ -302,8 +310,24 @@ fn kept_ends(a: &str, b: &str) -> (usize, usize) {
     (head, tail)
 }
 
+/// The whole lines of a cut-out middle: the cut fell inside a line at each
+/// end, and half a line is neither the line nor a fact (what is left of it
+/// is still in the kept head or tail).
+fn whole_lines(middle: &str) -> &str {
+    match (middle.find('\n'), middle.rfind('\n')) {
+        (Some(first), Some(last)) if first < last => &middle[first + 1..last],
+        _ => middle,
+    }
+}
+
 impl<'a> Work<'a> {
     fn new(input: Input<'_>, policy: &'a Policy, est: &'a Estimator) -> Self {
+        let mut w = Self::build(input, policy, est);
+        w.ledger_at_start = (w.out.ledger.len(), w.out.ledger.ranked_len());
+        w
+    }
+
+    fn build(input: Input<'_>, policy: &'a Policy, est: &'a Estimator) -> Self {
         let anthropic = input.messages.iter().any(|m| m.kind().shape.is_anthropic());
         let input_starts_with_user = alternate::starts_with_user(&input.messages);
         // Bridges carry nothing: drop them, and bridge the output anew.
@@ -382,6 +406,9 @@ impl<'a> Work<'a> {
             chosen: None,
             capped: Default::default(),
             cleared: Default::default(),
+            absorbed: Default::default(),
+            ledger_at_start: (0, 0),
+            grew: std::cell::Cell::new(None),
         }
     }
 
@@ -406,7 +433,11 @@ impl<'a> Work<'a> {
     /// Everything in `indices` leaves the context: its facts go to the
     /// ledger first.
     fn absorb(&mut self, indices: impl IntoIterator<Item = usize>) {
-        let entries: Vec<SummaryEntry> = indices.into_iter().map(|i| self.entry(i, None)).collect();
+        let fresh: Vec<usize> = indices
+            .into_iter()
+            .filter(|&i| self.absorbed.insert(i))
+            .collect();
+        let entries: Vec<SummaryEntry> = fresh.into_iter().map(|i| self.entry(i, None)).collect();
         if !entries.is_empty() {
             self.out.ledger.absorb(&entries);
         }
@@ -469,7 +500,7 @@ impl<'a> Work<'a> {
                 let before = self.original[i].tool_output()?;
                 let after = self.msgs[i].tool_output()?;
                 let (head, tail) = kept_ends(&before, &after);
-                let middle = before[head..before.len() - tail].to_owned();
+                let middle = whole_lines(&before[head..before.len() - tail]).to_owned();
                 Some(self.entry(i, Some(middle)))
             })
             .collect();
@@ -511,10 +542,9 @@ impl<'a> Work<'a> {
     }
 
     async fn auto(&mut self, summarizer: &dyn Summarizer) -> Result<(), Insufficient> {
-        let facts_before = self.out.ledger.ranked_len();
         self.cap();
         if self.met_target() {
-            self.refresh_summary(summarizer, facts_before).await;
+            self.refresh_summary(summarizer).await;
             return Ok(());
         }
         let plan = self.layout.plan(
@@ -523,7 +553,7 @@ impl<'a> Work<'a> {
         );
         self.clear(&plan);
         if self.met_target() {
-            self.refresh_summary(summarizer, facts_before).await;
+            self.refresh_summary(summarizer).await;
             return Ok(());
         }
         self.summarize_and_reduce(summarizer).await
@@ -545,10 +575,29 @@ impl<'a> Work<'a> {
                 .sum::<usize>()
     }
 
-    /// Only new material is worth a new summary: with nothing to fold, the
-    /// previous summary stays as it is (no version churn).
+    /// New material is worth a new summary: a span to fold, or facts the
+    /// ledger learned in this run; with neither, the previous summary stays
+    /// as it is (no version churn).
     fn needs_summary(&self, plan: &Plan) -> bool {
-        plan.count(Class::Remainder) > 0
+        plan.count(Class::Remainder) > 0 || self.ledger_grew()
+    }
+
+    /// Whether the ledger learned a fact in this run (from a capped or
+    /// cleared output): the summary must show it, or it would be gone from
+    /// the context.
+    fn ledger_grew(&self) -> bool {
+        let len = self.out.ledger.len();
+        if len == self.ledger_at_start.0 {
+            return false;
+        }
+        if let Some((at, grew)) = self.grew.get()
+            && at == len
+        {
+            return grew;
+        }
+        let grew = self.out.ledger.ranked_len() > self.ledger_at_start.1;
+        self.grew.set(Some((len, grew)));
+        grew
     }
 
     fn summary_cap(&self) -> usize {
@@ -609,27 +658,36 @@ impl<'a> Work<'a> {
         &mut self,
         summarizer: &dyn Summarizer,
     ) -> Result<(), Insufficient> {
-        let overhead = self.summary_overhead();
-        let schedule = self.schedule();
-        // Tier 3 with the configured counts if kept layers plus a summary fit
-        // the target; otherwise tier 4: the first reduction that does. When
-        // none reaches the target, the most reduced one that fits the budget.
-        let min_summary = overhead + (MIN_USEFUL_SUMMARY / 2).min(self.summary_cap());
-        let plans: Vec<Plan> = schedule
+        // Tier 3 with the configured counts if the kept layers plus the
+        // summary fit the target; otherwise tier 4: the first reduction that
+        // does. When none reaches the target, the most reduced one that fits
+        // the budget; else the last resort.
+        //
+        // The summary's part is what the ledger needs to show every fact at
+        // its smallest (up to the cap), not a token minimum: a fact folded
+        // into the summary costs a line, the same fact in a kept turn costs
+        // its whole turn, tool outputs included. Each plan's remainder goes
+        // to the ledger as the plan is weighed (remainders only grow along
+        // the schedule, so nothing is taken in that is then kept).
+        let plans: Vec<Plan> = self
+            .schedule()
             .iter()
             .map(|&(k, t)| self.layout.plan(k, t))
             .collect();
-        let need = |w: &Self, p: &Plan| {
-            w.kept_tokens(p) + if w.needs_summary(p) { min_summary } else { 0 }
-        };
-        let chosen = plans
-            .iter()
-            .find(|p| need(self, p) <= self.limits.target)
-            .or_else(|| plans.last().filter(|p| need(self, p) <= self.limits.budget))
-            .cloned();
+        let mut chosen = None;
+        let mut reserve = 0;
+        for (i, p) in plans.iter().enumerate() {
+            reserve = self.summary_reserve(p);
+            let need = self.kept_tokens(p) + reserve;
+            let last = i + 1 == plans.len();
+            if need <= self.limits.target || (last && need <= self.limits.budget) {
+                chosen = Some(p.clone());
+                break;
+            }
+        }
         let plan = match chosen {
             Some(p) => p,
-            None => self.minimal_plan()?,
+            None => self.minimal_plan(reserve)?,
         };
         if (plan.recent_turns < self.policy.keep_recent_turns.min(self.layout.turns())
             || plan.tool_pairs < self.policy.keep_tool_io_pairs)
@@ -641,15 +699,47 @@ impl<'a> Work<'a> {
         Ok(())
     }
 
+    /// The room a summary message takes next to what `plan` keeps: its
+    /// overhead and [`Work::summary_want`], or nothing when `plan` folds
+    /// nothing.
+    fn summary_reserve(&mut self, plan: &Plan) -> usize {
+        if self.needs_summary(plan) {
+            self.summary_overhead() + self.summary_want(plan)
+        } else {
+            0
+        }
+    }
+
+    /// What the summary needs to show every fact of the ledger at its
+    /// smallest (with `plan`'s remainder folded in), up to the cap.
+    fn summary_want(&mut self, plan: &Plan) -> usize {
+        self.absorb(plan.messages_in(Class::Remainder).collect::<Vec<_>>());
+        self.ledger_want()
+    }
+
+    /// What the ledger as it is needs to show every fact at its smallest,
+    /// up to the cap.
+    fn ledger_want(&self) -> usize {
+        let counter = self.est.counter();
+        let count: crate::summarize::TokenCountFn = Arc::new(move |s: &str| counter.count(s));
+        self.out
+            .ledger
+            .min_tokens(self.policy.strategy, &count)
+            .min(self.summary_cap())
+    }
+
     /// Last resort: pinned groups and the latest turn alone. The latest
     /// turn is never dropped: its tool outputs are capped harder, then the
     /// I/O of its older groups is cleared (every call stays, with a
     /// placeholder); `Insufficient` only when pinned, the latest request and
     /// the latest group (capped to the minimum) cannot fit.
-    fn minimal_plan(&mut self) -> Result<Plan, Insufficient> {
+    fn minimal_plan(&mut self, reserve: usize) -> Result<Plan, Insufficient> {
         let mut plan = self.layout.plan(1, 0);
         plan.tool_pairs = 0;
         let budget = self.limits.budget;
+        // Capping the turn's outputs also makes room for the summary; the
+        // harder steps (clearing, the smallest cap) only for the budget.
+        let roomy = budget.saturating_sub(reserve).max(budget / 2);
         let turn: Vec<usize> = (0..plan.class.len())
             .filter(|&gi| plan.class[gi] == Class::Recent)
             .collect();
@@ -657,9 +747,13 @@ impl<'a> Work<'a> {
         let messages =
             |gs: &[usize]| -> Vec<usize> { gs.iter().flat_map(|&gi| groups[gi].clone()).collect() };
         let base = self.policy.tool_result_max_chars.max(1);
-        for max_chars in [base / 4, base / 16, MIN_CAP_CHARS] {
-            if self.kept_tokens(&plan) <= budget {
-                break;
+        for (max_chars, goal) in [
+            (base / 4, roomy),
+            (base / 16, roomy),
+            (MIN_CAP_CHARS, budget),
+        ] {
+            if self.kept_tokens(&plan) <= goal {
+                continue;
             }
             self.cap_indices(messages(&turn), max_chars.max(MIN_CAP_CHARS));
         }
@@ -737,12 +831,11 @@ impl<'a> Work<'a> {
         let cap = self.summary_cap();
         let room_target = self.limits.target.saturating_sub(kept + overhead);
         let room_budget = self.limits.budget.saturating_sub(kept + overhead);
-        let max_body = if room_target >= MIN_USEFUL_SUMMARY {
-            room_target
-        } else {
-            room_budget.min(MIN_USEFUL_SUMMARY)
-        }
-        .min(cap);
+        // The room under the target; when that is less than the ledger
+        // needs to keep every fact, what it needs, as far as the budget
+        // allows (the next turn compacts again either way).
+        let want = self.summary_want(&plan).max(MIN_USEFUL_SUMMARY);
+        let max_body = room_target.max(room_budget.min(want)).min(cap);
         if kept + overhead > self.limits.budget || max_body == 0 {
             // Not even an empty summary message fits next to what is kept
             // (the last-resort plan is checked without one): prune only.
@@ -768,7 +861,7 @@ impl<'a> Work<'a> {
         if let Some(si) = self.summary_index {
             input_tokens += self.counts[si];
         }
-        self.out.ledger.absorb(&entries);
+        self.absorb(remainder.iter().copied());
         let counter = self.est.counter();
         let req = SummaryRequest {
             previous: self.previous_summary.clone(),
@@ -839,14 +932,29 @@ impl<'a> Work<'a> {
     /// target leaves room, the summary is written (or rewritten) from the
     /// ledger, in place of the previous one, or after the leading pinned
     /// messages.
-    async fn refresh_summary(&mut self, summarizer: &dyn Summarizer, facts_before: usize) {
-        if self.out.ledger.ranked_len() <= facts_before {
+    async fn refresh_summary(&mut self, summarizer: &dyn Summarizer) {
+        if !self.ledger_grew() {
+            return;
+        }
+        // A previous summary is rewritten in place, so only where a summary
+        // belongs: after nothing but pinned messages. (One fed back with
+        // our `meta` stripped may follow messages that were pinned then;
+        // the next compaction that folds a span puts it right.)
+        if let Some(si) = self.summary_index
+            && (0..self.layout.groups.len())
+                .take_while(|&gi| self.layout.groups[gi].start < si)
+                .any(|gi| !self.layout.pinned[gi] && !self.layout.summary[gi])
+        {
             return;
         }
         let old = self.summary_index.map_or(0, |si| self.counts[si]);
         let overhead = self.summary_overhead();
-        let room = (self.limits.target + old).saturating_sub(self.total() + overhead);
-        let max_body = room.min(self.summary_cap());
+        let room_target = (self.limits.target + old).saturating_sub(self.total() + overhead);
+        let room_budget = (self.limits.budget + old).saturating_sub(self.total() + overhead);
+        let want = self.ledger_want().max(MIN_USEFUL_SUMMARY);
+        let max_body = room_target
+            .max(room_budget.min(want))
+            .min(self.summary_cap());
         if max_body < MIN_USEFUL_SUMMARY / 2 {
             return;
         }

@@ -3,46 +3,45 @@
 //!
 //! # What it keeps
 //!
-//! Verbatim: constraints, decisions with their reasons, open actions and
-//! errors (sentences with cue words); identifiers (tickets, `#123`, UUIDs,
-//! shas, versions, IPs, emails, hosts, regions, ports), file paths, URLs,
-//! functions/APIs, and sentences with numbers; the task as first stated and
-//! the latest request, shortened. Tool outputs contribute their salient
-//! part (prose fields, rows and lines naming what the conversation
-//! mentions, cue sentences, error lines) and, at the lowest priority, their
-//! identifiers and measurement lines.
+//! Verbatim: constraints, decisions, open actions, errors, and sentences
+//! that carry an identifier (tickets, paths, URLs, emails, versions, hosts,
+//! regions, ports, quantities), from what the people and the agent said;
+//! the task as first stated and the latest request; from tool output, what
+//! stood out of it (see `facts/tool.rs`), and at the lowest priority its
+//! bulk.
 //!
-//! # Budget: shrink, then drop
+//! # Budget: shrink everything, then drop
 //!
-//! Each item has a priority ([`rank`]): constraints, then decisions, then
-//! identifiers and the facts of prose, then the salient facts of tool
-//! output, then open actions, then the narrative (goals, the latest
-//! request), then the bulk of tool output. When the rendered body is over
-//! `max_tokens`:
-//!
-//! 1. the bulk of tool output goes, least recently mentioned first;
-//! 2. the narrative shrinks to a short line, then goes (the first goal last);
-//! 3. every fact shrinks, lowest priority first: the sentence becomes its
-//!    clause (the cue and the identifiers with a few words around them),
-//!    then its key (the cue and the identifiers alone);
-//! 4. facts are dropped, lowest priority and oldest first.
-//!
-//! What the cut freed is then refilled, most important first. Every fact
-//! dropped or shrunk is counted in the [`FactsReport`] of the summary.
+//! Each statement has a rank ([`rank`]): constraints, decisions,
+//! identifiers and open actions of the conversation, the latest request,
+//! salient tool facts, the first goal, other goals; then the bulk of tool
+//! output. Every statement is first placed at its smallest form (its key,
+//! see [`super::forms`]); when even that does not fit, statements are
+//! dropped, lowest rank and least recently mentioned first. Then what room
+//! is left is spent, most important first: every statement grows to its
+//! short form, then to its full sentence; then the bulk of tool output (at
+//! most a fifth of the budget); then identifiers no shown statement
+//! carries. The body is counted exactly at the end and trimmed in the same
+//! order if the per-line estimate was short. Every fact dropped or shrunk
+//! is counted in the [`FactsReport`] of the summary.
 
-use super::facts::{Item, Kind, Ledger, clip, fact_keys, floor_boundary, key_spans};
-use super::render::{parse_previous, render};
-use super::{FactsReport, SummarizeError, Summarizer, Summary, SummaryRequest};
+use std::collections::HashSet;
 
-/// How many dropped items are re-tried after the cut.
-pub(super) const FILL_TRIES: usize = 48;
+use super::facts::{Item, Kind, Ledger, clip, fact_keys};
+use super::forms::{Size, forms};
+use super::render::{parse_previous, render, section_of};
+use super::{
+    FactsReport, Strategy, SummarizeError, Summarizer, Summary, SummaryRequest, TokenCountFn,
+};
 
-/// Longest display of the task as first stated, in bytes.
-const GOAL_CHARS: usize = 240;
-/// Longest display of a later request, in bytes.
-const REQUEST_CHARS: usize = 160;
 /// Most dropped keys named in a report.
 const MAX_DROPPED_KEYS: usize = 50;
+/// Ranks at or below this are the bulk of tool output, not facts of the
+/// conversation: shown only with room to spare, and not counted as facts.
+pub(crate) const BULK: u8 = 2;
+/// A tool line whose shape the session has seen more often than this is a
+/// template's, whatever it looked like when it was first read.
+const TEMPLATE_SEEN: u32 = 2;
 
 /// Deterministic, offline summarizer: keeps the facts a successor agent
 /// needs, verbatim, and fits them into the budget. Never fails.
@@ -90,362 +89,167 @@ impl Summarizer for ExtractiveSummarizer {
     }
 }
 
-/// The priority of an item: higher is kept longer. A redundant item (a
-/// sentence without a cue whose identifiers other facts already carry)
-/// ranks with the bulk.
-pub(crate) fn rank(it: &Item, first_goal: bool, redundant: bool) -> u8 {
+/// The priority of an item: higher is kept longer.
+pub(crate) fn rank(it: &Item, first_goal: bool, templated: bool) -> u8 {
     use Kind::*;
-    let prose = !it.from_tool;
-    if redundant {
-        return 2;
+    if !it.from_tool {
+        return match it.kind {
+            Constraint => 10,
+            Decision => 9,
+            // What was asked last, in one line, goes before any fact does.
+            Latest => 11,
+            Action | Fact | Error => 8,
+            Goal if first_goal => 5,
+            Goal => 3,
+            Entity | File | Url | Api => 4,
+        };
+    }
+    if it.salient && !templated {
+        return match it.kind {
+            Entity | File | Url | Api => 2,
+            _ => 6,
+        };
     }
     match it.kind {
-        Constraint if prose => 10,
-        Decision if prose => 9,
-        Entity | File | Url | Api | Fact | Error if prose => 8,
-        Constraint | Decision | Action | Fact | Error if it.salient => 7,
-        Action => 6,
-        Goal if first_goal => 5,
-        Goal | Latest => 4,
-        Constraint | Decision | Error => 3,
-        Entity | File | Url | Api => 1,
-        Fact => 0,
+        Error | Constraint | Decision | Action => 2,
+        _ => 1,
     }
 }
 
-/// Which items say nothing the others do not: a sentence without a cue
-/// (a fact of prose or a salient tool line) whose identifiers all appear in
-/// a constraint, decision, action or error, or in an earlier such sentence.
-fn redundancy(items: &[Item], keys: &[Vec<String>], live: &dyn Fn(usize) -> bool) -> Vec<bool> {
-    use std::collections::HashSet;
-    let mut claimed: HashSet<&str> = HashSet::new();
-    for i in 0..items.len() {
-        if live(i)
-            && matches!(
-                items[i].kind,
-                Kind::Constraint | Kind::Decision | Kind::Action | Kind::Error
-            )
-            && (!items[i].from_tool || items[i].salient)
-        {
-            claimed.extend(keys[i].iter().map(String::as_str));
-        }
+/// The rank of `it` in `ledger`: a tool line that turned out to be a
+/// template's, and a prose sentence that states nothing but identifiers of
+/// the usual kind, rank lower than they first looked.
+fn rank_in(ledger: &Ledger, it: &Item, first_goal: bool) -> u8 {
+    let r = rank(it, first_goal, templated(ledger, it));
+    if !it.from_tool && it.kind == Kind::Fact && ledger.names_only_the_usual(&it.text) {
+        return r.min(4);
     }
-    let mut out = vec![false; items.len()];
-    let mut facts: Vec<usize> = (0..items.len())
-        .filter(|&i| live(i) && items[i].kind == Kind::Fact && !keys[i].is_empty())
-        .collect();
-    facts.sort_by_key(|&i| (items[i].first, i));
-    for i in facts {
-        if keys[i].iter().all(|k| claimed.contains(k.as_str())) {
-            out[i] = true;
-        } else {
-            claimed.extend(keys[i].iter().map(String::as_str));
-        }
-    }
-    out
+    r
 }
 
-/// Live facts that rank above the bulk of tool output: what is worth a
-/// summary of its own.
+/// Whether a tool line turned out to be one of a template's many.
+fn templated(ledger: &Ledger, it: &Item) -> bool {
+    it.shape
+        .is_some_and(|s| ledger.shapes.count(s) > TEMPLATE_SEEN)
+}
+
+/// The first goal: the task as first stated.
+fn first_goal(items: &[Item]) -> Option<usize> {
+    (0..items.len())
+        .filter(|&i| items[i].kind == Kind::Goal && items[i].superseded_by.is_none())
+        .min_by_key(|&i| items[i].first)
+}
+
+/// Live statements that rank above the bulk (narrative aside): what is
+/// worth a summary of its own.
 pub(crate) fn ranked_facts(ledger: &Ledger) -> usize {
     ledger
         .items
         .iter()
-        .filter(|it| it.superseded_by.is_none() && rank(it, false, false) > BULK)
+        .filter(|it| {
+            it.superseded_by.is_none()
+                && it.kind.is_statement()
+                && !it.kind.is_narrative()
+                && rank_in(ledger, it, false) > BULK
+        })
         .count()
 }
 
-/// Ranks at or below this are the bulk of tool output, not facts of the
-/// conversation: they go first and are not counted as facts.
-const BULK: u8 = 3;
-
-/// How an item is shown: at which size, or not at all.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Show {
-    Full,
-    Clause,
-    Key,
-    Dropped,
-}
-
-fn shrinkable(kind: Kind) -> bool {
-    !matches!(kind, Kind::Entity | Kind::Api | Kind::File | Kind::Url)
-}
-
-/// The text of an item at a size.
-fn display(it: &Item, first_goal: bool, show: Show) -> Option<String> {
-    let narrative = matches!(it.kind, Kind::Goal | Kind::Latest);
-    match show {
-        Show::Dropped => None,
-        _ if !shrinkable(it.kind) => Some(it.text.clone()),
-        Show::Full if narrative => Some(clip(
-            &it.text,
-            if first_goal {
-                GOAL_CHARS
-            } else {
-                REQUEST_CHARS
-            },
-        )),
-        Show::Clause if narrative => Some(clip(&it.text, 100)),
-        Show::Key if narrative => Some(clip(&it.text, 50)),
-        Show::Full => Some(it.text.clone()),
-        Show::Clause => Some(clause(&it.text)),
-        Show::Key => Some(key(&it.text)),
-    }
-}
-
-/// The `[tool] ` label of a tool fact and the rest.
-fn split_label(text: &str) -> (&str, &str) {
-    if text.starts_with('[')
-        && let Some(end) = text.find("] ")
-    {
-        return text.split_at(end + 2);
-    }
-    ("", text)
-}
-
-/// The clause of a sentence: its cue and identifiers with a few words
-/// around them, at most about 140 bytes.
-fn clause(text: &str) -> String {
-    let (label, body) = split_label(text);
-    let spans = key_spans(body);
-    let (Some(first), Some(last)) = (spans.first(), spans.last()) else {
-        return format!("{label}{}", clip(body, 100));
-    };
-    let start = word_start(body, first.0, 3);
-    // The reason after the key (`… because the canary passed`) is kept when
-    // the rest of the sentence is short.
-    let end = if body.len() - start <= 160 {
-        body.len()
-    } else {
-        word_end(body, last.1, 3)
-    };
-    let mut out = String::from(label);
-    if start > 0 {
-        out.push('…');
-    }
-    let core = body[start..end].trim();
-    out.push_str(&clip(core, 140));
-    if end < body.len() && !out.ends_with('…') {
-        out.push('…');
-    }
-    if out.len() >= text.len() {
-        return text.to_owned();
-    }
-    out
-}
-
-/// The key of a sentence: its cue and identifiers, each with the word
-/// before it (two when that word is a number: `zone 14`), joined by `…`.
-/// A short gap, or one that says `not`/`never`, is kept: eliding it could
-/// turn "must never exceed" into "must … exceed".
-fn key(text: &str) -> String {
-    let (label, body) = split_label(text);
-    let spans = key_spans(body);
-    if spans.is_empty() {
-        return format!("{label}{}", clip(body, 50));
-    }
-    let mut parts: Vec<(usize, usize)> = Vec::new();
-    for &(s, e) in &spans {
-        let mut start = word_start(body, s, 1);
-        if start < s && body[start..s].trim().bytes().any(|b| b.is_ascii_digit()) {
-            start = word_start(body, start, 1);
+/// Tokens of the ledger's facts at their smallest forms, headers
+/// included.
+pub(crate) fn min_tokens(ledger: &Ledger, strategy: Strategy, count: &TokenCountFn) -> usize {
+    let goal = first_goal(&ledger.items);
+    let mut sections: HashSet<usize> = HashSet::new();
+    let mut total = 0;
+    for (i, it) in ledger.items.iter().enumerate() {
+        if it.superseded_by.is_some()
+            || !it.kind.is_statement()
+            || rank_in(ledger, it, goal == Some(i)) <= BULK
+        {
+            continue;
         }
-        match parts.last_mut() {
-            Some(last) if start <= last.1 || keep_gap(&body[last.1..start]) => last.1 = e,
-            _ => parts.push((start, e)),
-        }
-    }
-    let joined = parts
-        .iter()
-        .map(|&(s, e)| body[s..e].trim())
-        .collect::<Vec<_>>()
-        .join(" … ");
-    // A key must still say something (`[2024` from a log line's timestamp
-    // does not): else the start of the line.
-    let says = joined
-        .split(|c: char| !c.is_alphanumeric())
-        .any(|w| w.chars().filter(|c| c.is_alphabetic()).count() >= 3);
-    if !says {
-        let out = format!("{label}{}", clip(body, 50));
-        return if out.len() >= text.len() {
-            text.to_owned()
-        } else {
-            out
+        let Some((section, header, _)) = section_of(strategy, it.kind) else {
+            continue;
         };
-    }
-    let out = format!("{label}{}", clip(&joined, 120));
-    if out.len() >= text.len() {
-        return text.to_owned();
-    }
-    out
-}
-
-/// Whether the words between two key spans must stay: one or two words, or
-/// a negation.
-fn keep_gap(gap: &str) -> bool {
-    let words: Vec<&str> = gap.split_whitespace().collect();
-    words.len() <= 2
-        || (gap.len() <= 60
-            && words.iter().any(|w| {
-                let w = w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'');
-                matches!(
-                    w.to_ascii_lowercase().as_str(),
-                    "not" | "never" | "no" | "without" | "nor" | "neither"
-                ) || w.ends_with("n't")
-            }))
-}
-
-/// The byte offset `words` words before `at` (at a word start).
-fn word_start(s: &str, at: usize, words: usize) -> usize {
-    let mut i = floor_boundary(s, at);
-    let mut left = words;
-    while i > 0 && left > 0 {
-        let head = s[..i].trim_end();
-        match head.char_indices().rev().find(|(_, c)| c.is_whitespace()) {
-            Some((ws, c)) => i = ws + c.len_utf8(),
-            None => i = 0,
+        if sections.insert(section) {
+            total += count(header) + 1;
         }
-        left -= 1;
+        let [key, _, _] = forms(it);
+        total += count(&key) + 2;
     }
-    i
+    total
 }
 
-/// The byte offset `words` words after `at` (at a word end).
-fn word_end(s: &str, at: usize, words: usize) -> usize {
-    let mut i = floor_boundary(s, at);
-    let mut left = words;
-    while i < s.len() && left > 0 {
-        let rest = &s[i..];
-        let skip = rest.len() - rest.trim_start().len();
-        let word = rest
-            .trim_start()
-            .find(char::is_whitespace)
-            .unwrap_or(rest.len() - skip);
-        i += skip + word;
-        left -= 1;
-    }
-    i.min(s.len())
+/// One item as the fitting sees it.
+struct Row {
+    item: usize,
+    rank: u8,
+    section: usize,
+    forms: [String; 3],
+    /// Estimated tokens of the item's line, per size.
+    cost: [usize; 3],
 }
 
-struct Fitting<'a> {
+/// The fitting: which rows are shown, at which size.
+struct Fit<'a> {
     items: &'a [Item],
     req: &'a SummaryRequest,
-    show: Vec<Show>,
-    /// Estimated tokens per item per size (index by `Show as usize`).
-    cost: Vec<[usize; 3]>,
-    /// The text of each item per size.
-    forms: Vec<[String; 3]>,
-    /// Entities shown inside a kept sentence: not repeated on their own.
-    covered_by: Vec<Vec<usize>>,
-    /// The reverse: the entities each sentence covers.
-    covers: Vec<Vec<usize>>,
-    /// Items shown per kind, for the section headers' cost.
-    shown_per_kind: std::collections::HashMap<Kind, usize>,
-    /// Estimated tokens of the body, kept up to date by `set`.
+    rows: Vec<Row>,
+    shown: Vec<Option<Size>>,
+    /// Rows shown per section, and each section header's cost.
+    per_section: Vec<usize>,
+    header_cost: Vec<usize>,
     total: usize,
 }
 
-/// Tokens of a section header line.
-const HEADER_TOKENS: usize = 4;
-
-impl Fitting<'_> {
-    fn cost_of(&self, i: usize, show: Show) -> usize {
-        match show {
-            Show::Dropped => 0,
-            s => self.cost[i][s as usize],
-        }
+impl Fit<'_> {
+    fn cost(&self, r: usize, size: Option<Size>) -> usize {
+        size.map_or(0, |s| self.rows[r].cost[s as usize])
     }
 
-    /// Whether item `i` is already said by a shown item: an identifier by
-    /// a sentence (in any form: every form keeps the identifiers), a
-    /// sentence by a request shown whole.
-    fn covered(&self, i: usize) -> bool {
-        self.covered_by[i].iter().any(|&s| match self.show[s] {
-            Show::Dropped => false,
-            Show::Full => true,
-            Show::Clause | Show::Key => !matches!(self.items[s].kind, Kind::Goal | Kind::Latest),
-        })
-    }
-
-    /// What item `i` adds to the body now.
-    fn contribution(&self, i: usize) -> usize {
-        if self.covered(i) {
-            0
-        } else {
-            self.cost_of(i, self.show[i])
-        }
-    }
-
-    /// What item `i` and the entities it covers add to the body now.
-    fn footprint(&self, i: usize) -> usize {
-        self.contribution(i)
-            + self.covers[i]
-                .iter()
-                .map(|&e| self.contribution(e))
-                .sum::<usize>()
-    }
-
-    fn headers(&self) -> usize {
-        self.shown_per_kind.values().filter(|&&c| c > 0).count() * HEADER_TOKENS
-    }
-
-    fn set(&mut self, i: usize, show: Show) {
-        let before = self.footprint(i) + self.headers();
-        let was_shown = self.show[i] != Show::Dropped;
-        self.show[i] = show;
-        let is_shown = show != Show::Dropped;
-        if was_shown != is_shown {
-            let c = self.shown_per_kind.entry(self.items[i].kind).or_default();
-            if is_shown {
-                *c += 1;
-            } else {
-                *c = c.saturating_sub(1);
+    fn set(&mut self, r: usize, size: Option<Size>) {
+        let before = self.shown[r];
+        let sec = self.rows[r].section;
+        self.total = self.total + self.cost(r, size) - self.cost(r, before);
+        match (before.is_some(), size.is_some()) {
+            (false, true) => {
+                if self.per_section[sec] == 0 {
+                    self.total += self.header_cost[sec];
+                }
+                self.per_section[sec] += 1;
             }
+            (true, false) => {
+                self.per_section[sec] -= 1;
+                if self.per_section[sec] == 0 {
+                    self.total -= self.header_cost[sec];
+                }
+            }
+            _ => {}
         }
-        let after = self.footprint(i) + self.headers();
-        self.total = (self.total + after).saturating_sub(before);
+        self.shown[r] = size;
     }
 
-    /// The cheaper way to show a fact at its smallest: its key, or nothing
-    /// but the identifiers it covers (listed on their own again).
-    fn smallest(&self, i: usize) -> Show {
-        if self.covers[i].is_empty() {
-            return Show::Key;
-        }
-        let key = self.cost_of(i, Show::Key);
-        let alone: usize = self.covers[i]
-            .iter()
-            .filter(|&&e| {
-                self.covered_by[e]
-                    .iter()
-                    .all(|&s| s == i || self.show[s] == Show::Dropped)
-            })
-            .map(|&e| self.cost_of(e, self.show[e]))
-            .sum();
-        if alone < key && self.carried_by_covers(i) {
-            Show::Dropped
+    /// What `r` would add at `size`, header included.
+    fn delta(&self, r: usize, size: Size) -> usize {
+        let header = if self.shown[r].is_none() && self.per_section[self.rows[r].section] == 0 {
+            self.header_cost[self.rows[r].section]
         } else {
-            Show::Key
-        }
+            0
+        };
+        (self.cost(r, Some(size)) + header).saturating_sub(self.cost(r, self.shown[r]))
     }
 
-    /// Whether a sentence may give way to the entities it covers: a plain
-    /// fact or an action says little beyond its identifiers. (Its kind is
-    /// the whole test; constraints and decisions always keep their key.)
-    fn carried_by_covers(&self, i: usize) -> bool {
-        let it = &self.items[i];
-        matches!(it.kind, Kind::Fact | Kind::Action)
+    fn text(&self, r: usize) -> Option<&str> {
+        self.shown[r].map(|s| self.rows[r].forms[s as usize].as_str())
     }
 
     fn rendered(&self) -> (String, usize) {
-        let shown: Vec<Option<String>> = (0..self.items.len())
-            .map(|i| match self.show[i] {
-                Show::Dropped => None,
-                _ if self.covered(i) => None,
-                s => Some(self.forms[i][s as usize].clone()),
-            })
-            .collect();
+        let mut shown: Vec<Option<String>> = vec![None; self.items.len()];
+        for r in 0..self.rows.len() {
+            if let Some(t) = self.text(r) {
+                shown[self.rows[r].item] = Some(t.to_owned());
+            }
+        }
         let text = render(self.items, &shown, self.req.strategy);
         let tokens = (self.req.count_tokens)(&text);
         (text, tokens)
@@ -454,266 +258,182 @@ impl Fitting<'_> {
 
 fn fit(ledger: &Ledger, req: &SummaryRequest) -> Summary {
     let items = &ledger.items[..];
-    let n = items.len();
     let count = |t: &str| (req.count_tokens)(t);
-    let first_goal = (0..n)
-        .filter(|&i| items[i].kind == Kind::Goal)
-        .min_by_key(|&i| items[i].first);
-    let live = |i: usize| items[i].superseded_by.is_none();
-    let keys: Vec<Vec<String>> = items.iter().map(|it| fact_keys(&it.text)).collect();
-    let redundant = redundancy(items, &keys, &live);
-    let ranks: Vec<u8> = (0..n)
-        .map(|i| rank(&items[i], first_goal == Some(i), redundant[i]))
-        .collect();
+    let budget = req.max_tokens;
+    let goal = first_goal(items);
 
-    let forms: Vec<[String; 3]> = (0..n)
-        .map(|i| {
-            let fg = first_goal == Some(i);
-            let form = |s: Show| display(&items[i], fg, s).unwrap_or_default();
-            if shrinkable(items[i].kind) {
-                [form(Show::Full), form(Show::Clause), form(Show::Key)]
+    // The rows: live items the strategy has a section for, most important
+    // first (then most recently mentioned).
+    let mut header_cost: Vec<usize> = Vec::new();
+    let mut rows: Vec<Row> = Vec::new();
+    for (i, it) in items.iter().enumerate() {
+        if it.superseded_by.is_some() {
+            continue;
+        }
+        let Some((section, header, inline)) = section_of(req.strategy, it.kind) else {
+            continue;
+        };
+        if header_cost.len() <= section {
+            header_cost.resize(section + 1, 0);
+        }
+        if header_cost[section] == 0 {
+            header_cost[section] = count(&format!("{header}\n"));
+        }
+        let forms = forms(it);
+        let line_cost = |t: &str| {
+            if inline {
+                count(t) + 1
             } else {
-                let one = form(Show::Full);
-                [one.clone(), one.clone(), one]
+                count(&format!("- {t}\n"))
             }
-        })
-        .collect();
-    let cost: Vec<[usize; 3]> = forms
-        .iter()
-        .enumerate()
-        .map(|(i, [full, clause, key])| {
-            if shrinkable(items[i].kind) {
-                let c = |s: &str| count(s) + 2;
-                let full_cost = c(full);
-                let clause_cost = if clause == full { full_cost } else { c(clause) };
-                let key_cost = if key == clause { clause_cost } else { c(key) };
-                [full_cost, clause_cost, key_cost]
-            } else {
-                let one = count(full) + 1;
-                [one, one, one]
-            }
-        })
-        .collect();
-    // An identifier inside a kept fact sentence is not listed again, nor a
-    // sentence inside a request shown whole.
-    let mut covered_by = vec![Vec::new(); n];
-    let mut covers = vec![Vec::new(); n];
-    let mut by_key: std::collections::HashMap<&str, Vec<usize>> = Default::default();
-    let whole = |i: usize| super::render::shows_whole(req.strategy, items[i].kind);
-    // Prose sentences only: a quoted tool line is evidence, not a statement
-    // of the conversation, and its standing changes when it is read back.
-    for s in
-        (0..n).filter(|&i| live(i) && shrinkable(items[i].kind) && whole(i) && !items[i].from_tool)
-    {
-        for k in &keys[s] {
-            by_key.entry(k.as_str()).or_default().push(s);
-        }
+        };
+        let key = line_cost(&forms[0]);
+        let short = if forms[1] == forms[0] {
+            key
+        } else {
+            line_cost(&forms[1])
+        };
+        let full = if forms[2] == forms[1] {
+            short
+        } else {
+            line_cost(&forms[2])
+        };
+        rows.push(Row {
+            item: i,
+            rank: rank_in(ledger, it, goal == Some(i)),
+            section,
+            forms,
+            cost: [key, short, full],
+        });
     }
-    // A file shown with its APIs (`code_delta`) says more than its path.
-    for e in (0..n).filter(|&i| live(i) && !shrinkable(items[i].kind) && items[i].apis.is_empty()) {
-        for &s in by_key.get(items[e].text.as_str()).into_iter().flatten() {
-            covered_by[e].push(s);
-            covers[s].push(e);
-        }
-    }
-    let requests: Vec<usize> = (0..n)
-        .filter(|&i| live(i) && matches!(items[i].kind, Kind::Goal | Kind::Latest) && whole(i))
-        .collect();
-    for i in (0..n).filter(|&i| {
-        live(i) && shrinkable(items[i].kind) && !matches!(items[i].kind, Kind::Goal | Kind::Latest)
-    }) {
-        for &g in &requests {
-            if forms[g][0].contains(items[i].text.as_str()) {
-                covered_by[i].push(g);
-                covers[g].push(i);
-                break;
-            }
-        }
-    }
-    let mut f = Fitting {
+    rows.sort_by(|a, b| {
+        let (x, y) = (&items[a.item], &items[b.item]);
+        b.rank
+            .cmp(&a.rank)
+            .then(y.last.cmp(&x.last))
+            .then(y.first.cmp(&x.first))
+            .then(a.item.cmp(&b.item))
+    });
+    let n = rows.len();
+    let mut f = Fit {
         items,
         req,
-        show: vec![Show::Dropped; n],
-        cost,
-        forms,
-        covered_by,
-        covers,
-        shown_per_kind: Default::default(),
+        rows,
+        shown: vec![None; n],
+        per_section: vec![0; header_cost.len()],
+        header_cost,
         total: 0,
     };
-    for i in (0..n).filter(|&i| live(i)) {
-        f.set(i, Show::Full);
-    }
-    // The bulk of tool output may take a quarter of the budget at most,
-    // even when there is room: a summary is not a log.
-    let bulk_cap = req.max_tokens / 4;
-    let mut bulk: usize = (0..n)
-        .filter(|&i| live(i) && ranks[i] <= BULK)
-        .map(|i| f.contribution(i))
-        .sum();
+    let statement = |f: &Fit<'_>, r: usize| items[f.rows[r].item].kind.is_statement();
+    let facts: Vec<usize> = (0..n)
+        .filter(|&r| statement(&f, r) && f.rows[r].rank > BULK)
+        .collect();
 
-    // Drop order: lowest rank first, then least recently mentioned.
-    let mut order: Vec<usize> = (0..n).filter(|&i| live(i)).collect();
-    order.sort_by_key(|&i| {
-        let it = &items[i];
-        (ranks[i], it.last, it.first, i)
-    });
-    let ranked = |i: usize| ranks[i];
-    let budget = req.max_tokens;
-    for &i in &order {
-        if bulk <= bulk_cap || ranked(i) > BULK {
+    // 1. Every fact at its key; drop from the least important until it fits.
+    for &r in &facts {
+        f.set(r, Some(Size::Key));
+    }
+    for &r in facts.iter().rev() {
+        if f.total <= budget {
             break;
         }
-        bulk = bulk.saturating_sub(f.contribution(i));
-        f.set(i, Show::Dropped);
+        f.set(r, None);
+    }
+    // 2. Grow: all to their short form, then all to their full sentence.
+    for size in [Size::Short, Size::Full] {
+        for &r in &facts {
+            if f.shown[r].is_some_and(|s| s < size) && f.total + f.delta(r, size) <= budget {
+                f.set(r, Some(size));
+            }
+        }
+    }
+    // 3. The bulk of tool output, newest first, within its share.
+    let bulk_cap = budget / 5;
+    let mut bulk_used = 0;
+    let mut bulk: Vec<usize> = (0..n)
+        .filter(|&r| statement(&f, r) && f.rows[r].rank <= BULK)
+        .collect();
+    bulk.sort_by_key(|&r| std::cmp::Reverse(items[f.rows[r].item].last));
+    for &r in &bulk {
+        let d = f.delta(r, Size::Full);
+        if bulk_used + d <= bulk_cap && f.total + d <= budget {
+            bulk_used += d;
+            f.set(r, Some(Size::Full));
+        }
+    }
+    // 4. Identifiers no shown statement carries: the conversation's first,
+    // then the tool output's (within the bulk share).
+    let carried: String = (0..n)
+        .filter_map(|r| f.text(r))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut ids: Vec<usize> = (0..n).filter(|&r| !statement(&f, r)).collect();
+    ids.sort_by_key(|&r| {
+        (
+            std::cmp::Reverse(f.rows[r].rank),
+            std::cmp::Reverse(items[f.rows[r].item].last),
+        )
+    });
+    let mut listed: HashSet<&str> = HashSet::new();
+    for &r in &ids {
+        let text = items[f.rows[r].item].text.as_str();
+        if carried.contains(text) || !listed.insert(text) {
+            continue;
+        }
+        let d = f.delta(r, Size::Full);
+        let from_tool = f.rows[r].rank <= BULK;
+        if f.total + d > budget || (from_tool && bulk_used + d > bulk_cap) {
+            continue;
+        }
+        if from_tool {
+            bulk_used += d;
+        }
+        f.set(r, Some(Size::Full));
     }
 
+    // 5. Exact count; trim in reverse order of what was granted.
     let mut best = f.rendered();
     if best.1 > budget {
-        // Each step changes one item and updates the estimate; the exact
-        // count is taken at the end (and once per correction).
-        let narrative =
-            |i: usize| matches!(items[i].kind, Kind::Goal | Kind::Latest) && Some(i) != first_goal;
-        let mut steps: Vec<(usize, Show)> = order
-            .iter()
-            .filter(|&&i| ranked(i) <= BULK)
-            .map(|&i| (i, Show::Dropped))
-            .collect();
-        // The latest request is what the agent is doing now: it shrinks to
-        // its clause with the other requests but goes last.
-        let latest = |i: usize| items[i].kind == Kind::Latest;
-        steps.extend(
-            order
-                .iter()
-                .filter(|&&i| narrative(i))
-                .map(|&i| (i, Show::Clause)),
-        );
-        for s in [Show::Key, Show::Dropped] {
-            steps.extend(
-                order
-                    .iter()
-                    .filter(|&&i| narrative(i) && !latest(i))
-                    .map(|&i| (i, s)),
-            );
+        let mut order: Vec<(usize, Option<Size>)> = Vec::new();
+        order.extend(ids.iter().rev().map(|&r| (r, None)));
+        order.extend(bulk.iter().rev().map(|&r| (r, None)));
+        for size in [Size::Short, Size::Key] {
+            order.extend(facts.iter().rev().map(|&r| (r, Some(size))));
         }
-        // Facts shrink one priority level at a time: the sentence, then
-        // its clause, then its key (or the identifiers alone).
-        let facts: Vec<usize> = order
-            .iter()
-            .copied()
-            .filter(|&i| ranked(i) > BULK && !narrative(i) && shrinkable(items[i].kind))
-            .collect();
-        let mut r = 0;
-        while r < facts.len() {
-            let level = ranked(facts[r]);
-            let end = facts[r..]
-                .iter()
-                .position(|&i| ranked(i) != level)
-                .map_or(facts.len(), |p| r + p);
-            steps.extend(facts[r..end].iter().map(|&i| (i, Show::Clause)));
-            // Key: resolved when applied (it may be cheaper to drop).
-            steps.extend(facts[r..end].iter().map(|&i| (i, Show::Key)));
-            r = end;
-        }
-        steps.extend(
-            order
-                .iter()
-                .filter(|&&i| ranked(i) > BULK && !narrative(i))
-                .map(|&i| (i, Show::Dropped)),
-        );
-        for s in [Show::Key, Show::Dropped] {
-            steps.extend(order.iter().filter(|&&i| latest(i)).map(|&i| (i, s)));
-        }
-        let mut applied = 0;
-        for &(i, s) in &steps {
-            if f.total <= budget {
-                break;
-            }
-            applied += 1;
-            if f.show[i] == Show::Dropped {
-                continue;
-            }
-            let s = if s == Show::Key { f.smallest(i) } else { s };
-            f.set(i, s);
-        }
-        best = f.rendered();
-        // The per-line estimate can be off by a few tokens: keep cutting.
-        let mut rest = steps[applied.min(steps.len())..].iter().copied();
+        order.extend(facts.iter().rev().map(|&r| (r, None)));
+        let mut steps = order.into_iter();
         while best.1 > budget {
-            let next = rest.by_ref().find(|&(i, _)| f.show[i] != Show::Dropped);
-            let (i, s) = match next {
-                Some(step) => step,
-                None => match order.iter().find(|&&j| f.show[j] != Show::Dropped) {
-                    Some(&j) => (j, Show::Dropped),
-                    None => break,
-                },
-            };
-            let s = if s == Show::Key { f.smallest(i) } else { s };
-            f.set(i, s);
-            best = f.rendered();
-        }
-        // Refill what the cut freed, most important first, at the next
-        // size up.
-        let mut tries = 0;
-        for &i in order.iter().rev() {
-            if tries >= FILL_TRIES || best.1 >= budget {
+            let over = best.1 - budget;
+            let mut freed = 0;
+            for (r, size) in steps.by_ref() {
+                let Some(current) = f.shown[r] else {
+                    continue;
+                };
+                if size.is_some_and(|s| s >= current) {
+                    continue;
+                }
+                let before = f.total;
+                f.set(r, size);
+                freed += before - f.total;
+                if freed >= over {
+                    break;
+                }
+            }
+            let next = f.rendered();
+            if freed == 0 {
+                // Nothing left to cut: not even the smallest body fits.
+                best = if next.1 <= budget {
+                    next
+                } else {
+                    (String::new(), count(""))
+                };
                 break;
             }
-            let current = f.show[i];
-            let better = match current {
-                Show::Dropped => Show::Key,
-                Show::Key => Show::Clause,
-                Show::Clause => Show::Full,
-                Show::Full => continue,
-            };
-            let better = if shrinkable(items[i].kind) {
-                better
-            } else {
-                Show::Full
-            };
-            let extra = f.cost_of(i, better).saturating_sub(f.cost_of(i, current));
-            if extra > budget - best.1 {
-                continue;
-            }
-            tries += 1;
-            f.set(i, better);
-            let trial = f.rendered();
-            if trial.1 <= budget {
-                best = trial;
-            } else {
-                f.set(i, current);
-            }
+            best = next;
         }
     }
 
-    // A fact is kept when the summary carries it: all its identifiers (or,
-    // without any, its text) are in the body, wherever they are shown.
-    let present: std::collections::HashSet<String> = fact_keys(&best.0).into_iter().collect();
-    let mut report = FactsReport::default();
-    for i in (0..n).filter(|&i| live(i) && (ranked(i) > BULK || redundant[i])) {
-        let carried = if keys[i].is_empty() {
-            f.show[i] != Show::Dropped && !f.covered(i)
-        } else {
-            keys[i].iter().all(|k| present.contains(k))
-        };
-        if !carried {
-            report.dropped += 1;
-            if report.dropped_keys.len() < MAX_DROPPED_KEYS {
-                report.dropped_keys.push(clip(&items[i].text, 80));
-            }
-        } else {
-            report.kept += 1;
-            if matches!(f.show[i], Show::Clause | Show::Key) {
-                report.shrunk += 1;
-            }
-        }
-    }
-    report.superseded = (0..n).filter(|&i| !live(i)).count();
-    if best.1 > budget {
-        // Not even the smallest body fits: an empty body is still valid;
-        // the caller decides.
-        best = (String::new(), count(""));
-    }
+    let report = report(ledger, &f, &best.0, &facts);
     Summary {
         text: best.0,
         tokens: best.1,
@@ -722,6 +442,46 @@ fn fit(ledger: &Ledger, req: &SummaryRequest) -> Summary {
         completion_tokens: None,
         facts: Some(report),
     }
+}
+
+/// What the summary kept of the facts: a fact is kept when the summary
+/// carries it (all its identifiers, or, without any, the item is shown).
+fn report(ledger: &Ledger, f: &Fit<'_>, text: &str, facts: &[usize]) -> FactsReport {
+    let present: HashSet<String> = fact_keys(text).into_iter().collect();
+    let mut report = FactsReport::default();
+    for &r in facts {
+        let it = &ledger.items[f.rows[r].item];
+        if it.kind.is_narrative() {
+            continue;
+        }
+        let keys = fact_keys(&it.text);
+        let carried = if keys.is_empty() {
+            f.shown[r].is_some()
+        } else {
+            keys.iter().all(|k| present.contains(k))
+        };
+        if carried {
+            report.kept += 1;
+            if f.shown[r]
+                .is_some_and(|s| s != Size::Full && f.rows[r].cost[s as usize] < f.rows[r].cost[2])
+            {
+                report.shrunk += 1;
+            }
+        } else {
+            report.dropped += 1;
+            if report.dropped_keys.len() < MAX_DROPPED_KEYS {
+                report.dropped_keys.push(clip(&it.text, 80));
+            }
+        }
+    }
+    report.superseded = ledger
+        .items
+        .iter()
+        .filter(|it| {
+            it.superseded_by.is_some() && it.kind.is_statement() && !it.kind.is_narrative()
+        })
+        .count();
+    report
 }
 
 /// Used by the pipeline's LLM path: the fact lines the ledger renders
@@ -733,20 +493,4 @@ pub(crate) fn must_keep(ledger: &Ledger, req: &SummaryRequest) -> Vec<String> {
         .filter_map(|l| l.strip_prefix("- "))
         .map(str::to_owned)
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{clause, key};
-
-    #[test]
-    fn a_key_keeps_the_negation_and_what_it_is_about() {
-        let s = "The exporter in zone 14 must never exceed 114 MB of memory.";
-        let k = key(s);
-        assert!(k.contains("must never exceed 114 MB"), "{k}");
-        assert!(k.contains("zone 14"), "{k}");
-        assert!(k.len() < s.len(), "{k}");
-        let c = clause(s);
-        assert!(c.contains("must never exceed 114 MB"), "{c}");
-    }
 }

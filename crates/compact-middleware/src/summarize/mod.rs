@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 mod extractive;
 mod facts;
+mod forms;
 mod openai;
 mod render;
 mod templates;
@@ -198,6 +199,13 @@ impl FactLedger {
     /// shows first).
     pub(crate) fn ranked_len(&self) -> usize {
         extractive::ranked_facts(&self.0)
+    }
+
+    /// Tokens the summary of this ledger takes with every fact at its
+    /// smallest form (bulk and bare identifiers left out): the room a
+    /// summary needs to keep everything.
+    pub(crate) fn min_tokens(&self, strategy: Strategy, count: &TokenCountFn) -> usize {
+        extractive::min_tokens(&self.0, strategy, count)
     }
 
     /// Whether nothing was recorded.

@@ -127,14 +127,19 @@ const BRIEF_LINE: usize = 200;
 /// Identifiers per packed bullet, so lines stay readable.
 const INLINE_PER_LINE: usize = 12;
 
-/// Renders the items that have a display text (`None`: not shown), in the
-/// sections of `strategy`, each section in first-mention order.
-/// Whether `strategy` shows an item of this kind whole (`brief` clips its
-/// lines, so what a sentence carries may not survive there).
-pub(crate) fn shows_whole(strategy: Strategy, kind: Kind) -> bool {
-    strategy != Strategy::Brief && layout(strategy).iter().any(|s| s.kinds.contains(&kind))
+/// Where `strategy` shows an item of `kind`: the section's index in the
+/// layout, its header, and whether its items are packed inline; `None`
+/// when the strategy has no section for it.
+pub(crate) fn section_of(strategy: Strategy, kind: Kind) -> Option<(usize, &'static str, bool)> {
+    layout(strategy)
+        .iter()
+        .enumerate()
+        .find(|(_, s)| s.kinds.contains(&kind))
+        .map(|(i, s)| (i, s.header, s.style == Style::Inline))
 }
 
+/// Renders the items that have a display text (`None`: not shown), in the
+/// sections of `strategy`, each section in first-mention order.
 pub(crate) fn render(items: &[Item], shown: &[Option<String>], strategy: Strategy) -> String {
     let kept_file_apis: Vec<&str> = if strategy == Strategy::CodeDelta {
         (0..items.len())
@@ -144,18 +149,10 @@ pub(crate) fn render(items: &[Item], shown: &[Option<String>], strategy: Strateg
     } else {
         Vec::new()
     };
-    // `brief` is short: measurements quoted from tool output stay out.
-    let hidden = |i: usize| {
-        strategy == Strategy::Brief
-            && items[i].kind == Fact
-            && items[i].from_tool
-            && !items[i].salient
-    };
-
     let mut out = String::new();
     for section in layout(strategy) {
         let mut members: Vec<(usize, &str)> = (0..items.len())
-            .filter(|&i| section.kinds.contains(&items[i].kind) && !hidden(i))
+            .filter(|&i| section.kinds.contains(&items[i].kind))
             .filter_map(|i| shown[i].as_deref().map(|t| (i, t)))
             .filter(|&(_, t)| !(section.header == APIS.header && kept_file_apis.contains(&t)))
             .collect();

@@ -1,0 +1,688 @@
+//! The words and shapes fact extraction looks for: cue words, identifier
+//! tokens, quantities, sentence splitting, and the small text helpers
+//! (clipping at char boundaries, windows around an offset) every part of
+//! the summarizer shares.
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::Kind;
+
+pub(crate) fn re(pattern: &str) -> Regex {
+    // The patterns are constants of this module; a typo is caught by the
+    // first test that touches extraction, never by user input.
+    #[allow(clippy::expect_used)]
+    Regex::new(pattern).expect("constant regex")
+}
+
+// ASCII word boundaries everywhere: Unicode `\b` forces the slow engines on
+// non-ASCII haystacks, and a megabyte of CJK tool output must stay linear.
+pub(crate) static CONSTRAINT: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?i)(?-u:\b)(?:must|never|do not|don't|dont|required|requires|only|always|should not|shouldn't|mustn't|not allowed|forbidden)(?-u:\b)",
+    )
+});
+/// The cues that still mark a constraint when the agent itself says them:
+/// "only", "always" and "never" in an assistant's narration are mostly
+/// description ("loses only the cache"), not rules.
+pub(crate) static STRONG_CONSTRAINT: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?i)(?-u:\b)(?:must|do not|don't|required|should not|shouldn't|mustn't|not allowed|forbidden)(?-u:\b)",
+    )
+});
+pub(crate) static DECISION: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?i)(?-u:\b)(?:decided|decide to|decision|chose|choose to|chosen|will use|we'll use|going with|go with|instead of|opted|settled on|switch(?:ed|ing)? to|switching|switched|change of plan|scratch that|from now on|going forward|rather than|recommend|recommended|approved|agreed)(?-u:\b)",
+    )
+});
+pub(crate) static ACTION: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?i)(?-u:\b)(?:todo|fixme|next step|need to|needs to|pending|waiting on|waiting for|blocked|blocker|follow[- ]up|still have to|still need|not yet)(?-u:\b)",
+    )
+});
+pub(crate) static ERROR: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?i)(?-u:\b)(?:error|errors|errno|failed|fails|failure|failing|exception|panic|panicked|traceback|fatal|denied|refused|timed out|segfault|oomkilled|crash(?:ed)?)(?-u:\b)",
+    )
+});
+/// Error words that announce the absence of an error (`0 failed`, `"error": null`).
+pub(crate) static NOT_ERROR: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r#"(?i)(?-u:\b)(?:0|no) (?:failed|failures|errors?)(?-u:\b)|"?(?:error|errors|exception)"?\s*[:=]\s*(?:null|none|false|0|\[\]|\{\}|""|nil)(?-u:\b)?"#,
+    )
+});
+
+/// Every identifier-like token, most specific alternative first: leftmost-first
+/// semantics then resolve overlaps (a URL wins over the path inside it).
+pub(crate) static TOKEN: LazyLock<Regex> = LazyLock::new(|| {
+    re(concat!(
+        r"(?P<url>https?://[^\s<>`'\x22\]\)\}]+)",
+        r"|(?P<email>[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,})",
+        r"|(?P<uuid>(?-u:\b)[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(?-u:\b))",
+        // Research identifiers: `arXiv:2408.19328`, DOIs `10.1145/3368089.3409766`.
+        r"|(?P<arxiv>(?-u:\b)arXiv:\d{4}\.\d{4,5}(?:v\d+)?(?-u:\b))",
+        r"|(?P<doi>(?-u:\b)10\.\d{4,9}/[A-Za-z0-9._;()/:-]*[A-Za-z0-9])",
+        r"|(?P<win>(?-u:\b)[A-Za-z]:\\[^\s<>|*?\x22',;:]+)",
+        r"|(?P<abs>(?:\.{1,2}/|~/|/)[A-Za-z0-9_.@+-]+(?:/[A-Za-z0-9_.@+-]+)*/?)",
+        r"|(?P<rel>(?-u:\b)[A-Za-z0-9_@+-][A-Za-z0-9_.@+-]*(?:/[A-Za-z0-9_.@+-]+)+/?)",
+        r"|(?P<bare>(?-u:\b)[A-Za-z0-9_-][A-Za-z0-9_.-]*\.(?:rs|toml|yaml|yml|json|jsonl|md|py|pyi|ts|tsx|js|jsx|mjs|go|java|kt|c|h|cc|cpp|hpp|cs|rb|php|sh|sql|proto|lock|txt|log|csv|xml|html|css|ini|cfg|conf|env|tf|tfvars|gradle|swift|vue|ipynb|parquet|pdf)(?-u:\b))",
+        r"|(?P<ip>(?-u:\b)\d{1,3}(?:\.\d{1,3}){3}(?::\d{2,5})?(?-u:\b))",
+        r"|(?P<ver>(?-u:\b)v\d+(?:\.\d+){1,3}(?:-[0-9A-Za-z]+(?:\.[0-9A-Za-z]+)*)?(?-u:\b)|(?-u:\b)\d+\.\d+\.\d+(?:-[0-9A-Za-z]+(?:\.[0-9A-Za-z]+)*)?(?-u:\b))",
+        r"|(?P<ticket>(?-u:\b)[A-Z][A-Z0-9]{0,9}(?:-[A-Z][A-Z0-9]{0,9}){0,2}-\d{1,6}(?-u:\b))",
+        r"|(?P<issue>#\d{1,7}(?-u:\b))",
+        r"|(?P<hex>(?-u:\b)0x[0-9a-fA-F]{4,}(?-u:\b)|(?-u:\b)[0-9a-f]{7,40}(?-u:\b))",
+        // Hosts, regions, zones, branch-like names: lowercase words joined by
+        // `-` with a digit somewhere (`web-17`, `eu-west-3`); plain hyphenated
+        // words are rejected in `classify_token`.
+        r"|(?P<kebab>(?-u:\b)[a-z][a-z0-9]*(?:-[a-z0-9]+)+(?-u:\b))",
+        // snake_case names: functions, config keys, tables.
+        r"|(?P<snake>(?-u:\b)[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?-u:\b))",
+        // SCREAMING_SNAKE codes and constants: `EXPORT_KMS_DENIED`.
+        r"|(?P<usnake>(?-u:\b)[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+(?-u:\b))",
+        // Names in capitals joined by `-`: datasets, models (`MBPP-Plus`,
+        // `GPT-4o`); a capitalised hyphenated word is rejected in
+        // `classify_token`.
+        r"|(?P<caps>(?-u:\b)[A-Z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+(?-u:\b))",
+        // Letters and digits mixed: builds, instance types, short ids
+        // (`b7000`, `m5xlarge`, `p99`).
+        r"|(?P<alnum>(?-u:\b)[A-Za-z]+[0-9][A-Za-z0-9]*(?-u:\b))",
+    ))
+});
+
+/// A number that a sentence names (`port 18443`, `at most 3 retries`,
+/// `timeout of 45`): such a sentence is a fact even without an identifier.
+pub(crate) static NAMED_NUMBER: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?i)(?-u:\b)(?:port|ports|timeout|timeouts|retries|retry|attempts|limit|quota|sla|replicas|workers|threads|budget|deadline|version|at most|at least|up to|no more than|maximum|minimum|max|min)(?-u:\b)[^.\n]{0,24}?(?-u:\b)\d",
+    )
+});
+
+/// Numbers of four digits or more (ports, ids, amounts): mentioned in prose,
+/// they make the tool rows that carry them salient.
+pub(crate) static LONG_NUMBER: LazyLock<Regex> = LazyLock::new(|| re(r"(?-u:\b)\d{4,}(?-u:\b)"));
+
+/// Numbers with units: money, percentages, durations, sizes, rates, temperatures.
+pub(crate) static QUANTITY: LazyLock<Regex> = LazyLock::new(|| {
+    re(concat!(
+        r"[$€£]\s?\d[\d,]*(?:\.\d+)?(?:\s?(?:[kKmMbB]|million|billion)(?-u:\b))?",
+        r"|(?-u:\b)\d[\d,]*(?:\.\d+)?(?:%",
+        r"|\s?(?:ms|µs|us|ns|sec|secs|seconds?|s|mins?|minutes?|hrs?|hours?|h|days?|weeks?|months?|years?|[KMGTPE]i?B|kB|bytes|[kKMG]bps|tokens|req/s|rps|qps|ops/s|GHz|MHz|vCPUs?|cores|USD|EUR|GBP|°[CF]|mg|kg|km|m)(?-u:\b)",
+        r"|(?:[CFxkKM])(?-u:\b))",
+    ))
+});
+
+pub(crate) static BACKTICK: LazyLock<Regex> = LazyLock::new(|| re(r"`([^`\n]{1,80})`"));
+pub(crate) static CALL: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?-u:\b)[A-Za-z_][A-Za-z0-9_]*(?:(?:::|\.)[A-Za-z_][A-Za-z0-9_]*)*\(\)"));
+pub(crate) static DECL: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?-u:\b)(?:fn|def|func|function|class|struct|enum|trait|interface)\s+([A-Za-z_][A-Za-z0-9_]*)",
+    )
+});
+pub(crate) static SYMBOL: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"^[A-Za-z_][A-Za-z0-9_]*(?:(?:::|\.|#)[A-Za-z_][A-Za-z0-9_]*)*(?:\(\))?!?$")
+});
+pub(crate) static DIFF_FILE: LazyLock<Regex> =
+    LazyLock::new(|| re(r"^(?:\+\+\+ b/|diff --git a/\S+ b/)(\S+)"));
+
+/// The byte spans of what a sentence is about: its cue word, its
+/// identifiers, quantities and named numbers; sorted, merged.
+pub(crate) fn key_spans(text: &str) -> Vec<(usize, usize)> {
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    for re in [&*CONSTRAINT, &*DECISION, &*ACTION] {
+        if let Some(m) = re.find(text) {
+            spans.push((m.start(), m.end()));
+            break;
+        }
+    }
+    for m in TOKEN.find_iter(text) {
+        if let Some((_, token)) = classify_token(text, m.start(), m.end(), m.as_str()) {
+            spans.push((m.start(), m.start() + token.len()));
+        }
+    }
+    for re in [&*QUANTITY, &*LONG_NUMBER, &*BACKTICK] {
+        spans.extend(re.find_iter(text).map(|m| (m.start(), m.end())));
+    }
+    if let Some(m) = NAMED_NUMBER.find(text) {
+        // The named number itself: the digits at the end of the match.
+        let digits_end = text[m.end()..]
+            .find(|c: char| !c.is_ascii_digit() && c != '.')
+            .map_or(text.len(), |d| m.end() + d);
+        spans.push((m.start(), digits_end));
+    }
+    spans.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::new();
+    for (s, e) in spans {
+        match merged.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => merged.push((s, e)),
+        }
+    }
+    merged
+}
+
+/// The identifiers, quantities and long numbers of a line (its `[tool]`
+/// label left out): the parts a summary must carry verbatim.
+pub(crate) fn fact_keys(line: &str) -> Vec<String> {
+    let body = match line.strip_prefix('[').and_then(|r| r.split_once("] ")) {
+        Some((_, rest)) => rest,
+        None => line,
+    };
+    let mut keys: Vec<String> = TOKEN
+        .find_iter(body)
+        .filter_map(|m| classify_token(body, m.start(), m.end(), m.as_str()))
+        .map(|(_, t)| t.to_owned())
+        .collect();
+    keys.extend(LONG_NUMBER.find_iter(body).map(|m| m.as_str().to_owned()));
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
+/// Ticket-shaped tokens that are really standards or encodings.
+pub(crate) const NOT_TICKETS: &[&str] =
+    &["UTF", "SHA", "ISO", "AES", "TLS", "HTTP", "UCS", "P", "X"];
+
+/// Who is speaking: the people who set the task (user, system, developer)
+/// or the agent narrating its own work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Voice {
+    Principal,
+    Agent,
+}
+
+/// The kind of a sentence of unknown origin (a previous summary's line).
+pub(crate) fn classify(sentence: &str) -> Option<Kind> {
+    classify_as(sentence, Voice::Principal)
+}
+
+/// The kind of a prose sentence, by the cue words it contains; the order
+/// decides a sentence with several cues (a constraint that also gives a reason
+/// is kept as a constraint, the stickier kind).
+pub(crate) fn classify_as(sentence: &str, voice: Voice) -> Option<Kind> {
+    let constraint = match voice {
+        Voice::Principal => &CONSTRAINT,
+        Voice::Agent => &STRONG_CONSTRAINT,
+    };
+    if constraint.is_match(sentence) {
+        Some(Kind::Constraint)
+    } else if DECISION.is_match(sentence) {
+        Some(Kind::Decision)
+    } else if ACTION.is_match(sentence) {
+        Some(Kind::Action)
+    } else if voice == Voice::Principal && is_error(sentence) {
+        // The agent's errors are in the tool output it quotes; its prose
+        // about them ("map the error to 500") is not an error report.
+        Some(Kind::Error)
+    } else {
+        None
+    }
+}
+
+pub(crate) fn is_error(line: &str) -> bool {
+    if !ERROR.is_match(line) {
+        return false;
+    }
+    if !NOT_ERROR.is_match(line) {
+        return true;
+    }
+    ERROR.is_match(&NOT_ERROR.replace_all(line, ""))
+}
+
+/// Validates a raw token match and says what it is; `None` for false
+/// positives the regex alone cannot exclude (no lookbehind in `regex`).
+pub(crate) fn classify_token<'t>(
+    hay: &str,
+    start: usize,
+    end: usize,
+    raw: &'t str,
+) -> Option<(Kind, &'t str)> {
+    let token = raw.trim_end_matches(['.', ',', ';', ':', '!', '?', ')', ']', '\'', '"']);
+    if token.is_empty() || token == "/dev/null" {
+        return None;
+    }
+    if token.starts_with("arXiv:") || (token.starts_with("10.") && token.contains('/')) {
+        return Some((Kind::Entity, token));
+    }
+    let lower_word = |sep: u8| {
+        token.as_bytes()[0].is_ascii_lowercase()
+            && token.contains(sep as char)
+            && token
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == sep)
+    };
+    if lower_word(b'-') {
+        // `eu-west-3`, `web-17`: a name; `long-running`: a word.
+        return token
+            .bytes()
+            .any(|b| b.is_ascii_digit())
+            .then_some((Kind::Entity, token));
+    }
+    if lower_word(b'_') {
+        // `call_id=…`, `order_id=…`: the label of a value, not a name;
+        // `run_tests(…)`: a call, an API's business.
+        if hay[start + token.len()..].starts_with(['=', '(']) {
+            return None;
+        }
+        // `call_9f8e7d6c5b4a3f2e`, `fc_68a1…`: an opaque id, not a name.
+        let opaque = token.split('_').skip(1).any(|seg| {
+            seg.len() >= 8
+                && seg.bytes().any(|b| b.is_ascii_digit())
+                && seg.bytes().any(|b| b.is_ascii_lowercase())
+        });
+        return (!opaque).then_some((Kind::Entity, token));
+    }
+    // `REGISTRY.lock()`, `config.json()`: a call, not a file.
+    let called = hay[end..].starts_with('(');
+    let prev = hay[..start].chars().next_back();
+    let first = token.as_bytes()[0];
+    if token.starts_with("http://") || token.starts_with("https://") {
+        return (token.len() > 10).then_some((Kind::Url, token));
+    }
+    if token.contains('@') && !token.contains('/') && token.contains('.') {
+        return Some((Kind::Entity, token));
+    }
+    if token.len() > 2 && token.as_bytes()[1] == b':' && token.contains('\\') {
+        return Some((Kind::File, token));
+    }
+    if token.contains('/') {
+        // `requests/s`, `km/h`, `and/or`: a slash glued to a word is not a path.
+        if first == b'/'
+            && (called
+                || prev.is_some_and(|c| c.is_alphanumeric() || matches!(c, '_' | '/' | ')' | ']')))
+        {
+            return None;
+        }
+        if token.starts_with('/')
+            || token.starts_with("./")
+            || token.starts_with("../")
+            || token.starts_with("~/")
+        {
+            let body = token.trim_start_matches(['.', '~', '/']);
+            return (body.len() >= 2 && body.bytes().any(|b| b.is_ascii_alphabetic()))
+                .then_some((Kind::File, token));
+        }
+        let last = token.rsplit('/').next().unwrap_or("");
+        let has_ext = last.rsplit_once('.').is_some_and(|(stem, ext)| {
+            !stem.is_empty()
+                && (1..=10).contains(&ext.len())
+                && ext.as_bytes()[0].is_ascii_alphabetic()
+        });
+        let slashes = token.matches('/').count();
+        let lettered = token.bytes().any(|b| b.is_ascii_alphabetic());
+        if lettered && (has_ext || token.ends_with('/') || slashes >= 2) {
+            return Some((Kind::File, token));
+        }
+        // A branch: `fix/webhook-quota`, `feature/login`.
+        return is_branch(token).then_some((Kind::Entity, token));
+    }
+    if token.contains('.')
+        && token
+            .bytes()
+            .last()
+            .is_some_and(|b| b.is_ascii_alphabetic())
+        && !token.starts_with('v')
+    {
+        if called {
+            return None;
+        }
+        // Bare file name (the extension list lives in the regex).
+        if !token.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+            && token.contains(|c: char| c.is_ascii_alphabetic())
+        {
+            let dotted_digits = token
+                .split('.')
+                .next()
+                .is_some_and(|s| s.bytes().all(|b| b.is_ascii_digit()));
+            if !dotted_digits {
+                return Some((Kind::File, token));
+            }
+        }
+    }
+    if first == b'#' {
+        return prev
+            .is_none_or(|c| !(c.is_alphanumeric() || c == '&' || c == '#'))
+            .then_some((Kind::Entity, token));
+    }
+    if let Some((prefix, _)) = token.rsplit_once('-')
+        && prefix
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'-')
+        && token.len() < 24
+        && !token.contains('.')
+    {
+        let letters = prefix.bytes().filter(u8::is_ascii_alphabetic).count();
+        return (letters >= 2 && !NOT_TICKETS.contains(&prefix)).then_some((Kind::Entity, token));
+    }
+    // `MBPP-Plus`, `GPT-4o`: a name; `Read-only`: a word.
+    if first.is_ascii_uppercase() && token.contains('-') && !token.contains(['/', '.', '@']) {
+        let capitals = token.bytes().filter(u8::is_ascii_uppercase).count();
+        return (capitals >= 2 || token.bytes().any(|b| b.is_ascii_digit()))
+            .then_some((Kind::Entity, token));
+    }
+    if token.bytes().all(|b| b.is_ascii_hexdigit()) && token.len() >= 7 {
+        let letters = token.bytes().any(|b| b.is_ascii_alphabetic());
+        let digits = token.bytes().any(|b| b.is_ascii_digit());
+        return (letters && digits).then_some((Kind::Entity, token));
+    }
+    Some((Kind::Entity, token))
+}
+
+/// APIs mentioned in a prose sentence: backticked symbols and `name()` calls.
+pub(crate) fn scan_apis(sentence: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for c in BACKTICK.captures_iter(sentence) {
+        let Some(inner) = c.get(1) else { continue };
+        let inner = inner.as_str().trim();
+        if SYMBOL.is_match(inner) && !inner.contains(',') && !out.iter().any(|a| a == inner) {
+            // A backticked path or id is already captured as such.
+            let is_token = TOKEN.find(inner).is_some_and(|m| m.len() == inner.len());
+            if !is_token && inner.len() >= 2 {
+                out.push(inner.to_owned());
+            }
+        }
+    }
+    for m in CALL.find_iter(sentence) {
+        let api = m.as_str();
+        let dup = out
+            .iter()
+            .any(|a| a == api || a.strip_suffix("()") == api.strip_suffix("()"));
+        if !dup {
+            out.push(api.to_owned());
+        }
+    }
+    out
+}
+
+/// Splits a line into sentences at `. `, `? `, `! ` followed by something that
+/// starts a sentence; abbreviations and versions stay whole.
+pub(crate) fn split_sentences(line: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let bytes = line.as_bytes();
+    let mut start = 0;
+    let mut i = 0;
+    while i + 2 < bytes.len() {
+        let b = bytes[i];
+        if matches!(b, b'.' | b'?' | b'!') && bytes[i + 1] == b' ' {
+            let next = bytes[i + 2];
+            // A lowercase start still ends a sentence after a full word
+            // (`passed. and then`), never after an abbreviation.
+            let word: String = line[..i]
+                .rsplit(|c: char| !c.is_ascii_alphabetic())
+                .next()
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            let known_abbrev = ABBREVIATIONS.contains(&word.as_str());
+            let starts = next.is_ascii_uppercase()
+                || matches!(next, b'`' | b'"' | b'(' | b'[')
+                || (b == b'.' && next.is_ascii_lowercase() && word.len() >= 3 && !known_abbrev);
+            // `e.g. Foo`, `J. Smith`: a one-letter word before the dot is an
+            // abbreviation or an initial; `4.3.0. Next` is a sentence end.
+            let abbrev = b == b'.'
+                && i >= 1
+                && bytes[i - 1].is_ascii_alphabetic()
+                && (i < 2 || !bytes[i - 2].is_ascii_alphanumeric());
+            if starts && !abbrev {
+                out.push(&line[start..=i]);
+                start = i + 2;
+                i += 2;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    if start < line.len() {
+        out.push(&line[start..]);
+    }
+    out
+}
+
+/// Words that end with a dot without ending a sentence.
+pub(crate) const ABBREVIATIONS: &[&str] = &[
+    "etc", "vs", "approx", "incl", "excl", "esp", "resp", "cf", "fig", "eq", "no", "nos", "vol",
+    "min", "max", "sec", "secs", "est", "dept", "inc", "ltd", "corp", "mr", "mrs", "ms", "dr",
+    "prof", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
+];
+
+/// Removes list markers and quote markers, which are layout, not content.
+pub(crate) fn strip_marker(s: &str) -> &str {
+    let s = s.trim();
+    let s = s.trim_start_matches('>').trim_start();
+    for marker in ["- [ ] ", "- [x] ", "- ", "* ", "• "] {
+        if let Some(rest) = s.strip_prefix(marker) {
+            return rest.trim();
+        }
+    }
+    let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+    if digits > 0
+        && digits < 3
+        && let Some(rest) = s[digits..]
+            .strip_prefix(". ")
+            .or_else(|| s[digits..].strip_prefix(") "))
+    {
+        return rest.trim();
+    }
+    s
+}
+
+/// The largest char boundary `<= i`.
+pub(crate) fn floor_boundary(s: &str, i: usize) -> usize {
+    if i >= s.len() {
+        return s.len();
+    }
+    let mut i = i;
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// `s` cut to at most `max` bytes at a char boundary, marked with `…` if cut.
+pub(crate) fn clip(s: &str, max: usize) -> String {
+    // Already clipped to this size (a re-folded summary): keep it as is, so
+    // folding is idempotent.
+    if s.len() <= max || (s.ends_with('…') && s.len() <= max + '…'.len_utf8()) {
+        return s.to_owned();
+    }
+    let end = floor_boundary(s, max);
+    // Prefer a word boundary when there is one reasonably close.
+    let cut = s[..end].rfind(' ').filter(|&w| w > end / 2).unwrap_or(end);
+    format!("{}…", s[..cut].trim_end())
+}
+
+/// A window of at most `max` bytes of `line` showing byte offset `at`, with
+/// `…` where it was cut.
+pub(crate) fn window(line: &str, at: usize, max: usize) -> String {
+    if line.len() <= max {
+        return line.to_owned();
+    }
+    let start = floor_boundary(line, at.saturating_sub(max / 4));
+    let end = floor_boundary(line, start + max);
+    let mut out = String::with_capacity(max + 8);
+    if start > 0 {
+        out.push('…');
+    }
+    out.push_str(line[start..end].trim());
+    if end < line.len() {
+        out.push('…');
+    }
+    out
+}
+
+/// Every identifier token of `text`: (byte start, kind, token).
+pub(crate) fn identifiers(text: &str) -> impl Iterator<Item = (usize, Kind, &str)> {
+    TOKEN.find_iter(text).filter_map(move |m| {
+        classify_token(text, m.start(), m.end(), m.as_str()).map(|(k, t)| (m.start(), k, t))
+    })
+}
+
+/// Leading words that organise a conversation without stating anything
+/// ("Also,", "To recap,", "Note that"): a fact reads the same without them.
+const DISCOURSE: &[&str] = &[
+    "also",
+    "important",
+    "fyi",
+    "one more thing",
+    "note that",
+    "note",
+    "noted",
+    "to recap",
+    "recap",
+    "for the record",
+    "keep in mind",
+    "note to self",
+    "relevant here",
+    "btw",
+    "by the way",
+    "heads up",
+    "reminder",
+    "just so you know",
+    "as discussed",
+    "as agreed",
+    "ok so",
+    "ok",
+    "okay",
+    "so",
+    "and",
+    "plus",
+    "update",
+    "change of plan",
+    "scratch that",
+    "actually",
+    "in short",
+    "to be clear",
+    "for context",
+];
+
+/// `s` without its leading discourse markers (at most three).
+pub(crate) fn strip_discourse(s: &str) -> &str {
+    let mut s = s.trim_start();
+    for _ in 0..3 {
+        let lower = s[..floor_boundary(s, 24)].to_ascii_lowercase();
+        let Some(rest) = DISCOURSE.iter().find_map(|m| {
+            let after = lower.strip_prefix(m)?;
+            let sep = after.chars().next()?;
+            // "Note that x", "Also, x", "Important: x"; never "Also-ran".
+            let cut = match sep {
+                ',' | ':' => m.len() + 1,
+                ' ' if m.ends_with("that") => m.len(),
+                _ => return None,
+            };
+            s.get(cut..)
+        }) else {
+            break;
+        };
+        let rest = rest.trim_start();
+        if rest.split_whitespace().count() < 2 {
+            break;
+        }
+        s = rest;
+    }
+    s
+}
+
+/// Words that open a request or a question rather than a statement.
+const REQUEST_OPENERS: &[&str] = &[
+    "please",
+    "can you",
+    "could you",
+    "would you",
+    "will you",
+    "can we",
+    "could we",
+    "let's",
+    "lets",
+    "let us",
+    "pls",
+    "kindly",
+    "help me",
+    "i need you to",
+    "i'd like you to",
+    "have a look",
+    "take a look",
+    "check whether",
+    "check if",
+    "why",
+    "what",
+    "how",
+    "where",
+    "when",
+    "who",
+    "which",
+];
+
+static PLEASE: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)(?-u:\b)(?:please|pls|kindly)(?-u:\b)"));
+
+/// Whether a sentence of the user's asks for something (a question, or an
+/// imperative opened by "please", "can you", "let's"…) rather than states it.
+pub(crate) fn is_request(sentence: &str) -> bool {
+    let s = strip_discourse(sentence).trim();
+    if s.ends_with('?') || PLEASE.is_match(s) {
+        return true;
+    }
+    // "Round 3: can you…": a label before the request.
+    let s = match s.split_once(": ") {
+        Some((label, rest)) if label.split_whitespace().count() <= 3 => rest,
+        _ => s,
+    };
+    let lower = s[..floor_boundary(s, 24)].to_ascii_lowercase();
+    REQUEST_OPENERS.iter().any(|o| {
+        lower
+            .strip_prefix(o)
+            .is_some_and(|rest| rest.starts_with([' ', ',']))
+    })
+}
+
+/// A log line's leading timestamp (`2025-03-14T13:53:31.109Z`,
+/// `[2025-03-14 13:53:31,109]`, `Mar 14 13:53:31`).
+static TIMESTAMP: LazyLock<Regex> = LazyLock::new(|| {
+    re(concat!(
+        r"^\[?(?:\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?",
+        r"|[A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2})\]?\s*",
+    ))
+});
+
+/// `line` without a leading timestamp: the time says when, not what.
+pub(crate) fn strip_timestamp(line: &str) -> &str {
+    match TIMESTAMP.find(line) {
+        Some(m) if m.end() < line.len() => &line[m.end()..],
+        _ => line,
+    }
+}
+
+/// The `[tool] ` label of a tool fact and the rest.
+pub(crate) fn split_label(text: &str) -> (&str, &str) {
+    if text.starts_with('[')
+        && let Some(end) = text.find("] ")
+    {
+        return text.split_at(end + 2);
+    }
+    ("", text)
+}
+
+/// The first word of a branch name by convention.
+const BRANCH_PREFIXES: &[&str] = &[
+    "feature", "feat", "fix", "hotfix", "bugfix", "release", "chore", "refactor", "docs", "dev",
+    "test", "exp", "wip",
+];
+
+/// A one-slash token that reads as a branch: a conventional prefix, or a
+/// name with `-`, `_` or a digit after the slash (`and/or`, `km/h` are not).
+fn is_branch(token: &str) -> bool {
+    let Some((head, tail)) = token.trim_end_matches('/').split_once('/') else {
+        return false;
+    };
+    let word = |s: &str| {
+        s.len() >= 2
+            && s.bytes().any(|b| b.is_ascii_alphabetic())
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    };
+    if !word(head) || !word(tail) || tail.contains('/') {
+        return false;
+    }
+    BRANCH_PREFIXES.contains(&head.to_ascii_lowercase().as_str())
+        || tail
+            .bytes()
+            .any(|b| matches!(b, b'-' | b'_') || b.is_ascii_digit())
+}

@@ -1,0 +1,710 @@
+//! The fact ledger: what left a session's context, as typed, deduplicated
+//! items, each a verbatim slice of its source.
+//!
+//! - [`prose`] reads what people and the agent wrote: requests, constraints,
+//!   decisions, open actions, errors, sentences that carry an identifier;
+//! - [`tool`] reads tool output by its shape (JSON, tables, logs, documents)
+//!   and keeps what stands out from the output's own templates ([`shape`]);
+//! - [`lexicon`] holds the cue words, the identifier tokens and the text
+//!   helpers both share.
+//!
+//! Every item's text is a verbatim slice of its source (trimmed, possibly
+//! cut at a character boundary and marked with `…`), optionally prefixed
+//! with the `[tool]` label of the tool that produced it. Nothing is
+//! paraphrased, so a summary can never state something the input did not.
+//! A later statement that replaces an earlier one ("… instead of X",
+//! "replacing the earlier X") marks it superseded.
+use std::collections::{BTreeSet, HashMap};
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+
+mod lexicon;
+mod prose;
+mod shape;
+mod tool;
+
+pub(crate) use lexicon::{CONSTRAINT, LONG_NUMBER, QUANTITY};
+pub(crate) use lexicon::{
+    classify, clip, fact_keys, floor_boundary, identifiers, key_spans, split_label,
+    strip_discourse, strip_timestamp,
+};
+use shape::ShapeStats;
+
+/// What an item is. The declaration order is the section order of `task_state`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Kind {
+    Goal,
+    Latest,
+    Constraint,
+    Decision,
+    Action,
+    Error,
+    Fact,
+    Entity,
+    Api,
+    File,
+    Url,
+}
+
+impl Kind {
+    /// A statement (a sentence or a line), as opposed to a bare identifier.
+    pub(crate) fn is_statement(self) -> bool {
+        !matches!(self, Kind::Entity | Kind::Api | Kind::File | Kind::Url)
+    }
+
+    /// The narrative: what the user asked for.
+    pub(crate) fn is_narrative(self) -> bool {
+        matches!(self, Kind::Goal | Kind::Latest)
+    }
+
+    /// Which kind wins when one statement is recorded under two kinds
+    /// (the user's "only X" repeated by the agent as plain fact).
+    fn strength(self) -> u8 {
+        match self {
+            Kind::Constraint => 5,
+            Kind::Decision => 4,
+            Kind::Action => 3,
+            Kind::Error => 2,
+            Kind::Fact => 1,
+            _ => 0,
+        }
+    }
+}
+
+/// One fact of the summary.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Item {
+    pub kind: Kind,
+    pub text: String,
+    /// For files: the functions/APIs mentioned with it (code_delta).
+    pub apis: Vec<String>,
+    /// Sequence number of the first mention: the display order.
+    pub first: u64,
+    /// Sequence number of the latest mention: the age used when dropping.
+    pub last: u64,
+    /// Came from a tool output (bulk) rather than prose.
+    pub from_tool: bool,
+    /// A tool fact worth keeping like prose: a line or sentence that
+    /// stands out from its output's templates, names something the
+    /// conversation mentions, or states a decision or a firm requirement.
+    #[serde(default)]
+    pub salient: bool,
+    /// A later statement replaced this one (the newer item's index).
+    #[serde(default)]
+    pub superseded_by: Option<usize>,
+    /// For a tool line: the key of its shape, so a line that turns out to
+    /// be one of a template's many is demoted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<u64>,
+}
+
+/// Longest verbatim request kept for a goal or the latest request, in bytes.
+pub(crate) const MAX_REQUEST: usize = 1200;
+/// Longest sentence kept, in bytes.
+const MAX_SENTENCE: usize = 320;
+/// Most identifiers remembered as mentioned in prose.
+const MAX_MENTIONED: usize = 20_000;
+
+/// The facts gathered so far, in first-mention order, deduplicated.
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+pub(crate) struct Ledger {
+    pub items: Vec<Item>,
+    #[serde(skip)]
+    index: HashMap<(u8, String), usize>,
+    /// Bulk tool lines by shape (label included): a template's lines are
+    /// one item, however many outputs repeat them.
+    #[serde(skip)]
+    bulk_by_shape: HashMap<u64, usize>,
+    seq: u64,
+    /// Identifiers the people and the agent mentioned in prose: a tool's row
+    /// or line that names one of them is salient.
+    #[serde(default)]
+    pub mentioned: BTreeSet<String>,
+    /// A matcher over `mentioned`, rebuilt when it grew.
+    #[serde(skip)]
+    matcher: Option<(usize, aho_corasick::AhoCorasick)>,
+    /// The shapes of the tool output seen so far.
+    #[serde(default)]
+    pub(crate) shapes: ShapeStats,
+    /// The shapes of the identifiers people and the agent wrote (one
+    /// "output" per message).
+    #[serde(default)]
+    pub(crate) prose_shapes: ShapeStats,
+}
+
+/// The dedupe key of an item: identifiers are case-sensitive (a sha, a
+/// path on Linux); statements compare without case, spacing, discourse
+/// markers or the final period, whatever kind they were filed under; goals
+/// and the latest request share one key space, so a request that moves
+/// from "latest" to "goals" stays one item.
+fn dedupe_key(kind: Kind, text: &str) -> (u8, String) {
+    if !kind.is_statement() {
+        return (kind as u8 + 10, text.to_owned());
+    }
+    let (label, body) = split_label(text);
+    let body = if kind.is_narrative() {
+        body
+    } else {
+        strip_discourse(body)
+    };
+    let mut key = String::with_capacity(text.len());
+    key.push_str(&label.to_lowercase());
+    for word in body.split_whitespace() {
+        if !key.is_empty() && !key.ends_with(' ') {
+            key.push(' ');
+        }
+        key.push_str(&word.to_lowercase());
+    }
+    let key = key.trim_end_matches(['.', '…', ' ', '!']).to_owned();
+    (u8::from(kind.is_narrative()), key)
+}
+
+/// What a later statement says it replaces: `instead of X`, `rather than
+/// X`, `replacing the earlier X`, `switching from X`, `(not X)`. A number
+/// keeps the word after it (`208 connections`).
+static REPLACES: LazyLock<Regex> = LazyLock::new(|| {
+    lexicon::re(
+        r"(?i)(?:instead of|rather than|replacing(?: the)?(?: earlier| old| previous| former)?|replaces(?: the)?|switch(?:ed|ing)? (?:away )?from|\(not|no longer(?: use| using)?)\s+([A-Za-z0-9][\w./:@+%-]*(?:\s+[A-Za-z][\w-]*)?)",
+    )
+});
+
+/// Words too common to say two statements are about the same thing.
+const STOPWORDS: &[&str] = &[
+    "about",
+    "after",
+    "again",
+    "also",
+    "because",
+    "been",
+    "before",
+    "being",
+    "could",
+    "does",
+    "doing",
+    "done",
+    "each",
+    "every",
+    "from",
+    "have",
+    "having",
+    "here",
+    "into",
+    "just",
+    "like",
+    "make",
+    "more",
+    "most",
+    "much",
+    "must",
+    "need",
+    "never",
+    "only",
+    "other",
+    "over",
+    "same",
+    "should",
+    "since",
+    "some",
+    "such",
+    "than",
+    "that",
+    "their",
+    "them",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "through",
+    "under",
+    "until",
+    "very",
+    "want",
+    "were",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "will",
+    "with",
+    "without",
+    "would",
+    "your",
+    "update",
+    "earlier",
+    "instead",
+    "rather",
+    "replacing",
+    "change",
+    "plan",
+    "scratch",
+    "switching",
+    "switch",
+    "going",
+    "let's",
+    "we'll",
+    "decision",
+    "noted",
+    "recap",
+    "record",
+];
+
+fn content_words(s: &str) -> BTreeSet<String> {
+    s.split(|c: char| !(c.is_alphanumeric() || c == '-' || c == '_' || c == '\''))
+        .filter(|w| w.chars().filter(|c| c.is_alphabetic()).count() >= 4)
+        .map(str::to_lowercase)
+        .filter(|w| !STOPWORDS.contains(&w.as_str()))
+        .collect()
+}
+
+/// Whether `hay` holds `needle` bounded by non-word characters (ASCII case
+/// ignored).
+pub(crate) fn contains_word(hay: &str, needle: &str) -> bool {
+    if needle.is_empty() {
+        return false;
+    }
+    let hay_l = hay.to_ascii_lowercase();
+    let needle_l = needle.to_ascii_lowercase();
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let bytes = hay_l.as_bytes();
+    let nb = needle_l.as_bytes();
+    let mut from = 0;
+    while let Some(p) = hay_l.get(from..).and_then(|h| h.find(&needle_l)) {
+        let at = from + p;
+        let end = at + nb.len();
+        let before = at == 0 || !word(bytes[at - 1]) || !word(nb[0]);
+        let after = end >= bytes.len() || !word(bytes[end]) || !nb.last().is_some_and(|&b| word(b));
+        if before && after {
+            return true;
+        }
+        from = at + 1;
+        while from < hay_l.len() && !hay_l.is_char_boundary(from) {
+            from += 1;
+        }
+    }
+    false
+}
+
+impl Ledger {
+    /// Whether every identifier of a prose statement is of a kind the
+    /// conversation names all the time (`src/mod_12.rs` when every other
+    /// message names some `src/mod_N.rs`): such a sentence narrates the
+    /// work more than it records a fact.
+    pub(crate) fn names_only_the_usual(&self, text: &str) -> bool {
+        let mut any = false;
+        for (_, _, token) in identifiers(text) {
+            any = true;
+            if !self.prose_shapes.is_common(shape::shape_key(token)) {
+                return false;
+            }
+        }
+        any
+    }
+
+    /// Records a mention; returns the item's index.
+    pub(super) fn add(&mut self, kind: Kind, text: &str, from_tool: bool) -> Option<usize> {
+        self.add_with(kind, text, from_tool, false)
+    }
+
+    /// [`Ledger::add`], marking a tool fact as salient.
+    pub(super) fn add_with(
+        &mut self,
+        kind: Kind,
+        text: &str,
+        from_tool: bool,
+        salient: bool,
+    ) -> Option<usize> {
+        self.record(kind, text, from_tool, salient, None)
+    }
+
+    /// Records an item (or a new mention of a known one).
+    fn record(
+        &mut self,
+        kind: Kind,
+        text: &str,
+        from_tool: bool,
+        salient: bool,
+        shape: Option<u64>,
+    ) -> Option<usize> {
+        let text = text.trim();
+        if text.is_empty() {
+            return None;
+        }
+        if self.index.len() != self.items.len() {
+            self.reindex();
+        }
+        self.seq += 1;
+        let key = dedupe_key(kind, text);
+        let bulk_shape = (from_tool && !salient && shape.is_some()).then(|| shape::shape_key(text));
+        let known = self
+            .index
+            .get(&key)
+            .or_else(|| bulk_shape.and_then(|k| self.bulk_by_shape.get(&k)))
+            .copied();
+        if let Some(i) = known {
+            let item = &mut self.items[i];
+            item.last = self.seq;
+            item.from_tool &= from_tool;
+            item.salient |= salient;
+            if kind.strength() > item.kind.strength() && !item.kind.is_narrative() {
+                item.kind = kind;
+            }
+            // Said again: it stands again, unless it was replaced.
+            return Some(i);
+        }
+        let i = self.items.len();
+        self.items.push(Item {
+            kind,
+            text: text.to_owned(),
+            apis: Vec::new(),
+            first: self.seq,
+            last: self.seq,
+            from_tool,
+            salient,
+            superseded_by: None,
+            shape,
+        });
+        self.index.insert(key, i);
+        if let Some(k) = bulk_shape {
+            self.bulk_by_shape.insert(k, i);
+        }
+        if !from_tool && matches!(kind, Kind::Constraint | Kind::Decision | Kind::Fact) {
+            self.supersede_with(i);
+        }
+        Some(i)
+    }
+
+    /// Marks the statements item `new` says it replaces: an earlier live
+    /// statement of the conversation that holds the replaced value and
+    /// shares a content word (its subject) with the new one.
+    fn supersede_with(&mut self, new: usize) {
+        let text = self.items[new].text.clone();
+        let replaced: Vec<String> = REPLACES
+            .captures_iter(&text)
+            .filter_map(|c| c.get(1))
+            .map(|m| {
+                m.as_str()
+                    .trim_end_matches(['.', ',', ')', ';', ':'])
+                    .to_owned()
+            })
+            .filter(|v| v.len() >= 2)
+            .collect();
+        if replaced.is_empty() {
+            return;
+        }
+        for old_value in replaced {
+            let mut subject = content_words(&text);
+            for w in content_words(&old_value) {
+                subject.remove(&w);
+            }
+            for j in 0..new {
+                let old = &self.items[j];
+                if old.superseded_by.is_some()
+                    || old.from_tool
+                    || !matches!(old.kind, Kind::Constraint | Kind::Decision | Kind::Fact)
+                    || !contains_word(&old.text, &old_value)
+                {
+                    continue;
+                }
+                let shared = content_words(&old.text)
+                    .intersection(&subject)
+                    .next()
+                    .is_some();
+                if shared {
+                    self.items[j].superseded_by = Some(new);
+                }
+            }
+        }
+    }
+
+    /// Remembers an identifier the people or the agent said (bounded).
+    fn mention(&mut self, token: &str) {
+        if self.mentioned.len() < MAX_MENTIONED && token.len() <= 120 && token.len() >= 3 {
+            self.mentioned.insert(token.to_owned());
+        }
+    }
+
+    /// Records the identifiers of prose that stays in the context (recent
+    /// turns), so tool output that names them is recognised as salient.
+    pub(super) fn note_mentions(&mut self, text: &str) {
+        let tokens: Vec<String> = identifiers(text).map(|(_, _, t)| t.to_owned()).collect();
+        for t in tokens {
+            self.mention(&t);
+        }
+        let numbers: Vec<String> = LONG_NUMBER
+            .find_iter(text)
+            .map(|m| m.as_str().to_owned())
+            .collect();
+        for n in numbers {
+            self.mention(&n);
+        }
+    }
+
+    /// The mentioned identifiers `line` names (word-bounded).
+    pub(super) fn mentions_in(&mut self, line: &str) -> Vec<String> {
+        if self.mentioned.is_empty() {
+            return Vec::new();
+        }
+        if self
+            .matcher
+            .as_ref()
+            .is_none_or(|(n, _)| *n != self.mentioned.len())
+        {
+            let built = aho_corasick::AhoCorasick::builder()
+                .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+                .build(self.mentioned.iter());
+            match built {
+                Ok(ac) => self.matcher = Some((self.mentioned.len(), ac)),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot index mentioned identifiers");
+                    return Vec::new();
+                }
+            }
+        }
+        let Some((_, ac)) = &self.matcher else {
+            return Vec::new();
+        };
+        let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+        let bytes = line.as_bytes();
+        ac.find_iter(line)
+            .filter(|m| {
+                let before = m.start().checked_sub(1).map(|i| bytes[i]);
+                let after = bytes.get(m.end()).copied();
+                !before.is_some_and(word) && !after.is_some_and(word)
+            })
+            .map(|m| line[m.start()..m.end()].to_owned())
+            .collect()
+    }
+
+    /// Takes in a span of entries leaving the context: every entry's facts,
+    /// and the user's requests (the newest becomes the latest request; the
+    /// one before it, and any others of substance, become goals).
+    pub(super) fn absorb(&mut self, entries: &[super::SummaryEntry]) {
+        let mut requests: Vec<String> = Vec::new();
+        for entry in entries {
+            if let Some(request) =
+                self.extract_entry(&entry.role, entry.name.as_deref(), &entry.text)
+            {
+                requests.push(request);
+            }
+        }
+        if let Some(newest) = requests.pop() {
+            for r in requests.iter().filter(|r| is_substantive(r)) {
+                self.add(Kind::Goal, r, false);
+            }
+            self.set_latest(&newest);
+        }
+    }
+
+    /// Makes `text` the latest request; the previous one becomes a goal
+    /// when it says something, else it is set aside.
+    pub(super) fn set_latest(&mut self, text: &str) {
+        let previous: Vec<usize> = (0..self.items.len())
+            .filter(|&i| self.items[i].kind == Kind::Latest)
+            .collect();
+        let Some(i) = self.add(Kind::Latest, text, false) else {
+            return;
+        };
+        for p in previous.into_iter().filter(|&p| p != i) {
+            if is_substantive(&self.items[p].text) {
+                self.items[p].kind = Kind::Goal;
+            } else {
+                self.items[p].superseded_by = Some(i);
+            }
+        }
+        self.items[i].kind = Kind::Latest;
+        self.items[i].superseded_by = None;
+    }
+
+    /// Rebuilds the dedupe index (it is not serialized).
+    pub(super) fn reindex(&mut self) {
+        self.index = self
+            .items
+            .iter()
+            .enumerate()
+            .map(|(i, it)| (dedupe_key(it.kind, &it.text), i))
+            .collect();
+        self.bulk_by_shape = self
+            .items
+            .iter()
+            .enumerate()
+            .filter(|(_, it)| it.from_tool && !it.salient && it.shape.is_some())
+            .map(|(i, it)| (shape::shape_key(&it.text), i))
+            .collect();
+    }
+
+    /// Records a file with the APIs mentioned alongside it.
+    pub(super) fn add_file(&mut self, path: &str, apis: &[String], from_tool: bool) {
+        if let Some(i) = self.add(Kind::File, path, from_tool) {
+            let item = &mut self.items[i];
+            for api in apis {
+                if !item.apis.contains(api) {
+                    item.apis.push(api.clone());
+                }
+            }
+        }
+    }
+
+    /// Extracts the facts of one entry; for a user's message, returns what
+    /// it asks for (the request), if anything.
+    pub(super) fn extract_entry(
+        &mut self,
+        role: &str,
+        name: Option<&str>,
+        text: &str,
+    ) -> Option<String> {
+        // An assistant entry with a tool name is a flattened tool call: its
+        // arguments carry paths and ids, not prose.
+        let is_call = role == "assistant" && name.is_some_and(|n| !n.trim().is_empty());
+        match role {
+            _ if is_call => {
+                self.extract_call(text);
+                None
+            }
+            "tool" | "function" => {
+                let label = format!(
+                    "[{}] ",
+                    name.filter(|n| !n.trim().is_empty())
+                        .unwrap_or("tool")
+                        .trim()
+                );
+                self.extract_tool(text, &label);
+                None
+            }
+            "assistant" | "reasoning" => {
+                self.extract_prose_as(text, lexicon::Voice::Agent);
+                None
+            }
+            "user" => {
+                self.extract_prose_as(text, lexicon::Voice::Principal);
+                request_text(text)
+            }
+            _ => {
+                self.extract_prose(text);
+                None
+            }
+        }
+    }
+
+    /// Adds the identifiers a line of a previous summary carries (its
+    /// entities, files and URLs): a sentence shown whole does not list
+    /// them again, and the next round may show it smaller or not at all.
+    pub(super) fn add_identifiers_of(&mut self, line: &str, from_tool: bool) {
+        let found: Vec<(Kind, String)> = identifiers(line)
+            .map(|(_, k, t)| (k, t.to_owned()))
+            .collect();
+        for (kind, token) in found {
+            if !from_tool {
+                self.mention(&token);
+            }
+            match kind {
+                Kind::File => self.add_file(&token, &[], from_tool),
+                _ => {
+                    self.add(kind, &token, from_tool);
+                }
+            }
+        }
+    }
+}
+
+/// The verbatim request of a user message: whole if short, else its start.
+fn request_text(text: &str) -> Option<String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    if text.len() <= MAX_REQUEST {
+        return Some(text.to_owned());
+    }
+    // Cut at a line end when one is reasonably close, so a pasted log after
+    // the request itself is not half-included.
+    let end = floor_boundary(text, MAX_REQUEST);
+    match text[..end].rfind('\n').filter(|&n| n > MAX_REQUEST / 3) {
+        Some(n) => Some(format!("{}…", text[..n].trim_end())),
+        None => Some(clip(text, MAX_REQUEST)),
+    }
+}
+
+/// Acknowledgements ("ok", "thanks!") are not goals; they can still be the
+/// latest request.
+fn is_substantive(request: &str) -> bool {
+    request.split_whitespace().count() >= 3
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_replacing_statement_supersedes_the_one_it_names() {
+        let mut l = Ledger::default();
+        l.add(
+            Kind::Decision,
+            "We'll use Flagsmith for the feature flag service.",
+            false,
+        );
+        l.add(
+            Kind::Constraint,
+            "The pool may open at most 208 connections.",
+            false,
+        );
+        l.add(Kind::Constraint, "Never deploy to eu-west-3.", false);
+        l.add(
+            Kind::Decision,
+            "Scratch that, we're switching the feature flag service to GrowthBook (not Flagsmith).",
+            false,
+        );
+        l.add(
+            Kind::Constraint,
+            "Update, replacing the earlier 208 connections: the pool may open at most 280 connections.",
+            false,
+        );
+        let live: Vec<&str> = l
+            .items
+            .iter()
+            .filter(|i| i.superseded_by.is_none())
+            .map(|i| i.text.as_str())
+            .collect();
+        assert_eq!(live.len(), 3, "{live:?}");
+        assert!(live.iter().any(|t| t.contains("eu-west-3")));
+        assert!(live.iter().all(|t| !t.starts_with("We'll use Flagsmith")));
+    }
+
+    #[test]
+    fn a_replaced_value_needs_a_shared_subject() {
+        let mut l = Ledger::default();
+        l.add(
+            Kind::Decision,
+            "We'll use Redis for the session cache.",
+            false,
+        );
+        l.add(
+            Kind::Decision,
+            "The job queue will use NATS instead of Redis streams.",
+            false,
+        );
+        assert!(l.items[0].superseded_by.is_none());
+    }
+
+    #[test]
+    fn statements_dedupe_across_discourse_markers_and_kinds() {
+        let mut l = Ledger::default();
+        let a = l.add(
+            Kind::Constraint,
+            "Only run the batch jobs in ca-central-1.",
+            false,
+        );
+        let b = l.add(
+            Kind::Fact,
+            "To recap, only run the batch jobs in ca-central-1.",
+            false,
+        );
+        assert_eq!(a, b);
+        assert_eq!(l.items[0].kind, Kind::Constraint);
+    }
+}

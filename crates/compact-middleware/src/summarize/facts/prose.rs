@@ -1,0 +1,113 @@
+//! Reading prose: what the user, the system and the agent wrote. Each
+//! sentence is a statement when it has a cue (a constraint, a decision, an
+//! open action, an error) or carries an identifier or a quantity; a user's
+//! request or question is the narrative instead. Identifiers are also kept
+//! on their own (listed only when no shown statement carries them), and
+//! remembered as mentioned, so tool output naming them counts as salient.
+use super::lexicon::{
+    NAMED_NUMBER, QUANTITY, Voice, classify_as, identifiers, is_request, scan_apis,
+    split_sentences, strip_marker,
+};
+use super::shape::OutputShapes;
+use super::{Kind, Ledger, MAX_SENTENCE, clip};
+
+/// Most identifiers listed on their own per message.
+const IDENTIFIERS_PER_MESSAGE: usize = 40;
+
+impl Ledger {
+    /// Prose from the people who set the task (system, developer, a
+    /// previous summary's stray lines).
+    pub(in crate::summarize) fn extract_prose(&mut self, text: &str) {
+        self.extract_prose_as(text, Voice::Principal);
+    }
+
+    /// Reads `text` sentence by sentence. Fenced code is read like tool
+    /// output, for its identifiers.
+    pub(super) fn extract_prose_as(&mut self, text: &str, voice: Voice) {
+        let mut fence = String::new();
+        let mut in_fence = false;
+        let mut identifiers_left = IDENTIFIERS_PER_MESSAGE;
+        let mut shapes = OutputShapes::default();
+        for line in text.lines() {
+            if line.trim_start().starts_with("```") {
+                if in_fence {
+                    self.extract_code(&fence);
+                    fence.clear();
+                }
+                in_fence = !in_fence;
+                continue;
+            }
+            if in_fence {
+                fence.push_str(line);
+                fence.push('\n');
+                continue;
+            }
+            for sentence in split_sentences(line) {
+                let sentence = strip_marker(sentence);
+                if sentence.is_empty() {
+                    continue;
+                }
+                for (_, _, token) in identifiers(sentence) {
+                    shapes.note(token);
+                }
+                self.extract_sentence(sentence, voice, &mut identifiers_left);
+            }
+        }
+        if !fence.is_empty() {
+            self.extract_code(&fence);
+        }
+        self.prose_shapes.add(&shapes.counts);
+    }
+
+    /// Records one sentence, unless it is not a statement (a request,
+    /// chatter).
+    fn extract_sentence(&mut self, sentence: &str, voice: Voice, ids_left: &mut usize) {
+        let found: Vec<(Kind, String)> = identifiers(sentence)
+            .map(|(_, k, t)| (k, t.to_owned()))
+            .collect();
+        let apis = scan_apis(sentence);
+        for (_, token) in &found {
+            self.mention(token);
+        }
+        for n in super::LONG_NUMBER.find_iter(sentence) {
+            self.mention(n.as_str());
+        }
+        for (kind, token) in &found {
+            if *ids_left == 0 {
+                break;
+            }
+            *ids_left -= 1;
+            match kind {
+                Kind::File => self.add_file(token, &apis, false),
+                k => {
+                    self.add(*k, token, false);
+                }
+            }
+        }
+        for api in &apis {
+            self.add(Kind::Api, api, false);
+        }
+        let mut kind = classify_as(sentence, voice);
+        let stated = matches!(kind, Some(Kind::Constraint | Kind::Decision | Kind::Action));
+        let question = sentence.trim_end().ends_with('?');
+        if voice == Voice::Principal && is_request(sentence) && (!stated || question) {
+            // "Can you see what fails?" asks; it reports nothing.
+            return;
+        }
+        let specific = !found.is_empty()
+            || !apis.is_empty()
+            || QUANTITY.is_match(sentence)
+            || NAMED_NUMBER.is_match(sentence);
+        if kind == Some(Kind::Error) && !specific {
+            kind = None;
+        }
+        if let Some(kind) = kind.or(specific.then_some(Kind::Fact)) {
+            self.add(kind, &clip(sentence, MAX_SENTENCE), false);
+        }
+    }
+
+    /// Fenced code in prose: its paths and identifiers, as bulk.
+    fn extract_code(&mut self, code: &str) {
+        self.extract_call(code);
+    }
+}

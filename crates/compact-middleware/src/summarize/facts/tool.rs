@@ -1,0 +1,647 @@
+//! Reading tool output. Machine output is mostly template: the same log
+//! line with another request id, a 500-row listing, a page of boilerplate.
+//! What an agent needs from it later is what stands out: a line or a value
+//! whose shape ([`super::shape`]) is rare in this output and in the
+//! session's earlier ones, a row or line naming something the conversation
+//! mentions, a decision or firm requirement stated in a document.
+//!
+//! Read by its structure: a JSON document by its fields (prose fields
+//! sentence by sentence, scalar fields when their value stands out), a
+//! table by its rows (a row that names a mentioned identifier or holds a
+//! cell that stands out from its column, as `column: value` pairs), any
+//! other text line by line (a long line sentence by sentence). What is
+//! found becomes a salient fact labelled `[tool]`, never a constraint or a
+//! decision: a fetched page saying "you must…" is not the user speaking.
+//! The rest contributes bulk at the lowest priority: a few error lines and
+//! measurements that are not templated, and identifiers that stand out.
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use serde_json::Value;
+
+use super::lexicon::{
+    CALL, CONSTRAINT, DECISION, DECL, DIFF_FILE, ERROR, NAMED_NUMBER, QUANTITY, identifiers,
+    is_error, split_sentences, strip_marker, window,
+};
+use super::shape::{OutputShapes, shape_key};
+use super::{Kind, Ledger, clip, strip_timestamp};
+
+/// Longest tool line kept, in bytes.
+const MAX_TOOL_LINE: usize = 240;
+/// Most salient facts taken from one output.
+const SALIENT_PER_OUTPUT: usize = 12;
+/// Of those, most sentences kept for their cue alone (documents are full of
+/// "must" and "never"; a few carry the point).
+const CUES_PER_OUTPUT: usize = 3;
+/// Shorter lines say nothing.
+const MIN_LINE: usize = 8;
+/// A value seen more often than this (in this output, or before it in the
+/// session) is part of a template.
+const RARE: u32 = 2;
+/// An output naming more distinct identifiers of one kind without digits
+/// than this (paths, URLs, emails) is a listing: those are not remarkable
+/// in it.
+const DENSE: usize = 6;
+/// Bulk per output: error lines, measurement lines, identifiers.
+const BULK_ERRORS: usize = 3;
+const BULK_MEASURES: usize = 2;
+const BULK_IDENTIFIERS: usize = 12;
+
+/// One output being read: its shapes and what is left of its quotas.
+struct Reading<'a> {
+    label: &'a str,
+    /// The whole output, to count how often a mentioned name comes up.
+    text: &'a str,
+    shapes: OutputShapes,
+    /// The distinct identifiers without digits per kind, to tell a
+    /// listing (many names) from a log that repeats a few.
+    digitless: HashMap<Kind, std::collections::HashSet<u64>>,
+    salient_left: usize,
+    cues_left: usize,
+    /// Line shapes already recorded as salient.
+    taken: Vec<u64>,
+}
+
+/// A tool sentence kept for its cue alone: a decision, or a firm
+/// requirement (`must`, `never`, `do not`, `required`; not a bare `only`
+/// or `always`, not a status word like `pending`).
+fn states_something(unit: &str) -> bool {
+    DECISION.is_match(unit)
+        || CONSTRAINT
+            .find_iter(unit)
+            .any(|m| !matches!(m.as_str().to_ascii_lowercase().as_str(), "only" | "always"))
+}
+
+/// Counts of things (`40 connections`, `3 replicas`): a measure, like a
+/// quantity with a unit.
+static COUNT: LazyLock<Regex> = LazyLock::new(|| {
+    // A constant pattern; a typo is caught by the first test that reads a
+    // tool output, never by user input.
+    #[allow(clippy::expect_used)]
+    Regex::new(r"(?-u:\b)\d[\d,.]*\s+(?:[a-z]+-)?[a-z]{3,}s(?-u:\b)").expect("constant regex")
+});
+
+/// The measures of a unit: quantities with units, named numbers (`port
+/// 8443`), counts of things, calls (`parse_config()`).
+fn measures(unit: &str) -> impl Iterator<Item = &str> {
+    QUANTITY
+        .find_iter(unit)
+        .chain(NAMED_NUMBER.find_iter(unit))
+        .chain(COUNT.find_iter(unit))
+        .chain(CALL.find_iter(unit))
+        .map(|m| m.as_str())
+}
+
+/// A line of a stack trace: `at pkg.Class.method(File.java:12)` (JVM,
+/// JavaScript), `File "x.py", line 3, in f` (Python), `  4: crate::f`
+/// (Rust backtraces).
+fn is_stack_frame(line: &str) -> bool {
+    let t = line.trim_start();
+    (t.starts_with("at ") && t.contains('('))
+        || (t.starts_with("File \"") && t.contains(", line "))
+        || t.split_once(": ").is_some_and(|(n, rest)| {
+            !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && rest.contains("::")
+        })
+}
+
+fn has_digit(s: &str) -> bool {
+    s.bytes().any(|b| b.is_ascii_digit())
+}
+
+/// A placeholder or cut mark of ours inside a capped or cleared output: not
+/// the tool's words.
+fn is_our_mark(s: &str) -> bool {
+    s.contains("⟦truncated:") || s.contains("⟦removed:")
+}
+
+impl Ledger {
+    /// A tool call's arguments, or fenced code: identifiers and paths, as
+    /// bulk; no sentence of it is a statement.
+    pub(super) fn extract_call(&mut self, text: &str) {
+        let mut left = BULK_IDENTIFIERS;
+        let found: Vec<(Kind, String)> = identifiers(text)
+            .map(|(_, k, t)| (k, t.to_owned()))
+            .collect();
+        for (kind, token) in found {
+            if left == 0 {
+                break;
+            }
+            left -= 1;
+            match kind {
+                Kind::File => self.add_file(&token, &[], true),
+                k => {
+                    self.add(k, &token, true);
+                }
+            }
+        }
+    }
+
+    /// A tool's output, labelled `label` (`[name] `).
+    pub(super) fn extract_tool(&mut self, text: &str, label: &str) {
+        let mut r = Reading {
+            label,
+            text,
+            shapes: OutputShapes::default(),
+            digitless: HashMap::new(),
+            salient_left: SALIENT_PER_OUTPUT,
+            cues_left: CUES_PER_OUTPUT,
+            taken: Vec::new(),
+        };
+        for line in text.lines() {
+            let line = strip_timestamp(line.trim());
+            if line.is_empty() {
+                continue;
+            }
+            r.shapes.note(line);
+            for (_, kind, token) in identifiers(line) {
+                r.shapes.note(token);
+                if !has_digit(token) {
+                    r.digitless
+                        .entry(kind)
+                        .or_default()
+                        .insert(shape_key(token));
+                }
+            }
+            for m in measures(line) {
+                r.shapes.note(m);
+            }
+        }
+        let trimmed = text.trim();
+        let json = (trimmed.starts_with('{') || trimmed.starts_with('['))
+            .then(|| serde_json::from_str::<Value>(trimmed).ok())
+            .flatten();
+        match json {
+            Some(doc) => self.read_json(&doc, &mut r),
+            None => {
+                if !self.read_table(text, &mut r) {
+                    self.read_lines(text, &mut r);
+                }
+            }
+        }
+        self.read_bulk(text, &r);
+        self.shapes.add(&r.shapes.counts);
+    }
+
+    /// Whether `value` stands out: its shape is rare here and was rare in
+    /// the session's earlier output, and it is not one of many names of a
+    /// kind in a listing.
+    fn stands_out(&self, r: &Reading<'_>, value: &str, kind: Option<Kind>) -> bool {
+        // A tool naming itself (`read_file` in its own output) says nothing.
+        if r.label.get(1..r.label.len().saturating_sub(2)) == Some(value) {
+            return false;
+        }
+        let k = shape_key(value);
+        if r.shapes.count(k) > RARE || !self.shapes.is_rare(k, RARE) {
+            return false;
+        }
+        match kind {
+            Some(kind) if !has_digit(value) => {
+                r.digitless.get(&kind).map_or(0, |d| d.len()) <= DENSE
+            }
+            _ => true,
+        }
+    }
+
+    /// Whether `unit` holds a value that stands out.
+    fn has_standout(&self, r: &Reading<'_>, unit: &str) -> bool {
+        identifiers(unit).any(|(_, kind, t)| t.len() >= 4 && self.stands_out(r, t, Some(kind)))
+            || measures(unit).any(|m| self.stands_out(r, m, None))
+    }
+
+    /// Whether `unit` names an identifier the conversation mentioned, one
+    /// that is not itself a template's (a user quoting `src/mod_12.rs` does
+    /// not make every warning about some `src/mod_N.rs` salient).
+    fn names_mentioned(&mut self, r: &Reading<'_>, unit: &str) -> bool {
+        !self.strong_mentions(r, unit).is_empty()
+    }
+
+    /// The mentioned identifiers `unit` names that are not a template's.
+    fn strong_mentions(&mut self, r: &Reading<'_>, unit: &str) -> Vec<String> {
+        let mut found = self.mentions_in(unit);
+        // A name that picks out a line or two of the output: not one that
+        // is on every line (a year, a status), nor a template's.
+        found.retain(|t| {
+            let k = shape_key(t);
+            r.text.matches(t.as_str()).count() <= RARE as usize
+                && r.shapes.count(k) + self.shapes.count(k) <= 2 * RARE
+        });
+        found
+    }
+
+    /// Records a salient unit (a line, a sentence, a row) of the output.
+    fn keep(&mut self, r: &mut Reading<'_>, unit: &str, shape: u64) {
+        if r.salient_left == 0 {
+            return;
+        }
+        r.salient_left -= 1;
+        r.taken.push(shape);
+        let kind = if is_error(unit) {
+            Kind::Error
+        } else {
+            Kind::Fact
+        };
+        let text = if unit.len() > MAX_TOOL_LINE {
+            let at = identifiers(unit).next().map_or(0, |(at, _, _)| at);
+            window(unit, at, MAX_TOOL_LINE)
+        } else {
+            unit.to_owned()
+        };
+        self.record(kind, &format!("{}{text}", r.label), true, true, Some(shape));
+    }
+
+    /// Decides on one unit of text: kept when it stands out or names what
+    /// was mentioned; a sentence with a strong cue, while the cue quota
+    /// lasts.
+    fn consider(&mut self, r: &mut Reading<'_>, unit: &str) {
+        let unit = strip_marker(unit);
+        if unit.len() < MIN_LINE || r.salient_left == 0 || is_our_mark(unit) {
+            return;
+        }
+        let shape = shape_key(unit);
+        if r.taken.contains(&shape) {
+            return;
+        }
+        let templated = r.shapes.count(shape) > 1 || self.shapes.count(shape) > 1;
+        let mentioned = self.names_mentioned(r, unit);
+        if templated && !mentioned {
+            return;
+        }
+        if mentioned || self.has_standout(r, unit) {
+            self.keep(r, unit, shape);
+        } else if r.cues_left > 0 && states_something(unit) {
+            r.cues_left -= 1;
+            self.keep(r, unit, shape);
+        }
+    }
+
+    /// Plain text: logs line by line, prose sentence by sentence; fenced
+    /// code is skipped (its identifiers are bulk).
+    fn read_lines(&mut self, text: &str, r: &mut Reading<'_>) {
+        let mut in_fence = false;
+        let mut in_frames = false;
+        for line in text.lines() {
+            if line.trim_start().starts_with("```") {
+                in_fence = !in_fence;
+                continue;
+            }
+            if in_fence || r.salient_left == 0 {
+                continue;
+            }
+            let line = strip_timestamp(line.trim());
+            if line.starts_with('#') && !line.starts_with("#[") {
+                // A heading names a section; it states nothing.
+                continue;
+            }
+            // A stack trace: its top frame says where; the rest is bulk.
+            let frame = is_stack_frame(line);
+            let first_frame = frame && !in_frames;
+            in_frames = frame;
+            if frame && !first_frame {
+                continue;
+            }
+            let sentences = split_sentences(line);
+            if sentences.len() > 1 {
+                for s in sentences {
+                    self.consider(r, s);
+                }
+            } else {
+                self.consider(r, line);
+            }
+        }
+    }
+
+    /// A JSON document: prose fields sentence by sentence; an object's
+    /// scalar fields that stand out (or name what was mentioned) as one
+    /// `key: value` line. A 500-element listing does not flood the ledger:
+    /// its elements share their shapes, so none of them stands out.
+    fn read_json(&mut self, v: &Value, r: &mut Reading<'_>) {
+        if r.salient_left == 0 {
+            return;
+        }
+        match v {
+            Value::Array(items) => {
+                for item in items {
+                    self.read_json(item, r);
+                    if r.salient_left == 0 {
+                        return;
+                    }
+                }
+            }
+            Value::Object(map) => {
+                let mut pairs: Vec<String> = Vec::new();
+                for (k, value) in map {
+                    match value {
+                        Value::String(text) if text.split_whitespace().count() >= 4 => {
+                            for line in text.lines() {
+                                for s in split_sentences(line) {
+                                    self.consider(r, s);
+                                }
+                            }
+                        }
+                        Value::String(_) | Value::Number(_) | Value::Bool(_) => {
+                            let scalar = match value {
+                                Value::String(t) => t.clone(),
+                                other => other.to_string(),
+                            };
+                            if scalar.len() > 120 {
+                                continue;
+                            }
+                            let stands = identifiers(&scalar).any(|(_, kind, t)| {
+                                t.len() >= 4 && self.stands_out(r, t, Some(kind))
+                            });
+                            if stands || self.names_mentioned(r, &scalar) {
+                                pairs.push(format!("{k}: {scalar}"));
+                            }
+                        }
+                        Value::Array(_) | Value::Object(_) => self.read_json(value, r),
+                        Value::Null => {}
+                    }
+                }
+                if !pairs.is_empty() {
+                    pairs.truncate(6);
+                    let line = pairs.join(", ");
+                    let shape = shape_key(&line);
+                    self.keep(r, &line, shape);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A table (CSV, TSV, `|` columns, or columns aligned with spaces as
+    /// `kubectl` and `ps` print them). Returns whether `text` was one.
+    ///
+    /// A row is kept when it names a mentioned identifier, or when one of
+    /// its cells is an outlier: the column mostly holds one value (or one
+    /// shape of value) and this cell does not (`3` restarts where the rest
+    /// say `0`, `tenant-hooli-16` among `r-#####` names). It is shown as
+    /// `column: value` pairs: its first cell, those reasons, and the cells
+    /// that name something no other row does.
+    fn read_table(&mut self, text: &str, r: &mut Reading<'_>) -> bool {
+        let Some(table) = Table::parse(text) else {
+            return false;
+        };
+        let n = table.rows.len();
+        let columns: Vec<Column> = (0..table.width)
+            .map(|i| Column::of(table.rows.iter().filter_map(|row| row.get(i))))
+            .collect();
+        for row in &table.rows {
+            if r.salient_left == 0 {
+                break;
+            }
+            let line = row.join(" ");
+            let mentioned = self.strong_mentions(r, &line);
+            let mut picked: Vec<usize> = Vec::new();
+            for (i, c) in row.iter().enumerate() {
+                let named = mentioned.iter().any(|m| c.contains(m.as_str()));
+                if named || columns[i].is_outlier(c, n) {
+                    picked.push(i);
+                }
+            }
+            if picked.is_empty() {
+                continue;
+            }
+            for (i, c) in row.iter().enumerate() {
+                let unique = columns[i].count(c) <= 1 && n >= 3;
+                let names = identifiers(c)
+                    .any(|(_, kind, t)| t.len() >= 4 && self.stands_out(r, t, Some(kind)))
+                    || measures(c).next().is_some();
+                if i == 0 || (unique && names) {
+                    picked.push(i);
+                }
+            }
+            picked.sort_unstable();
+            picked.dedup();
+            let pairs: Vec<String> = picked
+                .iter()
+                .filter_map(|&i| {
+                    let c = row.get(i)?;
+                    Some(match table.header.get(i).filter(|h| !h.is_empty()) {
+                        Some(h) => format!("{h}: {c}"),
+                        None => c.clone(),
+                    })
+                })
+                .collect();
+            let text = clip(&pairs.join(", "), MAX_TOOL_LINE);
+            let shape = shape_key(&text);
+            self.keep(r, &text, shape);
+        }
+        true
+    }
+
+    /// The bulk of an output, at the lowest priority: error lines and
+    /// measurements that are not templated, identifiers that stand out,
+    /// and the files (with their declarations) of a diff.
+    fn read_bulk(&mut self, text: &str, r: &Reading<'_>) {
+        let mut errors = BULK_ERRORS;
+        let mut measures = BULK_MEASURES;
+        let mut ids = BULK_IDENTIFIERS;
+        let mut error_shapes: Vec<u64> = Vec::new();
+        let mut current_file: Option<String> = None;
+        for line in text.lines() {
+            let trimmed = strip_timestamp(line.trim());
+            if trimmed.is_empty() || is_our_mark(trimmed) {
+                continue;
+            }
+            if let Some(c) = DIFF_FILE.captures(trimmed) {
+                if let Some(path) = c.get(1) {
+                    let path = path.as_str().to_owned();
+                    self.add_file(&path, &[], true);
+                    current_file = Some(path);
+                }
+                continue;
+            }
+            let changed = (line.starts_with('+') && !line.starts_with("+++"))
+                || (line.starts_with('-') && !line.starts_with("---"))
+                || line.starts_with("@@");
+            if changed && let Some(file) = &current_file {
+                let apis: Vec<String> = DECL
+                    .captures_iter(line)
+                    .filter_map(|c| c.get(1).map(|m| m.as_str().to_owned()))
+                    .collect();
+                if !apis.is_empty() {
+                    self.add_file(file, &apis, true);
+                }
+            }
+            let shape = shape_key(trimmed);
+            let templated = r.shapes.count(shape) > 1 || self.shapes.count(shape) > 1;
+            if !r.taken.contains(&shape) {
+                // An error that repeats is still an error: one line of each
+                // shape is kept.
+                if errors > 0 && is_error(trimmed) && !error_shapes.contains(&shape) {
+                    errors -= 1;
+                    error_shapes.push(shape);
+                    let at = ERROR.find(trimmed).map_or(0, |m| m.start());
+                    let text = format!("{}{}", r.label, window(trimmed, at, MAX_TOOL_LINE));
+                    self.record(Kind::Error, &text, true, false, Some(shape));
+                } else if measures > 0
+                    && !templated
+                    && let Some(m) = QUANTITY.find(trimmed)
+                {
+                    measures -= 1;
+                    let text = format!("{}{}", r.label, window(trimmed, m.start(), MAX_TOOL_LINE));
+                    self.record(Kind::Fact, &text, true, false, Some(shape));
+                }
+            }
+            if ids == 0 {
+                continue;
+            }
+            let found: Vec<(Kind, String)> = identifiers(trimmed)
+                .filter(|(_, kind, t)| t.len() >= 4 && self.stands_out(r, t, Some(*kind)))
+                .map(|(_, k, t)| (k, t.to_owned()))
+                .collect();
+            for (kind, token) in found {
+                if ids == 0 {
+                    break;
+                }
+                ids -= 1;
+                match kind {
+                    Kind::File => self.add_file(&token, &[], true),
+                    k => {
+                        self.add(k, &token, true);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// How a table's lines split into cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Split {
+    Char(char),
+    /// Two or more spaces: columns aligned for a terminal.
+    Spaces,
+}
+
+impl Split {
+    fn cells(self, line: &str) -> Vec<String> {
+        let line = line.trim();
+        match self {
+            Split::Char(sep) => {
+                let line = if sep == '|' {
+                    line.trim_matches('|')
+                } else {
+                    line
+                };
+                line.split(sep)
+                    .map(|c| c.trim().trim_matches('"').to_owned())
+                    .collect()
+            }
+            Split::Spaces => line
+                .split("  ")
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .map(str::to_owned)
+                .collect(),
+        }
+    }
+}
+
+/// A table read from a tool's output.
+struct Table {
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+    width: usize,
+}
+
+impl Table {
+    /// The table `text` is, if it is one: most lines split into the same
+    /// number (two or more) of cells. A capped output's first line may be a
+    /// cut row, so the width is the most common one, and the first line is
+    /// a header only when it has that width and no digits.
+    fn parse(text: &str) -> Option<Table> {
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.trim().is_empty() && !is_our_mark(l))
+            .collect();
+        if lines.len() < 3 {
+            return None;
+        }
+        let candidates = [
+            Split::Char(','),
+            Split::Char('\t'),
+            Split::Char('|'),
+            Split::Spaces,
+        ];
+        let (split, width) = candidates.into_iter().find_map(|split| {
+            let mut widths: HashMap<usize, usize> = HashMap::new();
+            for l in &lines {
+                *widths.entry(split.cells(l).len()).or_default() += 1;
+            }
+            let (&width, &n) = widths.iter().max_by_key(|&(w, n)| (*n, *w))?;
+            (width >= 2 && n * 10 >= lines.len() * 8).then_some((split, width))
+        })?;
+        let first = split.cells(lines[0]);
+        // A header names its columns: each cell a word (`p50_ms` is one),
+        // none a number.
+        let has_header = first.len() == width
+            && first.iter().all(|c| {
+                c.chars()
+                    .next()
+                    .is_some_and(|ch| ch.is_alphabetic() || ch == '_')
+            });
+        // Aligned columns without a header are as likely prose.
+        if split == Split::Spaces && !has_header {
+            return None;
+        }
+        let rows: Vec<Vec<String>> = lines[usize::from(has_header)..]
+            .iter()
+            .map(|l| split.cells(l))
+            .filter(|row| {
+                row.len() == width
+                    && !row
+                        .iter()
+                        .all(|c| c.chars().all(|ch| matches!(ch, '-' | ':' | ' ')))
+            })
+            .collect();
+        Some(Table {
+            header: if has_header { first } else { Vec::new() },
+            rows,
+            width,
+        })
+    }
+}
+
+/// What a column holds: how often each value and each shape occurs.
+struct Column {
+    values: HashMap<String, usize>,
+    shapes: HashMap<u64, usize>,
+}
+
+impl Column {
+    fn of<'a>(cells: impl Iterator<Item = &'a String>) -> Self {
+        let mut col = Column {
+            values: HashMap::new(),
+            shapes: HashMap::new(),
+        };
+        for c in cells {
+            *col.values.entry(c.clone()).or_default() += 1;
+            *col.shapes.entry(shape_key(c)).or_default() += 1;
+        }
+        col
+    }
+
+    fn count(&self, cell: &str) -> usize {
+        self.values.get(cell).copied().unwrap_or(0)
+    }
+
+    /// Whether `cell` is the only one of its kind in a column (of `rows`
+    /// rows) that mostly holds one shape of value (`tenant-hooli-16` among
+    /// `r-#####`), or, in a longer table, one value (`3` restarts where the
+    /// rest say `0`). A small table of a few random values has a "mode" by
+    /// chance; that is not an outlier.
+    fn is_outlier(&self, cell: &str, rows: usize) -> bool {
+        if rows < 4 || cell.is_empty() || self.count(cell) > 1 {
+            return false;
+        }
+        let dominant = |n: usize| n * 10 >= rows * 6;
+        let mode_value = self.values.values().copied().max().unwrap_or(0);
+        let mode_shape = self.shapes.values().copied().max().unwrap_or(0);
+        let shape_count = self.shapes.get(&shape_key(cell)).copied().unwrap_or(0);
+        (rows >= 8 && dominant(mode_value) && self.count(cell) < mode_value)
+            || (dominant(mode_shape) && shape_count == 1)
+    }
+}

@@ -1,0 +1,281 @@
+//! The sizes a statement is shown at. When the summary is short of room,
+//! every fact shrinks before any fact is dropped:
+//!
+//! - **full**: the sentence as it was said (a request clipped to 240 bytes);
+//! - **short**: without discourse markers ("Also,", "To recap,"), a log
+//!   line's level and source, and a justification that names nothing
+//!   ("…, because it is cheaper", "…; legal has not cleared it");
+//! - **key**: the short form without fillers ("just", "really"); a long sentence
+//!   keeps only the words around its cue, its negations, identifiers and
+//!   quantities, joined by `…`.
+//!
+//! Each form is made of the words of the one before it, so a summary never
+//! says what the input did not, and every form keeps the identifiers.
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::facts::{
+    CONSTRAINT, Item, LONG_NUMBER, QUANTITY, clip, identifiers, key_spans, split_label,
+    strip_discourse,
+};
+
+/// How an item is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum Size {
+    Key = 0,
+    Short = 1,
+    Full = 2,
+}
+
+/// Longest display of a request, per size, in bytes.
+const REQUEST: [usize; 3] = [120, 160, 240];
+/// A key longer than this many words is cut down to its key spans.
+const KEY_WORDS: usize = 16;
+
+/// The three forms of an item, smallest first.
+pub(crate) fn forms(it: &Item) -> [String; 3] {
+    if !it.kind.is_statement() {
+        let t = it.text.clone();
+        return [t.clone(), t.clone(), t];
+    }
+    if it.kind.is_narrative() {
+        let short = strip_discourse(&it.text);
+        return [
+            clip(short, REQUEST[0]),
+            clip(short, REQUEST[1]),
+            clip(&it.text, REQUEST[2]),
+        ];
+    }
+    let full = it.text.clone();
+    let short = short(&full);
+    let key = key(&short);
+    [key, short, full]
+}
+
+static LOG_PREFIX: LazyLock<Regex> = LazyLock::new(|| {
+    // The patterns are constants of this module; a typo is caught by the
+    // first test that renders a tool line, never by user input.
+    #[allow(clippy::expect_used)]
+    Regex::new(
+        r"^\[?(?:ERROR|ERR|WARN|WARNING|INFO|DEBUG|TRACE|FATAL|CRITICAL|NOTICE)\]?\s+(?:[A-Za-z0-9_.\-/\[\]]+:\s+)?",
+    )
+    .expect("constant regex")
+});
+
+/// A time of day (`09:10`, `23:45:01`): a tail that says when is kept.
+static CLOCK: LazyLock<Regex> = LazyLock::new(|| {
+    #[allow(clippy::expect_used)]
+    Regex::new(r"(?-u:\b)\d{1,2}:\d{2}(?::\d{2})?(?-u:\b)").expect("constant regex")
+});
+
+/// Where a justification starts: what follows explains, it does not state.
+const JUSTIFICATIONS: &[&str] = &[
+    ", because ",
+    " because ",
+    ", since ",
+    " since ",
+    "; ",
+    " — ",
+    " – ",
+    " - ",
+    ", as ",
+    ", so ",
+    ", which ",
+    ", it ",
+    ", they ",
+    ", this ",
+    " so that ",
+    ", otherwise ",
+];
+
+/// The sentence without its discourse markers, a log prefix, and a
+/// justification that names nothing.
+pub(crate) fn short(text: &str) -> String {
+    let (label, body) = split_label(text);
+    let mut body = strip_discourse(body);
+    if !label.is_empty()
+        && let Some(m) = LOG_PREFIX.find(body)
+        && body.len() - m.end() >= 12
+    {
+        body = &body[m.end()..];
+    }
+    let body = cut_justification(body);
+    let body = body.trim_end_matches(['.', ' ']);
+    format!("{label}{body}")
+}
+
+fn cut_justification(body: &str) -> &str {
+    let lower = body.to_ascii_lowercase();
+    let mut cut: Option<usize> = None;
+    for marker in JUSTIFICATIONS {
+        if let Some(at) = lower.find(marker) {
+            cut = Some(cut.map_or(at, |c: usize| c.min(at)));
+        }
+    }
+    let Some(at) = cut else {
+        return body;
+    };
+    let (head, tail) = body.split_at(at);
+    // A head of fewer than three words is not a statement on its own.
+    if head.split_whitespace().count() < 3 {
+        return body;
+    }
+    // The tail is kept when it names something, or brings a cue the head
+    // lacks ("deploy with the pipeline; never by hand").
+    let names = identifiers(tail).next().is_some()
+        || QUANTITY.is_match(tail)
+        || LONG_NUMBER.is_match(tail)
+        || CLOCK.is_match(tail);
+    let cue = CONSTRAINT.is_match(tail) && !CONSTRAINT.is_match(head);
+    // A parenthesis opened in the head stays whole.
+    let open = head.matches('(').count() > head.matches(')').count();
+    if names || cue || open {
+        return body;
+    }
+    head.trim_end_matches([',', ';', ' '])
+}
+
+/// Words a fact reads the same without.
+const FILLER: &[&str] = &[
+    "really",
+    "just",
+    "actually",
+    "basically",
+    "simply",
+    "quite",
+    "very",
+    "definitely",
+];
+
+/// The short form without fillers; a long one cut down to
+/// the words around its key spans.
+pub(crate) fn key(short: &str) -> String {
+    let (label, body) = split_label(short);
+    let mut out = String::with_capacity(body.len());
+    for w in body.split(' ') {
+        let bare = w.trim_matches(|c: char| !c.is_alphanumeric());
+        if bare.len() == w.len() && FILLER.contains(&bare.to_ascii_lowercase().as_str()) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(w);
+    }
+    if out.split_whitespace().count() > KEY_WORDS {
+        out = around_spans(&out);
+    }
+    if out.is_empty() {
+        return short.to_owned();
+    }
+    format!("{label}{out}")
+}
+
+/// Negations are kept: eliding the gap in "must never exceed" would say
+/// the opposite.
+fn is_negation(w: &str) -> bool {
+    let w = w
+        .trim_matches(|c: char| !c.is_alphanumeric() && c != '\'')
+        .to_ascii_lowercase();
+    matches!(
+        w.as_str(),
+        "not" | "never" | "no" | "without" | "nor" | "neither"
+    ) || w.ends_with("n't")
+}
+
+/// The words within two of a key span (a cue, an identifier, a quantity, a
+/// number, a negation), the rest elided as `…`.
+fn around_spans(s: &str) -> String {
+    let spans = key_spans(s);
+    // Word start offsets.
+    let words: Vec<(usize, &str)> = s
+        .split(' ')
+        .scan(0usize, |at, w| {
+            let start = *at;
+            *at += w.len() + 1;
+            Some((start, w))
+        })
+        .filter(|(_, w)| !w.is_empty())
+        .collect();
+    let mut keep = vec![false; words.len()];
+    for (i, &(start, w)) in words.iter().enumerate() {
+        let end = start + w.len();
+        let in_span = spans.iter().any(|&(a, b)| a < end && start < b);
+        if in_span || is_negation(w) || w.bytes().any(|b| b.is_ascii_digit()) {
+            let lo = i.saturating_sub(2);
+            let hi = (i + 2).min(words.len() - 1);
+            keep[lo..=hi].iter_mut().for_each(|k| *k = true);
+        }
+    }
+    if !keep.iter().any(|&k| k) {
+        return clip(s, 100);
+    }
+    let mut out = String::new();
+    let mut gap = false;
+    for (i, &(_, w)) in words.iter().enumerate() {
+        if keep[i] {
+            if gap && !out.is_empty() {
+                out.push_str(" …");
+            }
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push_str(w);
+            gap = false;
+        } else {
+            gap = true;
+        }
+    }
+    if gap {
+        out.push_str(" …");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_drops_markers_and_nameless_justifications() {
+        assert_eq!(
+            short(
+                "To recap, we'll use ubi-minimal for the container base image because it has fewer moving parts."
+            ),
+            "we'll use ubi-minimal for the container base image"
+        );
+        assert_eq!(
+            short("Important: never deploy to eu-west-3; legal has not cleared it."),
+            "never deploy to eu-west-3"
+        );
+        // A tail that names something stays.
+        assert_eq!(
+            short("We pinned the client, because v2.3.1 breaks auth."),
+            "We pinned the client, because v2.3.1 breaks auth"
+        );
+        assert_eq!(
+            short("[run_tests] ERROR worker-2: the job runs on etcd-ledger-31.prod.internal"),
+            "[run_tests] the job runs on etcd-ledger-31.prod.internal"
+        );
+        assert_eq!(
+            short(
+                "Scratch that, we're switching the feature flag service to GrowthBook (not Flagsmith) since it is cheaper at our volume."
+            ),
+            "we're switching the feature flag service to GrowthBook (not Flagsmith)"
+        );
+    }
+
+    #[test]
+    fn key_drops_fillers_and_keeps_negations() {
+        assert_eq!(
+            key("we'll just use ubi-minimal for the container base image"),
+            "we'll use ubi-minimal for the container base image"
+        );
+        let long = "The exporter that runs in zone 14 on the old hardware in the basement must never exceed 114 MB of memory under any load we have seen";
+        let k = key(long);
+        assert!(k.contains("must never exceed 114 MB"), "{k}");
+        assert!(k.contains("zone 14"), "{k}");
+        assert!(k.len() < long.len(), "{k}");
+    }
+}
