@@ -156,6 +156,7 @@ async fn the_sdk_filter_compacts_every_model_call_through_preflight() {
     assert_eq!(report["model_calls"], MODEL_CALLS);
     let inputs = report["inputs"].as_array().expect("inputs");
     let sent = report["sent_lengths"].as_array().expect("sent lengths");
+    let sizes = report["sent_sizes"].as_array().expect("sent sizes");
     assert_eq!((inputs.len(), sent.len()), (MODEL_CALLS, MODEL_CALLS));
 
     let summaries = |items: &[Value]| {
@@ -171,9 +172,13 @@ async fn the_sdk_filter_compacts_every_model_call_through_preflight() {
         compacted |= summaries(items) > 0;
         if compacted {
             assert_eq!(summaries(items), 1, "model call {n}: {input}");
+            // Smaller than the raw history sent: fewer items, or the same
+            // and one more (the summary) with outputs capped or cleared.
             assert!(
-                (items.len() as u64) < sent[n].as_u64().expect("a length"),
-                "model call {n} got the raw history"
+                (input.to_string().len() as u64) < sizes[n].as_u64().expect("a size"),
+                "model call {n} got the raw history ({} of {} items)",
+                items.len(),
+                sent[n]
             );
         }
     }

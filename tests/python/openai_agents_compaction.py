@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+from json import dumps
 import pathlib
 import sys
 
@@ -94,13 +95,20 @@ class RecordingRequests:
         self.real = real
         self.answers: list[dict] = []
         self.sent_lengths: list[int] = []
+        self.sent_sizes: list[int] = []
 
     def post(self, url, json=None, **kwargs):
         self.sent_lengths.append(len(json["input"]))
+        self.sent_sizes.append(compact_size(json["input"]))
         response = self.real.post(url, json=json, **kwargs)
         response.raise_for_status()
         self.answers.append(response.json())
         return response
+
+
+def compact_size(items: list) -> int:
+    """Bytes of the items as compact JSON (as serde_json writes them)."""
+    return len(dumps(items, separators=(",", ":"), ensure_ascii=False).encode())
 
 
 def summary_count(items: list) -> int:
@@ -142,8 +150,12 @@ def check(model: ScriptedModel, recorder: RecordingRequests) -> list[str]:
         for n, seen in enumerate(model.inputs[first:], start=first):
             if summary_count(seen) != 1:
                 failures.append(f"model call {n}: {summary_count(seen)} COMPACT-SUMMARY items, expected 1")
-            if len(seen) >= recorder.sent_lengths[n]:
-                failures.append(f"model call {n}: {len(seen)} items, no fewer than the {recorder.sent_lengths[n]} sent")
+            # Compacted: smaller than the raw history the SDK sent (a
+            # summary may add an item while capped or cleared outputs and
+            # folded turns shrink it).
+            size = compact_size(seen)
+            if size >= recorder.sent_sizes[n]:
+                failures.append(f"model call {n}: {size} bytes, not less than the {recorder.sent_sizes[n]} sent ({len(seen)} of {recorder.sent_lengths[n]} items)")
     return failures
 
 
@@ -174,6 +186,7 @@ async def main(base_url: str, report_path: str) -> int:
                 "model_calls": len(model.inputs),
                 "inputs": model.inputs,
                 "sent_lengths": recorder.sent_lengths,
+                "sent_sizes": recorder.sent_sizes,
                 "reports": [a.get("report") for a in recorder.answers],
                 "failures": failures,
             }

@@ -444,7 +444,35 @@ impl<'a> Work<'a> {
     }
 
     fn total(&self) -> usize {
-        self.fixed + self.counts.iter().sum::<usize>()
+        self.fixed + self.counts.iter().sum::<usize>() + self.bridge_tokens()
+    }
+
+    /// What the bridges of an Anthropic history cost as the messages stand
+    /// (the input's were dropped; `finish` draws them anew).
+    fn bridge_tokens(&self) -> usize {
+        if !self.anthropic {
+            return 0;
+        }
+        let inserted = self.inserted_summary;
+        let indexed: Vec<(Message, Option<usize>)> = self
+            .msgs
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                let index = match inserted {
+                    Some(at) if i == at => None,
+                    Some(at) if i > at => Some(self.input_index[i - 1]),
+                    _ => Some(self.input_index[i]),
+                };
+                (m.clone(), index)
+            })
+            .collect();
+        let bridges =
+            alternate::alternate(indexed, self.input_starts_with_user).len() - self.msgs.len();
+        bridges
+            * self
+                .est
+                .count_message(&alternate::bridge(crate::model::Role::User))
     }
 
     fn recount(&mut self, changed: &[usize]) {
@@ -579,7 +607,23 @@ impl<'a> Work<'a> {
     /// ledger learned in this run; with neither, the previous summary stays
     /// as it is (no version churn).
     fn needs_summary(&self, plan: &Plan) -> bool {
-        plan.count(Class::Remainder) > 0 || self.ledger_grew()
+        plan.count(Class::Remainder) > 0 || (self.ledger_grew() && self.may_rewrite_summary())
+    }
+
+    /// Whether the previous summary may be rewritten with nothing folded:
+    /// only where a summary belongs, after nothing but pinned messages, and
+    /// not inside the last `keep_recent_turns` turns as a reader who cannot
+    /// tell it from a message counts them. (One fed back with our `meta`
+    /// stripped may follow messages that were pinned then, or start a
+    /// recent turn; the next compaction that folds a span puts it right.)
+    fn may_rewrite_summary(&self) -> bool {
+        let Some(si) = self.summary_index else {
+            return true;
+        };
+        let after_unpinned = (0..self.layout.groups.len())
+            .take_while(|&gi| self.layout.groups[gi].start < si)
+            .any(|gi| !self.layout.pinned[gi] && !self.layout.summary[gi]);
+        !after_unpinned && !self.in_recent_turns(si)
     }
 
     /// Whether the ledger learned a fact in this run (from a capped or
@@ -854,6 +898,17 @@ impl<'a> Work<'a> {
             return;
         }
 
+        // The previous summary is replaced. Fed back without our `meta`, it
+        // may head one of the last `keep_recent_turns` turns for a reader
+        // who cannot tell it from a user message: for that reader the kept
+        // turns are fewer, so tier 4 is reported.
+        if self
+            .summary_index
+            .is_some_and(|si| self.in_recent_turns(si))
+            && !self.out.tiers.contains(&Tier::ReduceKeep)
+        {
+            self.out.tiers.push(Tier::ReduceKeep);
+        }
         let remainder: Vec<usize> = plan.messages_in(Class::Remainder).collect();
         let entries: Vec<SummaryEntry> = remainder.iter().map(|&i| self.entry(i, None)).collect();
         let input_messages = remainder.len();
@@ -936,19 +991,20 @@ impl<'a> Work<'a> {
         if !self.ledger_grew() {
             return;
         }
-        // A previous summary is rewritten in place, so only where a summary
-        // belongs: after nothing but pinned messages. (One fed back with
-        // our `meta` stripped may follow messages that were pinned then;
-        // the next compaction that folds a span puts it right.)
-        if let Some(si) = self.summary_index
-            && (0..self.layout.groups.len())
-                .take_while(|&gi| self.layout.groups[gi].start < si)
-                .any(|gi| !self.layout.pinned[gi] && !self.layout.summary[gi])
-        {
+        // A previous summary is rewritten in place.
+        if !self.may_rewrite_summary() {
             return;
         }
         let old = self.summary_index.map_or(0, |si| self.counts[si]);
-        let overhead = self.summary_overhead();
+        // An inserted summary may need a bridge on each side.
+        let overhead = self.summary_overhead()
+            + if self.anthropic {
+                2 * self
+                    .est
+                    .count_message(&alternate::bridge(crate::model::Role::User))
+            } else {
+                0
+            };
         let room_target = (self.limits.target + old).saturating_sub(self.total() + overhead);
         let room_budget = (self.limits.budget + old).saturating_sub(self.total() + overhead);
         let want = self.ledger_want().max(MIN_USEFUL_SUMMARY);
@@ -989,6 +1045,22 @@ impl<'a> Work<'a> {
                 self.inserted_summary = Some(at);
             }
         }
+    }
+
+    /// Whether message `i` lies in the last `keep_recent_turns` turns as a
+    /// reader who cannot tell our summary from a message counts them (one
+    /// fed back without `meta`): such a message must come out unchanged,
+    /// even when it is our summary.
+    fn in_recent_turns(&self, i: usize) -> bool {
+        let groups = crate::model::groups(&self.msgs);
+        let starts: Vec<usize> = groups
+            .iter()
+            .enumerate()
+            .filter(|&(gi, g)| gi == 0 || self.msgs[g.start].starts_turn())
+            .map(|(_, g)| g.start)
+            .collect();
+        let k = self.policy.keep_recent_turns.min(starts.len());
+        k > 0 && starts.len() >= k && i >= starts[starts.len() - k]
     }
 
     /// `trim` mode: drop the oldest whole turns, keep the last N (fewer if
