@@ -12,52 +12,89 @@ use serde::{Deserialize, Serialize};
 const MAX_SHAPES: usize = 4096;
 
 /// The shape of `s`: every run of digits, and every hex-like word (six or
-/// more hex digits with at least one digit: ids, hashes), becomes `#`.
+/// more hex digits with at least one digit: ids, hashes), becomes `#`;
+/// letters are lowercased.
+#[cfg(test)]
 pub(crate) fn shape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
+    let mut out = Vec::with_capacity(s.len());
+    walk_shape(s, |bytes| out.extend_from_slice(bytes));
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Feeds the bytes of `s`'s shape to `emit`, without building it.
+fn walk_shape(s: &str, mut emit: impl FnMut(&[u8])) {
     let bytes = s.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
         let b = bytes[i];
-        if b.is_ascii_alphanumeric() {
-            let start = i;
-            while i < bytes.len() && bytes[i].is_ascii_alphanumeric() {
-                i += 1;
-            }
-            let word = &s[start..i];
-            let hexlike = word.len() >= 6
-                && word.bytes().all(|c| c.is_ascii_hexdigit())
-                && word.bytes().any(|c| c.is_ascii_digit());
-            if hexlike {
-                out.push('#');
-                continue;
-            }
-            let mut in_digits = false;
-            for c in word.chars() {
-                if c.is_ascii_digit() {
-                    if !in_digits {
-                        out.push('#');
-                    }
-                    in_digits = true;
-                } else {
-                    out.push(c.to_ascii_lowercase());
-                    in_digits = false;
-                }
-            }
+        if !b.is_ascii_alphanumeric() {
+            emit(&bytes[i..=i]);
+            i += 1;
             continue;
         }
-        // Multi-byte characters are copied whole.
-        let len = s[i..].chars().next().map_or(1, char::len_utf8);
-        out.push_str(&s[i..i + len]);
-        i += len;
+        let start = i;
+        while i < bytes.len() && bytes[i].is_ascii_alphanumeric() {
+            i += 1;
+        }
+        let word = &bytes[start..i];
+        let hexlike = word.len() >= 6
+            && word.iter().all(u8::is_ascii_hexdigit)
+            && word.iter().any(u8::is_ascii_digit);
+        if hexlike {
+            emit(b"#");
+            continue;
+        }
+        let mut in_digits = false;
+        for &c in word {
+            if c.is_ascii_digit() {
+                if !in_digits {
+                    emit(b"#");
+                }
+                in_digits = true;
+            } else {
+                emit(&[c.to_ascii_lowercase()]);
+                in_digits = false;
+            }
+        }
     }
-    out
 }
 
-/// A stable 64-bit key for a shape (stable across processes: it is
-/// persisted with the ledger).
+/// A stable 64-bit key for a shape (FNV-1a over its bytes: the same in
+/// every process, since it is persisted with the ledger), computed without
+/// building the shape.
 pub(crate) fn shape_key(s: &str) -> u64 {
-    xxhash_rust::xxh3::xxh3_64(shape(s).as_bytes())
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    walk_shape(s, |bytes| {
+        for &b in bytes {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    });
+    h
+}
+
+/// A map keyed by shape keys, which are hashes already: no second hash.
+pub(crate) type KeyMap<V> = HashMap<u64, V, std::hash::BuildHasherDefault<KeyHasher>>;
+
+/// The identity hasher of [`KeyMap`].
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct KeyHasher(u64);
+
+impl std::hash::Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only u64 keys go in; anything else still hashes, slowly.
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
 }
 
 /// How often each shape was seen in the tool outputs of a session.
@@ -92,7 +129,7 @@ impl ShapeStats {
     }
 
     /// Adds the counts of one output.
-    pub(crate) fn add(&mut self, counts: &HashMap<u64, u32>) {
+    pub(crate) fn add(&mut self, counts: &KeyMap<u32>) {
         self.outputs = self.outputs.saturating_add(1);
         for (&k, &n) in counts {
             *self.seen.entry(k).or_default() += n;
@@ -113,14 +150,18 @@ impl ShapeStats {
 /// The shapes of one output: lines and tokens, counted.
 #[derive(Debug, Default)]
 pub(crate) struct OutputShapes {
-    pub(crate) counts: HashMap<u64, u32>,
+    pub(crate) counts: KeyMap<u32>,
 }
 
 impl OutputShapes {
     pub(crate) fn note(&mut self, value: &str) -> u64 {
         let k = shape_key(value);
-        *self.counts.entry(k).or_default() += 1;
+        self.bump(k);
         k
+    }
+
+    pub(crate) fn bump(&mut self, key: u64) {
+        *self.counts.entry(key).or_default() += 1;
     }
 
     pub(crate) fn count(&self, key: u64) -> u32 {

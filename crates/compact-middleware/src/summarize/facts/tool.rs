@@ -25,7 +25,7 @@ use super::lexicon::{
     CALL, CONSTRAINT, DECISION, DECL, DIFF_FILE, ERROR, NAMED_NUMBER, QUANTITY, identifiers,
     is_error, split_sentences, strip_marker, window,
 };
-use super::shape::{OutputShapes, shape_key};
+use super::shape::{KeyMap, OutputShapes, shape_key};
 use super::{Kind, Ledger, clip, strip_timestamp};
 
 /// Longest tool line kept, in bytes.
@@ -57,7 +57,7 @@ struct Reading<'a> {
     shapes: OutputShapes,
     /// The distinct identifiers without digits per kind, to tell a
     /// listing (many names) from a log that repeats a few.
-    digitless: HashMap<Kind, std::collections::HashSet<u64>>,
+    digitless: HashMap<Kind, KeyMap<()>>,
     salient_left: usize,
     cues_left: usize,
     /// Line shapes already recorded as salient.
@@ -106,6 +106,41 @@ fn is_stack_frame(line: &str) -> bool {
         })
 }
 
+/// An identifier or a measure of a line, with its shape key.
+#[derive(Debug, Clone, Copy)]
+struct Token<'a> {
+    /// The identifier's kind; `None` for a measure.
+    kind: Option<Kind>,
+    text: &'a str,
+    shape: u64,
+}
+
+/// The identifiers and measures of `unit`, each with its shape.
+fn tokens(unit: &str) -> Vec<Token<'_>> {
+    let mut out: Vec<Token<'_>> = identifiers(unit)
+        .map(|(_, kind, text)| Token {
+            kind: Some(kind),
+            text,
+            shape: shape_key(text),
+        })
+        .collect();
+    out.extend(measures(unit).map(|text| Token {
+        kind: None,
+        text,
+        shape: shape_key(text),
+    }));
+    out
+}
+
+/// A line of the output, read once: the raw line, its text without the
+/// timestamp, its shape and its tokens.
+struct Line<'a> {
+    raw: &'a str,
+    text: &'a str,
+    shape: u64,
+    tokens: Vec<Token<'a>>,
+}
+
 fn has_digit(s: &str) -> bool {
     s.bytes().any(|b| b.is_ascii_digit())
 }
@@ -149,23 +184,28 @@ impl Ledger {
             cues_left: CUES_PER_OUTPUT,
             taken: Vec::new(),
         };
-        for line in text.lines() {
-            let line = strip_timestamp(line.trim());
-            if line.is_empty() {
-                continue;
-            }
-            r.shapes.note(line);
-            for (_, kind, token) in identifiers(line) {
-                r.shapes.note(token);
-                if !has_digit(token) {
-                    r.digitless
-                        .entry(kind)
-                        .or_default()
-                        .insert(shape_key(token));
+        // Every line is tokenized once; the passes below reuse it.
+        let lines: Vec<Line<'_>> = text
+            .lines()
+            .filter_map(|raw| {
+                let text = strip_timestamp(raw.trim());
+                (!text.is_empty()).then(|| Line {
+                    raw,
+                    text,
+                    shape: shape_key(text),
+                    tokens: tokens(text),
+                })
+            })
+            .collect();
+        for line in &lines {
+            r.shapes.bump(line.shape);
+            for t in &line.tokens {
+                r.shapes.bump(t.shape);
+                if let Some(kind) = t.kind
+                    && !has_digit(t.text)
+                {
+                    r.digitless.entry(kind).or_default().insert(t.shape, ());
                 }
-            }
-            for m in measures(line) {
-                r.shapes.note(m);
             }
         }
         let trimmed = text.trim();
@@ -176,38 +216,38 @@ impl Ledger {
             Some(doc) => self.read_json(&doc, &mut r),
             None => {
                 if !self.read_table(text, &mut r) {
-                    self.read_lines(text, &mut r);
+                    self.read_lines(&lines, &mut r);
                 }
             }
         }
-        self.read_bulk(text, &r);
+        self.read_bulk(&lines, &r);
         self.shapes.add(&r.shapes.counts);
     }
 
     /// Whether `value` stands out: its shape is rare here and was rare in
     /// the session's earlier output, and it is not one of many names of a
     /// kind in a listing.
-    fn stands_out(&self, r: &Reading<'_>, value: &str, kind: Option<Kind>) -> bool {
+    fn stands_out(&self, r: &Reading<'_>, t: &Token<'_>) -> bool {
         // A tool naming itself (`read_file` in its own output) says nothing.
-        if r.label.get(1..r.label.len().saturating_sub(2)) == Some(value) {
+        if t.kind.is_some()
+            && (t.text.len() < 4 || r.label.get(1..r.label.len().saturating_sub(2)) == Some(t.text))
+        {
             return false;
         }
-        let k = shape_key(value);
-        if r.shapes.count(k) > RARE || !self.shapes.is_rare(k, RARE) {
+        if r.shapes.count(t.shape) > RARE || !self.shapes.is_rare(t.shape, RARE) {
             return false;
         }
-        match kind {
-            Some(kind) if !has_digit(value) => {
+        match t.kind {
+            Some(kind) if !has_digit(t.text) => {
                 r.digitless.get(&kind).map_or(0, |d| d.len()) <= DENSE
             }
             _ => true,
         }
     }
 
-    /// Whether `unit` holds a value that stands out.
-    fn has_standout(&self, r: &Reading<'_>, unit: &str) -> bool {
-        identifiers(unit).any(|(_, kind, t)| t.len() >= 4 && self.stands_out(r, t, Some(kind)))
-            || measures(unit).any(|m| self.stands_out(r, m, None))
+    /// Whether one of `tokens` stands out.
+    fn has_standout(&self, r: &Reading<'_>, tokens: &[Token<'_>]) -> bool {
+        tokens.iter().any(|t| self.stands_out(r, t))
     }
 
     /// Whether `unit` names an identifier the conversation mentioned, one
@@ -254,12 +294,19 @@ impl Ledger {
     /// Decides on one unit of text: kept when it stands out or names what
     /// was mentioned; a sentence with a strong cue, while the cue quota
     /// lasts.
-    fn consider(&mut self, r: &mut Reading<'_>, unit: &str) {
+    fn consider(&mut self, r: &mut Reading<'_>, unit: &str, known: Option<(u64, &[Token<'_>])>) {
         let unit = strip_marker(unit);
         if unit.len() < MIN_LINE || r.salient_left == 0 || is_our_mark(unit) {
             return;
         }
-        let shape = shape_key(unit);
+        let computed;
+        let (shape, unit_tokens) = match known {
+            Some(k) => k,
+            None => {
+                computed = tokens(unit);
+                (shape_key(unit), computed.as_slice())
+            }
+        };
         if r.taken.contains(&shape) {
             return;
         }
@@ -268,7 +315,7 @@ impl Ledger {
         if templated && !mentioned {
             return;
         }
-        if mentioned || self.has_standout(r, unit) {
+        if mentioned || self.has_standout(r, unit_tokens) {
             self.keep(r, unit, shape);
         } else if r.cues_left > 0 && states_something(unit) {
             r.cues_left -= 1;
@@ -278,36 +325,38 @@ impl Ledger {
 
     /// Plain text: logs line by line, prose sentence by sentence; fenced
     /// code is skipped (its identifiers are bulk).
-    fn read_lines(&mut self, text: &str, r: &mut Reading<'_>) {
+    fn read_lines(&mut self, lines: &[Line<'_>], r: &mut Reading<'_>) {
         let mut in_fence = false;
         let mut in_frames = false;
-        for line in text.lines() {
-            if line.trim_start().starts_with("```") {
+        for line in lines {
+            if line.raw.trim_start().starts_with("```") {
                 in_fence = !in_fence;
                 continue;
             }
             if in_fence || r.salient_left == 0 {
                 continue;
             }
-            let line = strip_timestamp(line.trim());
-            if line.starts_with('#') && !line.starts_with("#[") {
+            let text = line.text;
+            if text.starts_with('#') && !text.starts_with("#[") {
                 // A heading names a section; it states nothing.
                 continue;
             }
             // A stack trace: its top frame says where; the rest is bulk.
-            let frame = is_stack_frame(line);
+            let frame = is_stack_frame(text);
             let first_frame = frame && !in_frames;
             in_frames = frame;
             if frame && !first_frame {
                 continue;
             }
-            let sentences = split_sentences(line);
+            let sentences = split_sentences(text);
             if sentences.len() > 1 {
                 for s in sentences {
-                    self.consider(r, s);
+                    self.consider(r, s, None);
                 }
+            } else if strip_marker(text).len() == text.len() {
+                self.consider(r, text, Some((line.shape, &line.tokens)));
             } else {
-                self.consider(r, line);
+                self.consider(r, text, None);
             }
         }
     }
@@ -336,7 +385,7 @@ impl Ledger {
                         Value::String(text) if text.split_whitespace().count() >= 4 => {
                             for line in text.lines() {
                                 for s in split_sentences(line) {
-                                    self.consider(r, s);
+                                    self.consider(r, s, None);
                                 }
                             }
                         }
@@ -348,9 +397,10 @@ impl Ledger {
                             if scalar.len() > 120 {
                                 continue;
                             }
-                            let stands = identifiers(&scalar).any(|(_, kind, t)| {
-                                t.len() >= 4 && self.stands_out(r, t, Some(kind))
-                            });
+                            let stands = matches!(value, Value::String(_))
+                                && tokens(&scalar)
+                                    .iter()
+                                    .any(|t| t.kind.is_some() && self.stands_out(r, t));
                             if stands || self.names_mentioned(r, &scalar) {
                                 pairs.push(format!("{k}: {scalar}"));
                             }
@@ -405,9 +455,10 @@ impl Ledger {
             }
             for (i, c) in row.iter().enumerate() {
                 let unique = columns[i].count(c) <= 1 && n >= 3;
-                let names = identifiers(c)
-                    .any(|(_, kind, t)| t.len() >= 4 && self.stands_out(r, t, Some(kind)))
-                    || measures(c).next().is_some();
+                let cell_tokens = tokens(c);
+                let names = cell_tokens
+                    .iter()
+                    .any(|t| t.kind.is_none() || self.stands_out(r, t));
                 if i == 0 || (unique && names) {
                     picked.push(i);
                 }
@@ -434,15 +485,15 @@ impl Ledger {
     /// The bulk of an output, at the lowest priority: error lines and
     /// measurements that are not templated, identifiers that stand out,
     /// and the files (with their declarations) of a diff.
-    fn read_bulk(&mut self, text: &str, r: &Reading<'_>) {
+    fn read_bulk(&mut self, lines: &[Line<'_>], r: &Reading<'_>) {
         let mut errors = BULK_ERRORS;
         let mut measures = BULK_MEASURES;
         let mut ids = BULK_IDENTIFIERS;
         let mut error_shapes: Vec<u64> = Vec::new();
         let mut current_file: Option<String> = None;
-        for line in text.lines() {
-            let trimmed = strip_timestamp(line.trim());
-            if trimmed.is_empty() || is_our_mark(trimmed) {
+        for line in lines {
+            let (raw, trimmed, shape) = (line.raw, line.text, line.shape);
+            if is_our_mark(trimmed) {
                 continue;
             }
             if let Some(c) = DIFF_FILE.captures(trimmed) {
@@ -453,19 +504,18 @@ impl Ledger {
                 }
                 continue;
             }
-            let changed = (line.starts_with('+') && !line.starts_with("+++"))
-                || (line.starts_with('-') && !line.starts_with("---"))
-                || line.starts_with("@@");
+            let changed = (raw.starts_with('+') && !raw.starts_with("+++"))
+                || (raw.starts_with('-') && !raw.starts_with("---"))
+                || raw.starts_with("@@");
             if changed && let Some(file) = &current_file {
                 let apis: Vec<String> = DECL
-                    .captures_iter(line)
+                    .captures_iter(raw)
                     .filter_map(|c| c.get(1).map(|m| m.as_str().to_owned()))
                     .collect();
                 if !apis.is_empty() {
                     self.add_file(file, &apis, true);
                 }
             }
-            let shape = shape_key(trimmed);
             let templated = r.shapes.count(shape) > 1 || self.shapes.count(shape) > 1;
             if !r.taken.contains(&shape) {
                 // An error that repeats is still an error: one line of each
@@ -485,22 +535,19 @@ impl Ledger {
                     self.record(Kind::Fact, &text, true, false, Some(shape));
                 }
             }
-            if ids == 0 {
-                continue;
-            }
-            let found: Vec<(Kind, String)> = identifiers(trimmed)
-                .filter(|(_, kind, t)| t.len() >= 4 && self.stands_out(r, t, Some(*kind)))
-                .map(|(_, k, t)| (k, t.to_owned()))
-                .collect();
-            for (kind, token) in found {
+            for t in &line.tokens {
                 if ids == 0 {
                     break;
                 }
+                let Some(kind) = t.kind else { continue };
+                if !self.stands_out(r, t) {
+                    continue;
+                }
                 ids -= 1;
                 match kind {
-                    Kind::File => self.add_file(&token, &[], true),
+                    Kind::File => self.add_file(t.text, &[], true),
                     k => {
-                        self.add(k, &token, true);
+                        self.add(k, t.text, true);
                     }
                 }
             }
@@ -605,23 +652,29 @@ impl Table {
     }
 }
 
-/// What a column holds: how often each value and each shape occurs.
+/// What a column holds: how often each value and each shape occurs, and
+/// the most common of each.
 struct Column {
     values: HashMap<String, usize>,
-    shapes: HashMap<u64, usize>,
+    shapes: KeyMap<usize>,
+    mode_value: usize,
+    mode_shape: usize,
 }
 
 impl Column {
     fn of<'a>(cells: impl Iterator<Item = &'a String>) -> Self {
-        let mut col = Column {
-            values: HashMap::new(),
-            shapes: HashMap::new(),
-        };
+        let mut values: HashMap<String, usize> = HashMap::new();
+        let mut shapes: KeyMap<usize> = KeyMap::default();
         for c in cells {
-            *col.values.entry(c.clone()).or_default() += 1;
-            *col.shapes.entry(shape_key(c)).or_default() += 1;
+            *values.entry(c.clone()).or_default() += 1;
+            *shapes.entry(shape_key(c)).or_default() += 1;
         }
-        col
+        Column {
+            mode_value: values.values().copied().max().unwrap_or(0),
+            mode_shape: shapes.values().copied().max().unwrap_or(0),
+            values,
+            shapes,
+        }
     }
 
     fn count(&self, cell: &str) -> usize {
@@ -638,8 +691,7 @@ impl Column {
             return false;
         }
         let dominant = |n: usize| n * 10 >= rows * 6;
-        let mode_value = self.values.values().copied().max().unwrap_or(0);
-        let mode_shape = self.shapes.values().copied().max().unwrap_or(0);
+        let (mode_value, mode_shape) = (self.mode_value, self.mode_shape);
         let shape_count = self.shapes.get(&shape_key(cell)).copied().unwrap_or(0);
         (rows >= 8 && dominant(mode_value) && self.count(cell) < mode_value)
             || (dominant(mode_shape) && shape_count == 1)
