@@ -468,6 +468,30 @@ async fn session(
                     x.detail = format!("turn {t}: {}", x.detail);
                     x
                 }));
+                // The summary stays within its cap and never quotes a
+                // previous one (docs/summarizers.md).
+                let cap = (policy.summary_max_pct * out.report.max_tokens as f64) as usize;
+                if let Some(tokens) = out.report.summary_tokens
+                    && tokens > cap
+                {
+                    r.violations.push(Violation {
+                        invariant: 5,
+                        kind: "summary_over_cap",
+                        detail: format!("turn {t}: summary of {tokens} tokens, cap {cap}"),
+                    });
+                }
+                if let Some(m) = out.messages.iter().find(|m| {
+                    m.plain_text()
+                        .matches(compact_middleware::pipeline::SUMMARY_HEADER)
+                        .count()
+                        > 1
+                }) {
+                    r.violations.push(Violation {
+                        invariant: 5,
+                        kind: "nested_summary",
+                        detail: format!("turn {t}: {}", preview(&m.plain_text())),
+                    });
+                }
                 r.model_time += model_time(out.report.tokens_after);
                 if out.report.triggered {
                     r.compactions += 1;

@@ -80,25 +80,31 @@ pub(crate) struct Item {
     pub kind: Kind,
     pub text: String,
     /// For files: the functions/APIs mentioned with it (code_delta).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub apis: Vec<String>,
     /// Sequence number of the first mention: the display order.
     pub first: u64,
     /// Sequence number of the latest mention: the age used when dropping.
     pub last: u64,
     /// Came from a tool output (bulk) rather than prose.
+    #[serde(default, skip_serializing_if = "is_false")]
     pub from_tool: bool,
     /// A tool fact worth keeping like prose: a line or sentence that
     /// stands out from its output's templates, names something the
     /// conversation mentions, or states a decision or a firm requirement.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub salient: bool,
     /// A later statement replaced this one (the newer item's index).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub superseded_by: Option<usize>,
     /// For a tool line: the key of its shape, so a line that turns out to
     /// be one of a template's many is demoted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shape: Option<u64>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// Longest verbatim request kept for a goal or the latest request, in bytes.

@@ -8,8 +8,10 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-/// Most shapes remembered per session; past it the rare ones are forgotten.
-const MAX_SHAPES: usize = 4096;
+/// Most shapes remembered per session (they are saved with the session at
+/// every preflight); past it the ones seen once are forgotten first: a
+/// shape not remembered counts as rare, which is what a shape seen once is.
+const MAX_SHAPES: usize = 1024;
 
 /// The shape of `s`: every run of digits, and every hex-like word (six or
 /// more hex digits with at least one digit: ids, hashes), becomes `#`;
