@@ -252,7 +252,7 @@ fn a_supersession_left_with_only_its_old_value_is_stale() {
 #[test]
 fn the_fixtures_load_with_unique_probes_and_cover_every_kind_and_location() {
     let all = fixtures::all().expect("fixtures load");
-    assert_eq!(all.len(), 3);
+    assert_eq!(all.len(), 4);
     let mut kinds = BTreeSet::new();
     let mut locations = BTreeSet::new();
     for t in &all {

@@ -14,7 +14,7 @@ use super::{Fact, FactKind, Location, Transcript};
 use crate::probe::{Haystack, flatten};
 
 /// The fixtures: (name, transcript JSONL, sidecar JSON).
-pub const FIXTURES: [(&str, &str, &str); 3] = [
+pub const FIXTURES: [(&str, &str, &str); 4] = [
     (
         "oncall-incident",
         include_str!("../../fixtures/retention/oncall-incident.jsonl"),
@@ -24,6 +24,11 @@ pub const FIXTURES: [(&str, &str, &str); 3] = [
         "refactoring-session",
         include_str!("../../fixtures/retention/refactoring-session.jsonl"),
         include_str!("../../fixtures/retention/refactoring-session.facts.json"),
+    ),
+    (
+        "data-pipeline",
+        include_str!("../../fixtures/retention/data-pipeline.jsonl"),
+        include_str!("../../fixtures/retention/data-pipeline.facts.json"),
     ),
     (
         "support-escalation",

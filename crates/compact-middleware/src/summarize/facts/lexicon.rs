@@ -32,7 +32,7 @@ pub(crate) static STRONG_CONSTRAINT: LazyLock<Regex> = LazyLock::new(|| {
 });
 pub(crate) static DECISION: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?i)(?-u:\b)(?:decided|decide to|decision|chose|choose to|chosen|will use|we'll use|going with|go with|instead of|opted|settled on|switch(?:ed|ing)? to|switching|switched|change of plan|scratch that|from now on|going forward|rather than|recommend|recommended|approved|agreed)(?-u:\b)",
+        r"(?i)(?-u:\b)(?:decided|decide to|decision|chose|choose to|chosen|will use|we'll use|going with|go with|(?:i|we)'ll (?:use|run|go|switch|keep|move|split|pin|roll|migrate|ship|adopt|stick)|(?:i|we) will (?:use|run|go|switch|keep|move|split|pin|roll|migrate|ship|adopt|stick)|instead of|opted|settled on|switch(?:ed|ing)? to|switching|switched|change of plan|scratch that|from now on|going forward|rather than|recommend|recommended|approved|agreed)(?-u:\b)",
     )
 });
 pub(crate) static ACTION: LazyLock<Regex> = LazyLock::new(|| {

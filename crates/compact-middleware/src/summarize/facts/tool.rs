@@ -55,9 +55,10 @@ struct Reading<'a> {
     /// The whole output, to count how often a mentioned name comes up.
     text: &'a str,
     shapes: OutputShapes,
-    /// The distinct identifiers without digits per kind, to tell a
-    /// listing (many names) from a log that repeats a few.
-    digitless: HashMap<Kind, KeyMap<()>>,
+    /// The distinct identifiers without digits per class (email, URL,
+    /// path, snake_case…), to tell a listing (many names of a class) from
+    /// a log that repeats a few.
+    digitless: HashMap<u8, KeyMap<()>>,
     salient_left: usize,
     cues_left: usize,
     /// Line shapes already recorded as salient.
@@ -141,6 +142,24 @@ struct Line<'a> {
     tokens: Vec<Token<'a>>,
 }
 
+/// The class of an identifier, for telling a listing: an email, a URL, a
+/// path, a snake_case name, a kebab-case name, or anything else.
+fn class(token: &str) -> u8 {
+    if token.contains('@') {
+        0
+    } else if token.contains("://") {
+        1
+    } else if token.contains('/') || token.contains('\\') {
+        2
+    } else if token.contains('_') {
+        3
+    } else if token.contains('-') {
+        4
+    } else {
+        5
+    }
+}
+
 fn has_digit(s: &str) -> bool {
     s.bytes().any(|b| b.is_ascii_digit())
 }
@@ -201,10 +220,11 @@ impl Ledger {
             r.shapes.bump(line.shape);
             for t in &line.tokens {
                 r.shapes.bump(t.shape);
-                if let Some(kind) = t.kind
-                    && !has_digit(t.text)
-                {
-                    r.digitless.entry(kind).or_default().insert(t.shape, ());
+                if t.kind.is_some() && !has_digit(t.text) {
+                    r.digitless
+                        .entry(class(t.text))
+                        .or_default()
+                        .insert(t.shape, ());
                 }
             }
         }
@@ -238,8 +258,8 @@ impl Ledger {
             return false;
         }
         match t.kind {
-            Some(kind) if !has_digit(t.text) => {
-                r.digitless.get(&kind).map_or(0, |d| d.len()) <= DENSE
+            Some(_) if !has_digit(t.text) => {
+                r.digitless.get(&class(t.text)).map_or(0, |d| d.len()) <= DENSE
             }
             _ => true,
         }
@@ -350,8 +370,13 @@ impl Ledger {
             }
             let sentences = split_sentences(text);
             if sentences.len() > 1 {
+                let left = r.salient_left;
                 for s in sentences {
                     self.consider(r, s, None);
+                }
+                // A line a sentence was kept from is not bulk as well.
+                if r.salient_left < left {
+                    r.taken.push(line.shape);
                 }
             } else if strip_marker(text).len() == text.len() {
                 self.consider(r, text, Some((line.shape, &line.tokens)));
@@ -479,6 +504,9 @@ impl Ledger {
             let shape = shape_key(&text);
             self.keep(r, &text, shape);
         }
+        for line in &table.others {
+            self.consider(r, strip_timestamp(line.trim()), None);
+        }
         true
     }
 
@@ -588,18 +616,21 @@ impl Split {
 }
 
 /// A table read from a tool's output.
-struct Table {
+struct Table<'a> {
     header: Vec<String>,
     rows: Vec<Vec<String>>,
     width: usize,
+    /// The lines that are not rows (a note above the table, a total, an
+    /// error after it): read as lines.
+    others: Vec<&'a str>,
 }
 
-impl Table {
+impl Table<'_> {
     /// The table `text` is, if it is one: most lines split into the same
     /// number (two or more) of cells. A capped output's first line may be a
     /// cut row, so the width is the most common one, and the first line is
     /// a header only when it has that width and no digits.
-    fn parse(text: &str) -> Option<Table> {
+    fn parse(text: &str) -> Option<Table<'_>> {
         let lines: Vec<&str> = text
             .lines()
             .filter(|l| !l.trim().is_empty() && !is_our_mark(l))
@@ -630,24 +661,29 @@ impl Table {
                     .next()
                     .is_some_and(|ch| ch.is_alphabetic() || ch == '_')
             });
-        // Aligned columns without a header are as likely prose.
-        if split == Split::Spaces && !has_header {
+        // Aligned columns, or two columns, without a header are as likely
+        // prose or a log with a comma on every line.
+        if !has_header && (split == Split::Spaces || width < 3) {
             return None;
         }
-        let rows: Vec<Vec<String>> = lines[usize::from(has_header)..]
-            .iter()
-            .map(|l| split.cells(l))
-            .filter(|row| {
-                row.len() == width
-                    && !row
-                        .iter()
-                        .all(|c| c.chars().all(|ch| matches!(ch, '-' | ':' | ' ')))
-            })
-            .collect();
+        let mut rows: Vec<Vec<String>> = Vec::new();
+        let mut others: Vec<&str> = Vec::new();
+        for l in &lines[usize::from(has_header)..] {
+            let row = split.cells(l);
+            if row.len() != width {
+                others.push(l);
+            } else if !row
+                .iter()
+                .all(|c| c.chars().all(|ch| matches!(ch, '-' | ':' | ' ')))
+            {
+                rows.push(row);
+            }
+        }
         Some(Table {
             header: if has_header { first } else { Vec::new() },
             rows,
             width,
+            others,
         })
     }
 }
