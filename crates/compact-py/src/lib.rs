@@ -1,0 +1,31 @@
+//! The `compact` Python wheel's native module, `compact._native`: the
+//! library's [`CompactManager`](compact_middleware::CompactManager) for
+//! Python, in-process, built from the same configuration and with the same
+//! parts (`compact-wiring`) as the CLI and the server. maturin packages it
+//! with the pure-Python half in `python/compact/` (exceptions, the OpenAI
+//! Agents SDK and LangChain adapters).
+//!
+//! - `manager`: `CompactManager`, its sync and async calls, the flush at
+//!   interpreter exit.
+//! - `aio`: the process's tokio runtime, Rust futures as asyncio awaitables.
+//! - `call`: one call's arguments decoded, its outcome (`Outcome`) built.
+//! - `convert`: Python objects to JSON values and back, with JSON paths.
+//! - `errors`: Rust errors as the exceptions of `compact._errors`.
+
+mod aio;
+mod call;
+mod convert;
+mod errors;
+mod manager;
+
+use pyo3::prelude::*;
+
+/// The native half of the `compact` package (import `compact`, not this).
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<manager::Manager>()?;
+    m.add_class::<call::Outcome>()?;
+    m.add_function(wrap_pyfunction!(manager::_at_exit, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
