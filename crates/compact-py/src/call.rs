@@ -88,11 +88,18 @@ pub(crate) fn decode(
     Ok((request, items))
 }
 
-/// The provider's reported usage of the last response (`usage=`: a number
-/// or the provider's usage object).
+/// The provider's reported usage of the last response (`usage=`: a number,
+/// a dict, or the provider SDK's usage object, a pydantic model).
 pub(crate) fn usage(py: Python<'_>, usage: Option<&Bound<'_, PyAny>>) -> PyResult<Option<usize>> {
     let Some(usage) = usage.filter(|u| !u.is_none()) else {
         return Ok(None);
+    };
+    let dumped;
+    let usage = if usage.hasattr("model_dump")? {
+        dumped = usage.call_method0("model_dump")?;
+        &dumped
+    } else {
+        usage
     };
     let value = to_value(usage, &At::Root("$.usage")).map_err(|e| invalid_input(py, e))?;
     compact_wiring::usage_tokens(Some(&value)).map_err(|e| invalid_input(py, e))

@@ -20,9 +20,22 @@ mod manager;
 
 use pyo3::prelude::*;
 
+/// Rust logs on stderr, filtered by `COMPACT_LOG` as the CLI's are; none
+/// without it (or when the host process installed a subscriber already).
+fn init_logging() {
+    let Ok(filter) = std::env::var("COMPACT_LOG") else {
+        return;
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
 /// The native half of the `compact` package (import `compact`, not this).
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    init_logging();
     m.add_class::<manager::Manager>()?;
     m.add_class::<call::Outcome>()?;
     m.add_function(wrap_pyfunction!(manager::_at_exit, m)?)?;
