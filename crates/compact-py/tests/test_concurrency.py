@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import threading
+import time
 
 import compact
 from conftest import chat_history, pairing_errors, summaries
@@ -77,6 +80,47 @@ def test_threads_calling_one_session_serialize_into_one_chain():
         assert pairing_errors(o.messages) == []
     # The same history sent again is recognised: one compaction, not eight.
     assert manager.status("shared")["summary"]["version"] == 1
+
+
+LOCKER = """
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN EXCLUSIVE")
+print("locked", flush=True)
+sys.stdin.readline()
+db.execute("ROLLBACK")
+"""
+
+
+def test_the_gil_is_released_while_a_call_waits(tmp_path):
+    """A preflight that waits for its SQLite session store, which another
+    process holds locked until this thread tells it to let go, succeeds only
+    if this thread can run meanwhile: with the GIL held, it would wait out
+    the store's 10 s busy timeout and fail."""
+    db = tmp_path / "state.sqlite3"
+    manager = compact.CompactManager(dict(CONFIG, state={"store": "sqlite", "path": str(db)}))
+    manager.preflight("warm-up", [{"role": "user", "content": "hi"}])
+    # Another process: SQLite's locks do not separate two SQLite libraries
+    # (Python's and the wheel's) in one process.
+    locker = subprocess.Popen(
+        [sys.executable, "-c", LOCKER, str(db)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert locker.stdout.readline().strip() == "locked"
+    result: dict = {}
+
+    def run() -> None:
+        try:
+            result["outcome"] = manager.preflight("gil", chat_history(turns=12))
+        except BaseException as e:  # reported below
+            result["error"] = e
+
+    waiting = threading.Thread(target=run)
+    waiting.start()
+    time.sleep(0.5)  # lets the call reach the store; needs the GIL back to return
+    locker.communicate("go\n", timeout=60)
+    waiting.join()
+    assert "error" not in result, result.get("error")
+    assert summaries(result["outcome"].messages) == 1
 
 
 def test_asyncio_tasks_sharing_one_manager_get_what_one_thread_gets():
