@@ -13,6 +13,9 @@ import urllib.request
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
+# Read before the autouse fixture clears COMPACT_* (scripts/test.sh starts a
+# throwaway server and exports it).
+POSTGRES_URL = os.environ.get("COMPACT_TEST_POSTGRES_URL")
 
 
 def compact_bin() -> pathlib.Path:

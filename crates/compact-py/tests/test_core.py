@@ -9,7 +9,9 @@ import subprocess
 import pytest
 
 import compact
-from conftest import chat_history, compact_bin, pairing_errors, summaries
+import uuid
+
+from conftest import POSTGRES_URL, chat_history, compact_bin, pairing_errors, summaries
 
 SMALL = {"model": "gpt-4o", "max_context_tokens": 6000, "storage": {"adapter": "none"}}
 
@@ -146,6 +148,22 @@ def test_sessions_in_sqlite_outlive_the_manager(tmp_path):
     history += chat_history(turns=14)[-4:]
     again = second.preflight("durable", history)
     assert again.report["continuation"] == "raw_prefix"
+
+
+@pytest.mark.skipif(POSTGRES_URL is None, reason="COMPACT_TEST_POSTGRES_URL is not set (scripts/test.sh sets it)")
+def test_two_managers_on_one_postgres_database_continue_one_chain():
+    config = dict(SMALL, state={"store": "postgres", "url": POSTGRES_URL})
+    first, second = compact.CompactManager(config), compact.CompactManager(config)
+    session = f"pg-{uuid.uuid4().hex}"
+    history = chat_history(turns=12)
+    v1 = first.preflight(session, history).report["summary_version"]
+    assert second.status(session)["summary"]["version"] == v1
+    history += chat_history(turns=20)[-32:]
+    again = second.preflight(session, history)
+    assert again.report["continuation"] == "raw_prefix"
+    assert again.report["summary_version"] == v1 + 1
+    assert summaries(again.messages) == 1 and pairing_errors(again.messages) == []
+    assert first.delete_session(session) is True
 
 
 def test_the_archive_is_written_where_the_config_says(tmp_path):
