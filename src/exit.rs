@@ -80,3 +80,16 @@ impl From<CompactError> for CliError {
 }
 
 pub(crate) type CliResult<T = ()> = Result<T, CliError>;
+
+impl From<compact_wiring::WiringError> for CliError {
+    fn from(e: compact_wiring::WiringError) -> Self {
+        use compact_wiring::WiringError;
+        match e {
+            WiringError::Config { message, .. } => {
+                CliError::BadInput(format!("configuration: {message}"))
+            }
+            WiringError::Backend(e) => CliError::Other(anyhow::Error::from_boxed(e)),
+            WiringError::Compact(e) => e.into(),
+        }
+    }
+}

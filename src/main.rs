@@ -7,7 +7,6 @@ mod exit;
 mod input;
 mod out;
 mod sidecar;
-mod wiring;
 
 use clap::{Parser, Subcommand};
 

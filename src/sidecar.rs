@@ -26,7 +26,7 @@ use compact_middleware::trigger::Forced;
 use compact_middleware::{BoxFuture, CompactError, CompactManager, PreflightRequest};
 use serde_json::{Map, Value, json};
 
-use crate::wiring::Parts;
+use compact_wiring::Parts;
 
 /// Managers kept for distinct strategy layers; past this the cache restarts
 /// (session state is in the store, so nothing is lost but warm-up).
@@ -67,8 +67,8 @@ impl Sidecar {
         let mut parts = parts.with_exporter(Arc::new(ServerExporter(server.clone())));
         // Every layered manager must see the same sessions: without a
         // configured store (`state.store: memory`) they share one in memory.
-        if parts.store.is_none() {
-            parts.store = Some(Arc::new(MemorySessionStore::new()));
+        if parts.store().is_none() {
+            parts = parts.with_store(Arc::new(MemorySessionStore::new()));
         }
         let cache = Arc::new(CountCache::new(200_000));
         let base = parts
@@ -256,46 +256,13 @@ fn messages_out(req: &Request, messages: &[compact_middleware::Message], keep_me
     }
 }
 
-/// The input tokens the provider reported for the last response: OpenAI's
-/// `input_tokens` (Responses) or `prompt_tokens` (Chat Completions), plus
-/// Anthropic's cache fields, which its `input_tokens` leaves out.
+/// The input tokens the provider reported for the last response (see
+/// [`compact_wiring::usage_tokens`] for the shapes accepted).
 fn usage_tokens(usage: Option<&Value>) -> Result<Option<usize>, ApiError> {
-    let Some(u) = usage.filter(|u| !u.is_null()) else {
-        return Ok(None);
-    };
-    let Some(o) = u.as_object() else {
-        return Err(invalid(
-            "$.usage",
-            "expected an object such as {\"input_tokens\": N}",
-        ));
-    };
-    let field = |name: &str| -> Result<Option<usize>, ApiError> {
-        match o.get(name) {
-            None | Some(Value::Null) => Ok(None),
-            Some(v) => v
-                .as_u64()
-                .and_then(|n| usize::try_from(n).ok())
-                .map(Some)
-                .ok_or_else(|| {
-                    invalid(
-                        &format!("$.usage.{name}"),
-                        "expected a non-negative integer",
-                    )
-                }),
-        }
-    };
-    let base = match (field("input_tokens")?, field("prompt_tokens")?) {
-        (Some(n), _) | (None, Some(n)) => n,
-        (None, None) => {
-            return Err(invalid(
-                "$.usage.input_tokens",
-                "missing: the input tokens the provider reported for the last response",
-            ));
-        }
-    };
-    let cached = field("cache_creation_input_tokens")?.unwrap_or(0)
-        + field("cache_read_input_tokens")?.unwrap_or(0);
-    Ok(Some(base + cached))
+    compact_wiring::usage_tokens(usage).map_err(|e| ApiError::Invalid {
+        path: e.path,
+        message: e.message,
+    })
 }
 
 /// The manager of one call and the layers that chose it: the request's

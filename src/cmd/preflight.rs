@@ -98,11 +98,11 @@ pub(crate) fn run(args: Args) -> CliResult {
         )?;
     }
     if let Some(file) = &args.state {
-        crate::wiring::set_state_file(&mut loaded, file, "--state")?;
+        compact_wiring::set_state_file(&mut loaded, file, "--state")?;
     }
     let rt = tokio::runtime::Runtime::new()?;
     let req = read_request(args.format)?;
-    let manager = crate::wiring::manager(loaded.config, &rt)?;
+    let manager = compact_wiring::manager(loaded.config, &rt)?;
     let outcome = rt.block_on(manager.preflight_with(
         &args.session,
         PreflightRequest {
@@ -134,11 +134,15 @@ pub(crate) fn run(args: Args) -> CliResult {
     Ok(())
 }
 
-/// Gives the exporters at most [`crate::wiring::FLUSH_TIMEOUT`] to take
+/// How long a one-shot command waits for its exporters at exit: a dead
+/// collector costs at most this, once.
+const FLUSH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Gives the exporters at most [`FLUSH_TIMEOUT`] to take
 /// the events of a one-shot command, never longer (a dead collector costs
 /// that, once), then says on stderr what each one did not take.
 pub(crate) fn finish_events(dispatcher: &compact_middleware::events::Dispatcher) {
-    let timeout = crate::wiring::FLUSH_TIMEOUT;
+    let timeout = FLUSH_TIMEOUT;
     dispatcher.shutdown(timeout);
     let stats = dispatcher.stats();
     let accepted = stats.emitted.saturating_sub(stats.dropped);

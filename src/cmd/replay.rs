@@ -69,7 +69,7 @@ pub(crate) fn run(args: Args) -> CliResult {
         }
     }
     let rt = tokio::runtime::Runtime::new()?;
-    let manager = crate::wiring::manager(loaded.config, &rt)?;
+    let manager = compact_wiring::manager(loaded.config, &rt)?;
     turns::header()?;
     let totals = rt.block_on(turns::drive(
         &manager,

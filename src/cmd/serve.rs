@@ -169,7 +169,7 @@ pub(crate) fn run(args: Args) -> CliResult {
     }
     let body_limit = config.server.limits.preflight_body_bytes;
     let rt = tokio::runtime::Runtime::new()?;
-    let parts = crate::wiring::Parts::new(&config, &rt)?;
+    let parts = compact_wiring::Parts::new(&config, &rt)?;
     let mut sidecar_error = None;
     let served = rt.block_on(async {
         eprintln!(

@@ -28,10 +28,10 @@ pub(crate) fn run(args: Args) -> CliResult {
                 file.display()
             )));
         }
-        crate::wiring::set_state_file(&mut loaded, file, "--state")?;
+        compact_wiring::set_state_file(&mut loaded, file, "--state")?;
     }
     let rt = tokio::runtime::Runtime::new()?;
-    let manager = crate::wiring::manager(loaded.config, &rt)?;
+    let manager = compact_wiring::manager(loaded.config, &rt)?;
     let status = rt.block_on(manager.status(&args.session))?;
     super::preflight::finish_events(manager.dispatcher());
     print_json(&status)

@@ -1,0 +1,24 @@
+//! The composition root every program that compacts shares: the `compact`
+//! binary (CLI and `compact serve`'s session API) and the Python wheel
+//! (`crates/compact-py`). The library cannot build these parts itself,
+//! because they live in crates that depend on it.
+//!
+//! - `parts`: [`Parts`], the exporters `telemetry.exporter` names (Ariadne,
+//!   OTLP), the S3 adapter `storage.adapter: s3` names (cargo feature `s3`),
+//!   and the session store; [`manager`] builds a manager from them.
+//! - `store`: [`session_store`] (`state.store`), and [`set_state_file`]
+//!   for a `--state FILE` flag.
+//! - `usage`: [`usage_tokens`], the provider's reported usage of the last
+//!   response as the callers pass it (the sidecar's `usage`, the wheel's
+//!   `usage=`).
+//! - `error`: [`WiringError`].
+
+mod error;
+mod parts;
+mod store;
+mod usage;
+
+pub use error::WiringError;
+pub use parts::{Parts, manager};
+pub use store::{session_store, set_state_file};
+pub use usage::usage_tokens;
