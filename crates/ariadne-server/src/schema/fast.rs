@@ -4,9 +4,10 @@
 //!
 //! It takes only what it can prove valid and produces exactly what the
 //! general path ([`super::parse_payload`]) produces for it (a property test
-//! holds the two together). Events it does not handle itself (traces,
-//! compact's own spans whose `data` the index reads, values the general path
-//! must judge) are handed to [`super::parse_event`] one by one; anything
+//! holds the two together). compact's own spans whose `data` the index or
+//! the metrics read have only that (small, already copied) object parsed.
+//! Events it does not handle itself (traces, values the general path must
+//! judge) are handed to [`super::parse_event`] one by one; anything
 //! odd (the older span shape, a field of the wrong type, a key given twice,
 //! a string the size rule would cut, an invalid event) sends the whole body
 //! to the general path, which words the refusal.
@@ -19,11 +20,12 @@ use compact_events::parse_rfc3339_millis;
 use compact_events::truncate::{MAX_DATA_STRING_CHARS, MAX_NAME_CHARS, truncate_string};
 use serde::Deserializer;
 use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
-use serde_json::Value;
 use serde_json::value::RawValue;
+use serde_json::{Map, Value};
 
 use super::ValidEvent;
 use super::copy::{Copy, MAX_DEPTH, NullOnly, OptObject, OptText, Text, give_up};
+use crate::metrics::Pruned;
 use crate::store::{EventMeta, Marks};
 
 /// The events of a body, or `None` when the general path must decide.
@@ -230,7 +232,6 @@ impl Fields<'_> {
             Some(_) => return None,
         };
         let name = match name {
-            Some(n) if READ_DATA.contains(&n.as_ref()) => return None,
             Some(n) if n.len() > MAX_NAME_CHARS => {
                 let mut n = n.into_owned();
                 truncate_string(&mut n, MAX_NAME_CHARS);
@@ -274,6 +275,19 @@ impl Fields<'_> {
             put_field(&mut out, "status", s)?;
         }
         out.push(b'}');
+        let (marks, pruned) = match name.as_deref() {
+            Some(n) if READ_DATA.contains(&n) => {
+                let data = match &self.data {
+                    Some(bytes) => Some(serde_json::from_slice::<Map<String, Value>>(bytes).ok()?),
+                    None => None,
+                };
+                let pruned = (n == names::PRUNED_MESSAGES)
+                    .then(|| data.as_ref().map(Pruned::of))
+                    .flatten();
+                (Marks::of_span(error, Some(n), data.as_ref()), pruned)
+            }
+            _ => (Marks::span(true, error), None),
+        };
         let json = String::from_utf8(out).ok()?.into_boxed_str();
         Some(ValidEvent {
             meta: EventMeta {
@@ -282,10 +296,10 @@ impl Fields<'_> {
                 kind: kind.as_deref().map(Into::into),
                 started_ms,
                 ended_ms,
-                marks: Marks::span(true, error),
+                marks,
             },
             json,
-            pruned: None,
+            pruned,
         })
     }
 }
@@ -460,6 +474,8 @@ mod tests {
             3 => text().prop_map(J::Str),
             1 => Just(J::Str(names::PREFLIGHT.into())),
             1 => Just(J::Str(names::PRUNED_MESSAGES.into())),
+            1 => Just(J::Str(names::TOKEN_ESTIMATE.into())),
+            1 => Just(J::Str(names::ERROR.into())),
             1 => Just(J::Str("compact.summary_created".into())),
             1 => Just(J::Str("ñ".repeat(MAX_NAME_CHARS + 3))),
             1 => Just(J::Num("7".into())),
@@ -470,9 +486,24 @@ mod tests {
             1 => Just(J::Str("meh".into())),
             1 => Just(J::Null),
         ];
+        // Keys the index and the metrics read, with values of every type.
+        let data_key = prop_oneof![
+            2 => "[a-d]",
+            1 => text(),
+            1 => prop::sample::select(vec![
+                "triggered", "error", "usage_pct", "error_type", "fallback", "cleared",
+                "summarized", "dropped", "tokens_before", "tokens_after",
+            ])
+            .prop_map(str::to_owned),
+        ];
+        let data_value = prop_oneof![
+            3 => json_value(),
+            1 => Just(J::Bool(true)),
+            1 => prop::sample::select(vec!["InsufficientBudget", "CircuitOpen", "none", "extractive"])
+                .prop_map(|s| J::Str(s.to_owned())),
+        ];
         let data = prop_oneof![
-            4 => prop::collection::vec((prop_oneof!["[a-d]", text()], json_value()), 0..5)
-                .prop_map(J::Obj),
+            4 => prop::collection::vec((data_key, data_value), 0..6).prop_map(J::Obj),
             1 => json_value(),
         ];
         let extra = prop_oneof![
@@ -580,6 +611,49 @@ mod tests {
         assert_eq!(Ok(fast.clone()), general(body.as_bytes()));
         assert_eq!(fast.len(), 3);
         assert!(fast[0].json.contains(r#""é":"é/""#), "{}", fast[0].json);
+    }
+
+    #[test]
+    fn compact_spans_are_marked_and_measured_as_the_general_path_does() {
+        let spans = [
+            (
+                names::PREFLIGHT,
+                r#"{"triggered":true,"error":null,"session_id":"s"}"#,
+            ),
+            (names::PREFLIGHT, r#"{"triggered":true,"error":"boom"}"#),
+            (
+                names::TOKEN_ESTIMATE,
+                r#"{"usage_pct":0.877,"t_est":112345}"#,
+            ),
+            (
+                names::ERROR,
+                r#"{"error_type":"InsufficientBudget","fallback":"extractive"}"#,
+            ),
+            (
+                names::ERROR,
+                r#"{"error_type":"CircuitOpen","fallback":"none"}"#,
+            ),
+            (
+                names::PRUNED_MESSAGES,
+                r#"{"cleared":3,"summarized":40,"dropped":0,"tokens_before":118420,"tokens_after":31877}"#,
+            ),
+        ];
+        for (name, data) in spans {
+            let body = format!(
+                r#"{{"batch":[{{"type":"span","trace_id":"t","span_id":"s","name":"{name}","status":"error","data":{data}}}]}}"#
+            );
+            let fast = parse_body(body.as_bytes()).expect("compact's spans take the fast path");
+            assert_eq!(Ok(fast.clone()), general(body.as_bytes()), "{body}");
+            if name == names::PRUNED_MESSAGES {
+                assert!(fast[0].pruned.is_some());
+            } else {
+                assert_ne!(
+                    fast[0].meta.marks,
+                    Marks::span(true, true),
+                    "{name} is marked"
+                );
+            }
+        }
     }
 
     #[test]
