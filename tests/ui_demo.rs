@@ -234,6 +234,18 @@ async fn an_sre_reads_a_demo_session() {
          "name":"generation gpt-4o","started_at":"2026-01-01T10:00:00.100Z","ended_at":"2026-01-01T10:00:02.000Z"}
     ]}))
     .await;
+    // A failed tool call and a compaction that ran out of budget after a
+    // summarizer fallback: the fleet's badges and filters must show them.
+    post(&client, &url, json!({"batch":[
+        {"type":"span","trace_id":"py-run","span_id":"f1","parent_id":"root","kind":"function",
+         "name":"search_venues","started_at":"2026-01-01T10:00:02.100Z","ended_at":"2026-01-01T10:00:02.900Z",
+         "status":"error","data":{"error":{"message":"venue API timed out"}}},
+        {"type":"span","trace_id":"py-run","span_id":"e1","parent_id":"root","kind":"compaction",
+         "name":"compact.error","started_at":"2026-01-01T10:00:03.000Z","ended_at":"2026-01-01T10:00:03.010Z",
+         "status":"error","data":{"error_type":"InsufficientBudget","fallback":"extractive",
+         "message":"pinned messages alone exceed the budget"}}
+    ]}))
+    .await;
 
     let demo = Command::new(env!("CARGO_BIN_EXE_compact"))
         .args(["demo", "--url", &url, "--pace", "0", "--turns", "60"])
@@ -266,6 +278,17 @@ async fn an_sre_reads_a_demo_session() {
         .as_u64()
         .expect("counts");
     assert!(compactions > 0);
+    let py_counts = sessions["sessions"][1]["counts"].clone();
+    assert_eq!(sessions["sessions"][1]["trace_id"], "py-run");
+    let totals = sessions["totals"].clone();
+    let session: Value = client
+        .get(format!("{url}/api/sessions/{demo_id}"))
+        .send()
+        .await
+        .expect("session")
+        .json()
+        .await
+        .expect("session json");
 
     let port = free_port();
     let driver = Driver {
@@ -296,7 +319,84 @@ async fn an_sre_reads_a_demo_session() {
         )
         .await;
     assert_ne!(events, json!("0"), "history counted");
+    // The counters count everything the server retains, history included.
+    let counters = b
+        .js("return ['c-events','c-spans','c-compact','c-errors'].map(id => document.getElementById(id).textContent.replace(/,/g, ''))")
+        .await;
+    assert_eq!(
+        counters,
+        json!([
+            totals["events"].to_string(),
+            totals["spans"].to_string(),
+            totals["compactions"].to_string(),
+            totals["errors"].to_string()
+        ])
+    );
+    // Badges: what each session went through.
+    let badges = |id: &str| {
+        format!(
+            "return Array.from(document.querySelectorAll('#trace-list li[data-trace-id=\"{id}\"] .badge')).map(e => e.textContent)"
+        )
+    };
+    assert_eq!(
+        b.js(&badges(&demo_id)).await,
+        json!([format!("{compactions} compact")])
+    );
+    assert_eq!(
+        b.js(&badges("py-run")).await,
+        json!([
+            format!("{} err", py_counts["errors"]),
+            format!("{} insufficient", py_counts["insufficient"]),
+            format!("{} fallback", py_counts["fallbacks"])
+        ])
+    );
+    // Nothing comes from anywhere but the server: the page works offline.
+    assert_eq!(
+        b.js("return performance.getEntriesByType('resource').concat(Array.from(document.querySelectorAll('script[src],link[href]')).map(e => ({name: e.src || e.href}))).every(e => new URL(e.name, location.href).origin === location.origin)").await,
+        json!(true)
+    );
     b.screenshot("fleet").await;
+
+    // Search by session id, then filter by what sessions went through.
+    let listed_where = |cond: &str| {
+        format!(
+            "const ids = Array.from(document.querySelectorAll('#trace-list li[data-trace-id]')).map(e => e.dataset.traceId); return {cond};"
+        )
+    };
+    let both = listed_where("ids.length === 2");
+    let search = |q: &str| {
+        format!(
+            "const i = document.getElementById('f-session'); i.value = {q}; i.dispatchEvent(new Event('input')); return true;",
+            q = json!(q)
+        )
+    };
+    b.js(&search("py-")).await;
+    b.wait_for(
+        "the search result",
+        &listed_where("ids.join(' ') === 'py-run'"),
+    )
+    .await;
+    b.js(&search("")).await;
+    b.wait_for("both sessions again", &both).await;
+    for (chip, only) in [
+        ("insufficient", "py-run"),
+        ("errors", "py-run"),
+        ("compactions", demo_id.as_str()),
+    ] {
+        b.click(&format!("#f-has button[data-has=\"{chip}\"]"))
+            .await;
+        b.wait_for(
+            &format!("only {only} with {chip}"),
+            &listed_where(&format!("ids.join(' ') === {}", json!(only))),
+        )
+        .await;
+        if chip == "insufficient" {
+            b.screenshot("fleet-filtered").await;
+        }
+        b.click(&format!("#f-has button[data-has=\"{chip}\"]"))
+            .await;
+        b.wait_for("the filter cleared", &both).await;
+    }
 
     // One session: one point per turn, one row per preflight.
     b.click(&format!("#trace-list li[data-trace-id=\"{demo_id}\"]"))
@@ -349,13 +449,93 @@ async fn an_sre_reads_a_demo_session() {
             == json!(true),
         "the new summary adds lines"
     );
+    // The row says what the API says about that preflight.
+    let turn: u64 = row.as_str().and_then(|t| t.parse().ok()).expect("turn");
+    let api_row = session["preflights"]
+        .as_array()
+        .and_then(|rows| rows.iter().find(|r| r["turn"] == turn))
+        .expect("the row in the API")
+        .clone();
+    let cells = b
+        .js(&format!(
+            "return Array.from(document.querySelectorAll('tr.pf-row[data-turn=\"{turn}\"] td')).map(td => td.textContent)"
+        ))
+        .await;
+    let cells: Vec<String> = serde_json::from_value(cells).expect("cells");
+    let digits = |s: &str| s.chars().filter(char::is_ascii_digit).collect::<String>();
+    assert_eq!(
+        digits(&cells[2]),
+        format!("{}{}", api_row["tokens_before"], api_row["tokens_after"]),
+        "tokens before → after: {cells:?}"
+    );
+    let pct = |v: &Value| format!("{:.1}%", v.as_f64().unwrap_or(f64::NAN) * 100.0);
+    assert_eq!(
+        cells[3],
+        format!(
+            "{} → {}",
+            pct(&api_row["usage_before"]),
+            pct(&api_row["usage_after"])
+        )
+    );
+    assert!(cells[4].contains("over trigger"), "decision: {cells:?}");
+    assert_eq!(
+        b.js(&format!(
+            "return document.querySelectorAll('tr.pf-row[data-turn=\"{turn}\"] td.tiers .tier').length"
+        ))
+        .await,
+        json!(api_row["tiers"].as_array().map_or(0, Vec::len))
+    );
+    assert_eq!(
+        cells[6],
+        format!(
+            "v2 · {} / {}",
+            api_row["summary"]["facts_kept"], api_row["summary"]["facts_dropped"]
+        )
+    );
+    assert_eq!(
+        cells[7],
+        api_row["archival"]["keys"]
+            .as_array()
+            .map_or(0, Vec::len)
+            .to_string()
+    );
     assert!(
-        b.js("return document.querySelector('#inspector ul.archived li') !== null")
-            .await
-            == json!(true),
-        "what was archived is listed"
+        cells[8].ends_with("ms") || cells[8].ends_with(" s"),
+        "took: {cells:?}"
+    );
+    // What was archived, by path.
+    let archived = b
+        .js("return Array.from(document.querySelectorAll('#inspector ul.archived li')).map(li => li.textContent)")
+        .await;
+    assert_eq!(archived, api_row["archival"]["keys"]);
+    assert!(
+        archived.to_string().contains(&demo_id),
+        "archived under the session: {archived}"
     );
     b.screenshot("compaction-diff").await;
+
+    // On a laptop screen every column of the session table is in view, and
+    // the chart is drawn again to the narrower width.
+    b.call(
+        reqwest::Method::POST,
+        "/window/rect",
+        Some(json!({"width": 1366, "height": 800})),
+    )
+    .await;
+    b.wait_for(
+        "the table and the chart to fit 1366 px",
+        "const s = document.querySelector('.table-scroll'); const c = document.getElementById('usage-chart'); \
+         return s && c && window.innerWidth <= 1366 && s.scrollWidth <= s.clientWidth \
+           && c.getBoundingClientRect().right <= c.parentElement.getBoundingClientRect().right;",
+    )
+    .await;
+    b.screenshot("session-1366").await;
+    b.call(
+        reqwest::Method::POST,
+        "/window/rect",
+        Some(json!({"width": 1920, "height": 1080})),
+    )
+    .await;
 
     // Spans still in flight are in progress, not "<1 ms".
     b.go(&format!("{url}/?trace=py-run&view=spans")).await;
@@ -372,6 +552,20 @@ async fn an_sre_reads_a_demo_session() {
         json!(1)
     );
     b.screenshot("spans-in-flight").await;
+
+    // The icon browsers ask for.
+    let icon = client
+        .get(format!("{url}/favicon.ico"))
+        .send()
+        .await
+        .expect("favicon");
+    assert_eq!(icon.status(), 200);
+    assert_eq!(
+        icon.headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok()),
+        Some("image/svg+xml")
+    );
 
     b.quit().await;
     drop(driver);

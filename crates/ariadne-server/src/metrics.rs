@@ -5,7 +5,7 @@ use std::fmt::Write;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::schema::ValidEvent;
 use crate::store::StoreStats;
@@ -53,6 +53,32 @@ impl Histogram {
     }
 }
 
+/// What a `compact.pruned_messages` span adds to the compaction metrics,
+/// read once when it is validated.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Pruned {
+    /// cleared + summarized + dropped.
+    items: f64,
+    before: Option<f64>,
+    after: Option<f64>,
+}
+
+impl Pruned {
+    /// Reads the span's `data`.
+    pub(crate) fn of(data: &Map<String, Value>) -> Pruned {
+        let num = |k: &str| data.get(k).and_then(Value::as_f64);
+        Pruned {
+            items: ["cleared", "summarized", "dropped"]
+                .iter()
+                .filter_map(|k| num(k))
+                .filter(|v| *v >= 0.0 && v.is_finite())
+                .sum(),
+            before: num("tokens_before").filter(|v| v.is_finite()),
+            after: num("tokens_after").filter(|v| v.is_finite()),
+        }
+    }
+}
+
 /// The server's counters.
 #[derive(Debug, Default)]
 pub(crate) struct Metrics {
@@ -82,32 +108,17 @@ impl Metrics {
     /// `compact.pruned_messages` spans: items = cleared + summarized +
     /// dropped; tokens before and after.
     pub(crate) fn observe_events(&self, events: &[ValidEvent]) {
-        for ev in events {
-            if !ev.meta.is_span
-                || ev.object.get("name").and_then(Value::as_str)
-                    != Some(compact_events::names::PRUNED_MESSAGES)
-            {
-                continue;
-            }
-            let Some(Value::Object(data)) = ev.object.get("data") else {
-                continue;
-            };
-            let num = |k: &str| data.get(k).and_then(Value::as_f64);
-            let items: f64 = ["cleared", "summarized", "dropped"]
-                .iter()
-                .filter_map(|k| num(k))
-                .filter(|v| *v >= 0.0 && v.is_finite())
-                .sum();
+        for p in events.iter().filter_map(|ev| ev.pruned) {
             self.compaction_items
-                .fetch_add(items as u64, Ordering::Relaxed);
+                .fetch_add(p.items as u64, Ordering::Relaxed);
             let mut h = self
                 .tokens
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if let Some(b) = num("tokens_before").filter(|v| v.is_finite()) {
+            if let Some(b) = p.before {
                 h[0].observe(b);
             }
-            if let Some(a) = num("tokens_after").filter(|v| v.is_finite()) {
+            if let Some(a) = p.after {
                 h[1].observe(a);
             }
         }

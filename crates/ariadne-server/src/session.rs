@@ -478,7 +478,7 @@ mod tests {
             .enumerate()
             .map(|(i, v)| {
                 let e = parse_event(v, &[]).expect("valid");
-                Arc::new(StoredEvent::new(i as u64 + 1, 0, e.meta, &e.json))
+                Arc::new(StoredEvent::new(i as u64 + 1, 0, e.meta, e.json))
             })
             .collect()
     }

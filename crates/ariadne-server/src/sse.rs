@@ -183,7 +183,7 @@ impl Subscriber {
     fn take(&mut self, ev: &StoredEvent, out: &mut String) {
         if ev.seq > self.last_sent && self.filter.matches(ev) {
             self.last_sent = ev.seq;
-            out.push_str(ev.sse_frame());
+            ev.write_sse(out);
         }
     }
 
@@ -204,7 +204,7 @@ impl Subscriber {
                 && let Some(ev) = self.replay.pop_front()
             {
                 self.last_sent = ev.seq;
-                out.push_str(ev.sse_frame());
+                ev.write_sse(&mut out);
             }
             return Some(Bytes::from(out));
         }

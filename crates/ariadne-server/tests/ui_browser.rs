@@ -491,6 +491,8 @@ async fn ui_assets_are_served_with_their_types() {
         ("/", "text/html"),
         ("/ui/app.js", "text/javascript"),
         ("/ui/app.css", "text/css"),
+        ("/favicon.svg", "image/svg+xml"),
+        ("/favicon.ico", "image/svg+xml"),
     ] {
         let resp = raw_get(addr, path).await;
         assert!(resp.starts_with("HTTP/1.1 200"), "{path}: {resp}");

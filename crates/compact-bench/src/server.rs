@@ -59,44 +59,101 @@ impl Default for BenchOptions {
     }
 }
 
-/// Runs every benchmark; failures are reported in the JSON, not raised.
-pub(crate) async fn run(opts: BenchOptions) -> Value {
-    let ingest_report = ingest(&opts)
-        .await
-        .unwrap_or_else(|e| json!({ "error": e }));
-    // The connection counts the comparison with Ariadne's server uses
-    // (docs/performance.md), each on a fresh server.
-    let mut by_connections = Vec::new();
-    for clients in [1, 4, 16] {
-        let one = BenchOptions {
-            ingest_clients: clients,
-            ..opts.clone()
-        };
-        by_connections.push(
-            ingest(&one)
-                .await
-                .unwrap_or_else(|e| json!({ "clients": clients, "error": e })),
-        );
+/// The measurements of the suite, in the order they run.
+const PARTS: [&str; 5] = [
+    "ingest",
+    "ingest_by_connections",
+    "sse_latency",
+    "preflight_visibility",
+    "rss",
+];
+
+/// Which measurements to run: `COMPACT_BENCH_SERVER`, a comma list of
+/// [`PARTS`] (all when unset or empty), so one can be re-run alone.
+fn selected() -> Result<Vec<&'static str>, String> {
+    let asked = std::env::var("COMPACT_BENCH_SERVER").unwrap_or_default();
+    let mut parts = Vec::new();
+    for name in asked.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        match PARTS.iter().find(|p| **p == name) {
+            Some(p) => parts.push(*p),
+            None => {
+                return Err(format!(
+                    "COMPACT_BENCH_SERVER: unknown measurement {name:?} (one of {})",
+                    PARTS.join(", ")
+                ));
+            }
+        }
     }
-    let latency = sse_latency(&opts)
-        .await
-        .unwrap_or_else(|e| json!({ "error": e }));
-    let visibility = preflight_visibility(&opts)
-        .await
-        .unwrap_or_else(|e| json!({ "error": e }));
-    let rss = if opts.rss_events > 0 {
-        rss(&opts).await.unwrap_or_else(|e| json!({ "error": e }))
+    Ok(if parts.is_empty() {
+        PARTS.to_vec()
     } else {
-        Value::Null
+        parts
+    })
+}
+
+/// Runs every benchmark (or those `COMPACT_BENCH_SERVER` names); failures
+/// are reported in the JSON, not raised. Skipped ones are `null`.
+pub(crate) async fn run(opts: BenchOptions) -> Value {
+    let parts = match selected() {
+        Ok(p) => p,
+        Err(e) => return json!({ "error": e }),
     };
-    json!({"ingest": ingest_report, "ingest_by_connections": by_connections, "sse_latency": latency, "preflight_visibility": visibility, "rss": rss})
+    let mut doc = serde_json::Map::new();
+    for part in PARTS {
+        let report = if !parts.contains(&part) {
+            Value::Null
+        } else {
+            match part {
+                "ingest" => ingest(&opts)
+                    .await
+                    .unwrap_or_else(|e| json!({ "error": e })),
+                "ingest_by_connections" => {
+                    // The connection counts the comparison with Ariadne's
+                    // server uses (docs/performance.md), each on a fresh server.
+                    let mut by_connections = Vec::new();
+                    for clients in [1, 4, 16] {
+                        let one = BenchOptions {
+                            ingest_clients: clients,
+                            ..opts.clone()
+                        };
+                        by_connections.push(
+                            ingest(&one)
+                                .await
+                                .unwrap_or_else(|e| json!({ "clients": clients, "error": e })),
+                        );
+                    }
+                    Value::Array(by_connections)
+                }
+                "sse_latency" => sse_latency(&opts)
+                    .await
+                    .unwrap_or_else(|e| json!({ "error": e })),
+                "preflight_visibility" => preflight_visibility(&opts)
+                    .await
+                    .unwrap_or_else(|e| json!({ "error": e })),
+                _ if opts.rss_events > 0 => {
+                    rss(&opts).await.unwrap_or_else(|e| json!({ "error": e }))
+                }
+                _ => Value::Null,
+            }
+        };
+        doc.insert(part.to_owned(), report);
+    }
+    Value::Object(doc)
 }
 
 async fn preflight_visibility(opts: &BenchOptions) -> Result<Value, String> {
     let dir = Scratch::new(opts, "visibility");
-    let server = spawn(config(&dir)).await.map_err(|e| e.to_string())?;
+    // Its own threads, as `compact serve` is its own process (see visibility.rs).
+    let rt = crate::visibility::own_runtime("bench-server", 2)?;
+    let cfg = config(&dir);
+    let server = rt
+        .spawn(async move { spawn(cfg).await })
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
     let report = crate::visibility::run(&server.url()).await;
-    let _ = server.shutdown().await;
+    let _ = rt.spawn(server.shutdown()).await;
+    rt.shutdown_background();
     report
 }
 

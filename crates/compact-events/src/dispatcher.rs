@@ -6,7 +6,10 @@
 //! batches and publishes each batch on a broadcast ring. Every exporter has
 //! its own task reading that ring, so a slow or failing exporter only falls
 //! behind itself: when it lags by more than the ring holds, it loses the
-//! oldest batches (counted as `lagged`), and the others never notice.
+//! oldest batches (counted as `lagged`), and the others never notice. An
+//! exporter that was busy takes every batch that queued meanwhile in one
+//! `export` call (up to the batch size), so a backlog costs one round trip,
+//! not one per batch.
 //!
 //! Events carry sequence numbers assigned under the queue lock, which is
 //! what makes `flush` exact: it waits until every exporter has settled
@@ -794,18 +797,71 @@ async fn lane_loop(
 ) {
     let mut failures = WarnLimiter::default();
     let mut lags = WarnLimiter::default();
+    let batch_size = shared.batch_size;
     loop {
-        let batch = match ring.recv().await {
+        let first = match ring.recv().await {
             Ok(batch) => batch,
             // The gap shows up in the sequence numbers of the next batch.
             Err(broadcast::error::RecvError::Lagged(_)) => continue,
             Err(broadcast::error::RecvError::Closed) => return,
         };
-        let settled = lane.settled.load(Ordering::Acquire);
-        if batch.first_seq <= settled + 1 {
+        // Batches that queued while the last export ran go out together, up
+        // to `batch_size` events: under a backlog each one would otherwise
+        // wait for a whole round trip per batch ahead of it.
+        let mut group = vec![first];
+        let mut events = group[0].events.len();
+        while events < batch_size {
+            match ring.try_recv() {
+                Ok(next) if events + next.events.len() <= batch_size => {
+                    events += next.events.len();
+                    group.push(next);
+                }
+                Ok(next) => {
+                    // Too big to join: it starts the next group.
+                    export_group(
+                        &lane,
+                        &shared,
+                        &group,
+                        export_timeout,
+                        &mut failures,
+                        &mut lags,
+                    )
+                    .await;
+                    group = vec![next];
+                    events = group[0].events.len();
+                }
+                // Empty, lagged (the next `recv` skips ahead) or closed.
+                Err(_) => break,
+            }
+        }
+        export_group(
+            &lane,
+            &shared,
+            &group,
+            export_timeout,
+            &mut failures,
+            &mut lags,
+        )
+        .await;
+    }
+}
+
+// Exports consecutive batches in one call and settles them.
+async fn export_group(
+    lane: &Arc<Lane>,
+    shared: &Shared,
+    group: &[Arc<Batch>],
+    export_timeout: Duration,
+    failures: &mut WarnLimiter,
+    lags: &mut WarnLimiter,
+) {
+    let Some(last) = group.last() else { return };
+    let mut expected = lane.settled.load(Ordering::Acquire) + 1;
+    for batch in group {
+        if batch.first_seq <= expected {
             lags.succeeded();
         } else {
-            let skipped = batch.first_seq - settled - 1;
+            let skipped = batch.first_seq - expected;
             lane.lagged.fetch_add(skipped, Ordering::Relaxed);
             lags.failed(Instant::now(), skipped, |first, batches, events| {
                 if first {
@@ -815,33 +871,47 @@ async fn lane_loop(
                 }
             });
         }
+        expected = batch.last_seq() + 1;
+    }
 
-        let n = batch.events.len() as u64;
-        let exporter = Arc::clone(&lane.exporter);
-        let to_export = Arc::clone(&batch);
-        let mut task = tokio::spawn(async move { exporter.export(&to_export.events).await });
-        match run_bounded(&mut task, export_timeout).await {
-            Ok(()) => {
-                lane.exported.fetch_add(n, Ordering::Relaxed);
-                if let Some((batches, events)) = failures.succeeded() {
-                    tracing::info!(exporter = %lane.name, failed_batches = batches, failed_events = events, "exporter recovered");
-                }
-            }
-            Err(e) => {
-                lane.failures.fetch_add(1, Ordering::Relaxed);
-                lane.failed_events.fetch_add(n, Ordering::Relaxed);
-                failures.failed(Instant::now(), n, |first, batches, events| {
-                    if first {
-                        tracing::warn!(exporter = %lane.name, error = %e, events, "export failed; further failures are summarized every 30s");
-                    } else {
-                        tracing::warn!(exporter = %lane.name, error = %e, failed_batches = batches, failed_events = events, "exports still failing");
-                    }
-                });
+    let exporter = Arc::clone(&lane.exporter);
+    let (n, mut task) = if let [one] = group {
+        let to_export = Arc::clone(one);
+        (
+            one.events.len() as u64,
+            tokio::spawn(async move { exporter.export(&to_export.events).await }),
+        )
+    } else {
+        let merged: Vec<Event> = group
+            .iter()
+            .flat_map(|b| b.events.iter().cloned())
+            .collect();
+        (
+            merged.len() as u64,
+            tokio::spawn(async move { exporter.export(&merged).await }),
+        )
+    };
+    match run_bounded(&mut task, export_timeout).await {
+        Ok(()) => {
+            lane.exported.fetch_add(n, Ordering::Relaxed);
+            if let Some((batches, events)) = failures.succeeded() {
+                tracing::info!(exporter = %lane.name, failed_batches = batches, failed_events = events, "exporter recovered");
             }
         }
-        lane.settled.store(batch.last_seq(), Ordering::Release);
-        shared.progress.notify_one();
+        Err(e) => {
+            lane.failures.fetch_add(1, Ordering::Relaxed);
+            lane.failed_events.fetch_add(n, Ordering::Relaxed);
+            failures.failed(Instant::now(), n, |first, batches, events| {
+                if first {
+                    tracing::warn!(exporter = %lane.name, error = %e, events, "export failed; further failures are summarized every 30s");
+                } else {
+                    tracing::warn!(exporter = %lane.name, error = %e, failed_batches = batches, failed_events = events, "exports still failing");
+                }
+            });
+        }
     }
+    lane.settled.store(last.last_seq(), Ordering::Release);
+    shared.progress.notify_one();
 }
 
 // Turns a stream of failures into one warning at the start of a bad spell

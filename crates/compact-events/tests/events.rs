@@ -520,6 +520,71 @@ fn emit_all_now_publishes_a_complete_group_without_waiting_for_the_interval() {
     assert_eq!(order, (0..9).collect::<Vec<u64>>());
 }
 
+/// Holds every export until the gate opens; records each call's events.
+#[derive(Debug)]
+struct GatedCalls {
+    open: tokio::sync::watch::Sender<bool>,
+    started: AtomicUsize,
+    calls: Mutex<Vec<Vec<u64>>>,
+}
+
+impl Exporter for GatedCalls {
+    fn name(&self) -> &str {
+        "gated-calls"
+    }
+    fn export<'a>(&'a self, batch: &'a [Event]) -> BoxFuture<'a, Result<(), ExportError>> {
+        Box::pin(async move {
+            self.started.fetch_add(1, Ordering::SeqCst);
+            let mut rx = self.open.subscribe();
+            let _ = rx.wait_for(|open| *open).await;
+            let mut calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
+            calls.push(batch.iter().map(index_of).collect());
+            Ok(())
+        })
+    }
+}
+
+#[test]
+fn batches_that_queue_behind_a_busy_export_go_out_in_one_call() {
+    let gated = Arc::new(GatedCalls {
+        open: tokio::sync::watch::channel(false).0,
+        started: AtomicUsize::new(0),
+        calls: Mutex::new(Vec::new()),
+    });
+    // A second, quick exporter shows when each group has been published.
+    let collect = Arc::new(CollectingExporter::new());
+    let dispatcher = Dispatcher::new(
+        vec![gated.clone(), collect.clone()],
+        opts(64, 8, Duration::from_secs(3600)),
+    );
+    dispatcher.emit_all_now([numbered(0)]);
+    assert!(wait_until(HANG_GUARD, || gated
+        .started
+        .load(Ordering::SeqCst)
+        == 1));
+    // Five complete groups, each published as its own batch while the
+    // first export is held.
+    for i in 1..6 {
+        dispatcher.emit_all_now([numbered(i)]);
+        assert!(wait_until(HANG_GUARD, || collect.len() == i + 1));
+    }
+    // Three more than one call may carry (8 events) follow in another.
+    for i in 6..12 {
+        dispatcher.emit_all_now([numbered(i)]);
+        assert!(wait_until(HANG_GUARD, || collect.len() == i + 1));
+    }
+    gated.open.send_replace(true);
+    assert!(dispatcher.flush(Duration::from_secs(10)));
+    let calls = gated.calls.lock().unwrap().clone();
+    assert_eq!(
+        calls,
+        vec![vec![0], (1..9).collect::<Vec<u64>>(), (9..12).collect()]
+    );
+    let stats = dispatcher.stats();
+    assert_eq!(stats.exporters[0].exported, 12);
+    assert_eq!(stats.exporters[0].lagged, 0);
+}
+
 #[test]
 fn flush_reports_false_when_an_exporter_is_still_busy() {
     let gated = Arc::new(Gated::new());

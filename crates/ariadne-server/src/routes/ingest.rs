@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::reply;
 use crate::app::AppState;
 use crate::body::{BodyError, read_limited};
-use crate::schema::{self, Issue, ValidEvent};
+use crate::schema::{self, Issue, Refusal, ValidEvent};
 
 /// Metric labels.
 const INGEST: &str = "/ingest";
@@ -36,6 +36,30 @@ fn too_large(e: &BodyError) -> Response {
     reply(status, json!({"error": error, "message": e.message()}))
 }
 
+/// Reads a body under `limit`; a refusal is already a response.
+async fn read_body(
+    state: &AppState,
+    endpoint: &'static str,
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+) -> Result<Vec<u8>, Response> {
+    read_limited(headers, body, limit).await.map_err(|e| {
+        let resp = too_large(&e);
+        state
+            .metrics()
+            .ingest(endpoint, resp.status().as_u16(), 0, 0);
+        resp
+    })
+}
+
+fn invalid_json(message: String) -> Response {
+    reply(
+        StatusCode::BAD_REQUEST,
+        json!({"error":"Invalid JSON","message": message}),
+    )
+}
+
 /// Reads and parses a JSON body; a refusal is already a response.
 async fn json_body(
     state: &AppState,
@@ -44,24 +68,12 @@ async fn json_body(
     body: Body,
     limit: usize,
 ) -> Result<(Value, usize), Response> {
-    let bytes = match read_limited(headers, body, limit).await {
-        Ok(b) => b,
-        Err(e) => {
-            let resp = too_large(&e);
-            state
-                .metrics()
-                .ingest(endpoint, resp.status().as_u16(), 0, 0);
-            return Err(resp);
-        }
-    };
+    let bytes = read_body(state, endpoint, headers, body, limit).await?;
     match serde_json::from_slice::<Value>(&bytes) {
         Ok(v) => Ok((v, bytes.len())),
         Err(e) => {
             state.metrics().ingest(endpoint, 400, 0, bytes.len());
-            Err(reply(
-                StatusCode::BAD_REQUEST,
-                json!({"error":"Invalid JSON","message": e.to_string()}),
-            ))
+            Err(invalid_json(e.to_string()))
         }
     }
 }
@@ -101,23 +113,27 @@ pub(crate) async fn ingest(
     body: Body,
 ) -> Response {
     let limit = state.config().limits.ingest_body_bytes;
-    let (value, bytes) = match json_body(&state, INGEST, &headers, body, limit).await {
-        Ok(v) => v,
+    let bytes = match read_body(&state, INGEST, &headers, body, limit).await {
+        Ok(b) => b,
         Err(resp) => return resp,
     };
-    match schema::parse_payload(value) {
+    match schema::parse_body(&bytes) {
         Ok(events) => {
             commit(
                 &state,
                 INGEST,
                 events,
-                bytes,
+                bytes.len(),
                 |n| json!({"success":true,"count":n}),
             )
             .await
         }
-        Err(issues) => {
-            state.metrics().ingest(INGEST, 400, 0, bytes);
+        Err(Refusal::Json(message)) => {
+            state.metrics().ingest(INGEST, 400, 0, bytes.len());
+            invalid_json(message)
+        }
+        Err(Refusal::Invalid(issues)) => {
+            state.metrics().ingest(INGEST, 400, 0, bytes.len());
             validation_failed(&issues)
         }
     }

@@ -27,17 +27,25 @@ pub(crate) struct Marks {
 impl Marks {
     /// Classifies a validated event (its canonical object).
     pub(crate) fn of(object: &Map<String, Value>) -> Marks {
-        let mut m = Marks::default();
         if object.get("type").and_then(Value::as_str) != Some("span") {
-            return m;
+            return Marks::default();
         }
-        m.bits |= SPAN;
-        if object.get("status").and_then(Value::as_str) == Some("error") {
-            m.bits |= ERROR;
-        }
-        let data = object.get("data").and_then(Value::as_object);
+        Marks::of_span(
+            object.get("status").and_then(Value::as_str) == Some("error"),
+            object.get("name").and_then(Value::as_str),
+            object.get("data").and_then(Value::as_object),
+        )
+    }
+
+    /// Classifies a span from its status, name and `data`.
+    pub(crate) fn of_span(
+        error: bool,
+        name: Option<&str>,
+        data: Option<&Map<String, Value>>,
+    ) -> Marks {
+        let mut m = Marks::span(true, error);
         let field = |k: &str| data.and_then(|d| d.get(k));
-        match object.get("name").and_then(Value::as_str) {
+        match name {
             Some(names::PREFLIGHT) => {
                 m.bits |= PREFLIGHT;
                 let failed = field("error").is_some_and(|e| !e.is_null());

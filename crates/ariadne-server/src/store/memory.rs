@@ -15,8 +15,8 @@ use super::marks::{Counts, Marks};
 pub(crate) struct EventMeta {
     /// A span (`true`) or a trace.
     pub is_span: bool,
-    /// The trace it belongs to.
-    pub trace_id: Box<str>,
+    /// The trace it belongs to (shared with the index's keys).
+    pub trace_id: Arc<str>,
     /// The span's kind.
     pub kind: Option<Box<str>>,
     /// `started_at` in epoch ms.
@@ -36,8 +36,8 @@ pub(crate) struct StoredEvent {
     pub received_ms: i64,
     /// A span (`true`) or a trace.
     pub is_span: bool,
-    /// The trace it belongs to.
-    pub trace_id: Box<str>,
+    /// The trace it belongs to (shared with the index's keys).
+    pub trace_id: Arc<str>,
     /// The span's kind.
     pub kind: Option<Box<str>>,
     /// `started_at` in epoch ms.
@@ -46,17 +46,15 @@ pub(crate) struct StoredEvent {
     pub ended_ms: Option<i64>,
     /// What it adds to its trace's counters.
     pub marks: Marks,
-    /// The SSE frame `id: {seq}\ndata: {json}\n\n`, built once and sent to
-    /// every subscriber as is; the JSON is a slice of it.
-    frame: Box<str>,
-    json_at: usize,
+    /// The event's JSON, one line. Moved in from validation, not copied:
+    /// the writer thread only numbers events, and each SSE stream writes
+    /// its own frame around it anyway.
+    json: Box<str>,
 }
 
 impl StoredEvent {
     /// An event numbered `seq` whose JSON (one line, as serde_json writes it) is `json`.
-    pub(crate) fn new(seq: u64, received_ms: i64, meta: EventMeta, json: &str) -> Self {
-        let frame = format!("id: {seq}\ndata: {json}\n\n").into_boxed_str();
-        let json_at = frame.len() - 2 - json.len();
+    pub(crate) fn new(seq: u64, received_ms: i64, meta: EventMeta, json: Box<str>) -> Self {
         StoredEvent {
             seq,
             received_ms,
@@ -66,19 +64,22 @@ impl StoredEvent {
             started_ms: meta.started_ms,
             ended_ms: meta.ended_ms,
             marks: meta.marks,
-            frame,
-            json_at,
+            json,
         }
     }
 
     /// The event's JSON, exactly as ingested after validation.
     pub(crate) fn json(&self) -> &str {
-        &self.frame[self.json_at..self.frame.len() - 2]
+        &self.json
     }
 
-    /// The event as one SSE message.
-    pub(crate) fn sse_frame(&self) -> &str {
-        &self.frame
+    /// Appends the event as one SSE message: `id: {seq}\ndata: {json}\n\n`.
+    pub(crate) fn write_sse(&self, out: &mut String) {
+        use std::fmt::Write;
+        // Writing to a String cannot fail.
+        let _ = write!(out, "id: {}\ndata: ", self.seq);
+        out.push_str(&self.json);
+        out.push_str("\n\n");
     }
 }
 
@@ -148,9 +149,9 @@ struct TraceEntry {
 #[derive(Debug, Default)]
 pub(crate) struct Memory {
     events: VecDeque<Arc<StoredEvent>>,
-    traces: HashMap<Box<str>, TraceEntry>,
+    traces: HashMap<Arc<str>, TraceEntry>,
     /// Traces by their latest event, for newest-first listing.
-    by_activity: BTreeMap<u64, Box<str>>,
+    by_activity: BTreeMap<u64, Arc<str>>,
     json_bytes: usize,
     totals: Counts,
 }
@@ -292,7 +293,7 @@ impl Memory {
         }
         self.totals.add(ev.marks);
         self.by_activity.insert(ev.seq, ev.trace_id.clone());
-        self.json_bytes += ev.frame.len();
+        self.json_bytes += ev.json.len();
         self.events.push_back(ev);
     }
 
@@ -306,7 +307,7 @@ impl Memory {
             let Some(ev) = self.events.pop_front() else {
                 break;
             };
-            self.json_bytes -= ev.frame.len();
+            self.json_bytes -= ev.json.len();
             self.totals.remove(ev.marks);
             if let Some(entry) = self.traces.get_mut(&ev.trace_id) {
                 entry.seqs.pop_front();
@@ -426,7 +427,7 @@ mod tests {
                 trace_id: trace.into(),
                 ..EventMeta::default()
             },
-            &format!("{{\"seq\":{seq}}}"),
+            format!("{{\"seq\":{seq}}}").into(),
         ))
     }
 

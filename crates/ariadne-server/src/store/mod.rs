@@ -243,7 +243,7 @@ fn stored_from_record(r: log::Record) -> Option<StoredEvent> {
         ended_ms: meta.ended_at.as_deref().and_then(parse_rfc3339_millis),
         marks,
     };
-    Some(StoredEvent::new(r.seq, r.received_ms, meta, &r.json))
+    Some(StoredEvent::new(r.seq, r.received_ms, meta, r.json.into()))
 }
 
 /// Every request waiting now, after `first`, up to [`MAX_GROUP_EVENTS`].
@@ -449,7 +449,7 @@ impl Writer {
                     seq,
                     w.received_ms,
                     ev.meta,
-                    &ev.json,
+                    ev.json,
                 )));
                 seq += 1;
             }

@@ -809,7 +809,22 @@
     const t0 = rows.length ? ms(rows[0].started_at) : NaN;
     const table = el('table', 'grid pf-table');
     const head = el('tr');
-    for (const h of ['turn', 'at', 'tokens before → after', 'of window', 'decision', 'tiers', 'summary · facts kept/dropped', 'files', 'took']) head.appendChild(el('th', null, h));
+    const heads = [
+      ['turn', 'the preflight before model call N'],
+      ['at', 'since the first preflight'],
+      ['tokens', 'before → after compaction (exact count)'],
+      ['of window', 'share of the context window, before → after'],
+      ['decision', 'why it compacted, or did not'],
+      ['tiers', 'cap tool outputs, clear old tool I/O, reduce kept turns, summarize'],
+      ['summary · facts', 'summary version written · facts kept / dropped'],
+      ['files', 'archive objects written (before anything left the context)'],
+      ['took', 'preflight duration'],
+    ];
+    for (const [h, title] of heads) {
+      const th = el('th', null, h);
+      th.title = title;
+      head.appendChild(th);
+    }
     table.appendChild(el('thead')).appendChild(head);
     const body = el('tbody');
     for (const r of rows) {
@@ -848,8 +863,12 @@
       const sum = el('td', 'summary-cell');
       if (r.summary) {
         sum.appendChild(el('b', 'version', 'v' + (r.summary.version !== null ? r.summary.version : '?')));
-        const facts = factsText(r.summary);
-        if (facts) sum.appendChild(el('span', 'muted small', ' · ' + facts));
+        const s = r.summary;
+        if (s.facts_kept !== null && s.facts_kept !== undefined) {
+          const facts = el('span', 'muted small facts', ' · ' + s.facts_kept + ' / ' + (s.facts_dropped !== null && s.facts_dropped !== undefined ? s.facts_dropped : '?'));
+          facts.title = factsText(s) + ' facts';
+          sum.appendChild(facts);
+        }
       }
       tr.appendChild(sum);
       const arch = el('td', 'num' + (r.archival && r.archival.spooled.length ? ' err-num' : ''), r.archival ? r.archival.keys.length + (r.archival.spooled.length ? ' + spool' : '') : '');
@@ -1376,6 +1395,9 @@
   document.addEventListener('keydown', (e) => {
     if (e.key === 'Escape') { state.selectedSpan = null; state.selectedTurn = null; syncUrl(); render(); }
   });
+  // The chart is drawn to the width it has: draw it again when that changes.
+  let resizeTimer = null;
+  window.addEventListener('resize', () => { clearTimeout(resizeTimer); resizeTimer = setTimeout(render, 100); });
   // Relative times ("12 s ago") and in-progress durations move on their own.
   setInterval(() => { if (!pending) render(); }, 5000);
 

@@ -12,12 +12,20 @@
 //! offset (any RFC 3339). The older span shape of docs/design.md §7
 //! (`timestamp`, `duration_ms`, `properties`, `payload`) is mapped onto the
 //! Ariadne fields.
+//!
+//! [`parse_body`] is the entry point for raw `/ingest` bodies: ordinary spans
+//! take the [`fast`] path, straight from the request bytes; everything else
+//! (and every refusal) is worded by the general path here.
+
+mod copy;
+mod fast;
 
 use compact_events::truncate::{truncate_map, truncate_string};
 use compact_events::{format_rfc3339_millis, parse_rfc3339_millis};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::metrics::Pruned;
 use crate::store::{EventMeta, Marks};
 
 // The truncation rule, shared with the exporters (`compact_events::truncate`).
@@ -38,10 +46,28 @@ pub(crate) struct Issue {
 pub(crate) struct ValidEvent {
     /// What the index keeps of it.
     pub meta: EventMeta,
-    /// The event as stored and streamed (known fields only).
-    pub json: String,
-    /// The canonical object itself (the metrics read `data`).
-    pub object: Map<String, Value>,
+    /// The event as stored and streamed (known fields only), one line.
+    pub json: Box<str>,
+    /// What a `compact.pruned_messages` span adds to the metrics.
+    pub pruned: Option<Pruned>,
+}
+
+/// Why an `/ingest` body was refused.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Refusal {
+    /// Not JSON; serde_json's message.
+    Json(String),
+    /// JSON, but not valid events.
+    Invalid(Vec<Issue>),
+}
+
+/// Validates a raw `/ingest` body: one event or `{"batch":[...]}`.
+pub(crate) fn parse_body(bytes: &[u8]) -> Result<Vec<ValidEvent>, Refusal> {
+    if let Some(events) = fast::parse_body(bytes) {
+        return Ok(events);
+    }
+    let value = serde_json::from_slice::<Value>(bytes).map_err(|e| Refusal::Json(e.to_string()))?;
+    parse_payload(value).map_err(Refusal::Invalid)
 }
 
 /// Validates an `/ingest` body: one event or `{"batch":[...]}`.
@@ -192,6 +218,15 @@ pub(crate) fn parse_event(value: Value, prefix: &[Value]) -> Result<ValidEvent, 
     if !issues.is_empty() {
         return Err(issues);
     }
+    let marks = Marks::of(&out);
+    let pruned = match (out.get("name"), out.get("data")) {
+        (Some(Value::String(name)), Some(Value::Object(data)))
+            if is_span && name == compact_events::names::PRUNED_MESSAGES =>
+        {
+            Some(Pruned::of(data))
+        }
+        _ => None,
+    };
     let meta = EventMeta {
         is_span,
         trace_id: out
@@ -202,20 +237,12 @@ pub(crate) fn parse_event(value: Value, prefix: &[Value]) -> Result<ValidEvent, 
         kind: out.get("kind").and_then(Value::as_str).map(Into::into),
         started_ms,
         ended_ms,
-        marks: Marks::of(&out),
-    };
-    let json = Value::Object(out);
-    let text = json.to_string();
-    let Value::Object(object) = json else {
-        return Err(vec![issue(
-            prefix.to_vec(),
-            "internal: not an object".into(),
-        )]);
+        marks,
     };
     Ok(ValidEvent {
         meta,
-        json: text,
-        object,
+        json: Value::Object(out).to_string().into_boxed_str(),
+        pruned,
     })
 }
 
@@ -337,7 +364,7 @@ mod tests {
         let e = one(json!({"type":"span","trace_id":"t","span_id":"s","extra":1,"status":"ok"}))
             .unwrap();
         assert_eq!(
-            e.json,
+            &*e.json,
             r#"{"type":"span","trace_id":"t","span_id":"s","status":"ok"}"#
         );
     }
@@ -370,9 +397,10 @@ mod tests {
         let e = one(json!({"type":"span","trace_id":"t","span_id":"s",
             "name": "n".repeat(2000), "data":{"a":{"b":[long]}}}))
         .unwrap();
-        let name = e.object["name"].as_str().unwrap();
+        let e: Value = serde_json::from_str(&e.json).unwrap();
+        let name = e["name"].as_str().unwrap();
         assert_eq!(name.chars().count(), MAX_NAME_CHARS + TRUNCATION_MARK.len());
-        let s = e.object["data"]["a"]["b"][0].as_str().unwrap();
+        let s = e["data"]["a"]["b"][0].as_str().unwrap();
         assert!(s.ends_with(TRUNCATION_MARK));
         assert_eq!(
             s.chars().count(),
@@ -386,10 +414,11 @@ mod tests {
             "name":"compact.trigger_decision","timestamp":"2025-10-19T12:34:56Z",
             "duration_ms":42,"properties":{"triggered":true},"payload":"{\"x\":1}"}))
         .unwrap();
-        assert_eq!(e.object["started_at"], "2025-10-19T12:34:56Z");
-        assert_eq!(e.object["ended_at"], "2025-10-19T12:34:56.042Z");
-        assert_eq!(e.object["data"]["triggered"], true);
-        assert_eq!(e.object["data"]["payload"], "{\"x\":1}");
+        let e: Value = serde_json::from_str(&e.json).unwrap();
+        assert_eq!(e["started_at"], "2025-10-19T12:34:56Z");
+        assert_eq!(e["ended_at"], "2025-10-19T12:34:56.042Z");
+        assert_eq!(e["data"]["triggered"], true);
+        assert_eq!(e["data"]["payload"], "{\"x\":1}");
     }
 
     #[test]
