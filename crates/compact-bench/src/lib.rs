@@ -19,6 +19,7 @@ pub mod corpus;
 mod harness;
 mod preflight;
 pub mod probe;
+mod reference;
 pub mod retention;
 mod rng;
 mod server;

@@ -5,7 +5,9 @@
 //! - `ingest`: durable throughput, batches of 100 events, several
 //!   concurrent clients (target ≥ 20 000 events/s).
 //! - `ingest_by_connections`: the same at 1, 4 and 16 clients, each on a
-//!   fresh server.
+//!   fresh server; with `COMPACT_BENCH_REFERENCE` set, a reference server
+//!   (Ariadne's own) is measured by the same client right after ours at
+//!   each count, and the ratio is reported.
 //! - `sse_latency`: ingest → SSE delivery p50/p99 with 20 subscribers at
 //!   5 000 events/s (target p99 < 50 ms).
 //! - `preflight_visibility`: preflight end → its span seen by an `/events`
@@ -110,17 +112,20 @@ pub(crate) async fn run(opts: BenchOptions) -> Value {
                 "ingest_by_connections" => {
                     // The connection counts the comparison with Ariadne's
                     // server uses (docs/performance.md), each on a fresh server.
+                    let reference = crate::reference::from_env();
                     let mut by_connections = Vec::new();
                     for clients in [1, 4, 16] {
                         let one = BenchOptions {
                             ingest_clients: clients,
                             ..opts.clone()
                         };
-                        by_connections.push(
-                            ingest(&one)
-                                .await
-                                .unwrap_or_else(|e| json!({ "clients": clients, "error": e })),
-                        );
+                        let mut ours = ingest(&one)
+                            .await
+                            .unwrap_or_else(|e| json!({ "clients": clients, "error": e }));
+                        if let Some(cmd) = &reference {
+                            crate::reference::compare(&mut ours, cmd, &one).await;
+                        }
+                        by_connections.push(ours);
                     }
                     Value::Array(by_connections)
                 }
@@ -223,7 +228,31 @@ async fn post(client: &reqwest::Client, url: &str, body: String) -> Result<(), S
 async fn ingest(opts: &BenchOptions) -> Result<Value, String> {
     let dir = Scratch::new(opts, "ingest");
     let server = spawn(config(&dir)).await.map_err(|e| e.to_string())?;
-    let url = format!("{}/ingest", server.url());
+    let (events, secs) = drive_ingest(&server.url(), opts).await?;
+    let body = reqwest::get(format!("{}/metrics", server.url()))
+        .await
+        .map_err(|e| e.to_string())?
+        .text()
+        .await
+        .map_err(|e| e.to_string())?;
+    let commits = metric(&body, "ariadne_store_commits_total");
+    let _ = server.shutdown().await;
+    Ok(json!({
+        "events": events,
+        "seconds": secs,
+        "events_per_sec": events as f64 / secs,
+        "batch": opts.batch,
+        "clients": opts.ingest_clients,
+        "fsyncs": commits,
+        "target_events_per_sec": 20_000,
+    }))
+}
+
+/// Posts batches of `opts.batch` events to `{base}/ingest` from
+/// `opts.ingest_clients` keep-alive clients for `opts.ingest_secs`; returns
+/// the events acknowledged (2xx) and the seconds it took.
+pub(crate) async fn drive_ingest(base: &str, opts: &BenchOptions) -> Result<(u64, f64), String> {
+    let url = format!("{base}/ingest");
     let deadline = Instant::now() + Duration::from_secs_f64(opts.ingest_secs);
     let acked = Arc::new(AtomicU64::new(0));
     let start = Instant::now();
@@ -249,25 +278,7 @@ async fn ingest(opts: &BenchOptions) -> Result<Value, String> {
     for t in tasks {
         t.await.map_err(|e| e.to_string())??;
     }
-    let secs = start.elapsed().as_secs_f64();
-    let events = acked.load(Ordering::Relaxed);
-    let body = reqwest::get(format!("{}/metrics", server.url()))
-        .await
-        .map_err(|e| e.to_string())?
-        .text()
-        .await
-        .map_err(|e| e.to_string())?;
-    let commits = metric(&body, "ariadne_store_commits_total");
-    let _ = server.shutdown().await;
-    Ok(json!({
-        "events": events,
-        "seconds": secs,
-        "events_per_sec": events as f64 / secs,
-        "batch": opts.batch,
-        "clients": opts.ingest_clients,
-        "fsyncs": commits,
-        "target_events_per_sec": 20_000,
-    }))
+    Ok((acked.load(Ordering::Relaxed), start.elapsed().as_secs_f64()))
 }
 
 fn metric(body: &str, name: &str) -> Option<f64> {
