@@ -172,7 +172,7 @@ h.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
         let _ = std::fs::remove_dir_all(&dir);
         let theirs = &ours["reference"];
         let events = theirs["events"].as_u64().unwrap_or_default();
-        assert!(events > 0 && events % 10 == 0, "{ours}");
+        assert!(events > 0 && events.is_multiple_of(10), "{ours}");
         let rate = theirs["events_per_sec"].as_f64().unwrap_or_default();
         let ratio = ours["ratio"].as_f64().unwrap_or_default();
         assert!((ratio - 1000.0 / rate).abs() < 1e-9, "{ours}");
