@@ -845,6 +845,8 @@ fn unrelated_compact_variables_are_ignored_and_listed() {
         None,
         &env(&[
             ("COMPACT_LOG", "debug"),
+            ("COMPACT_TAIL_URL", "http://127.0.0.1:5175"),
+            ("COMPACT_BENCH_POSTGRES_URL", "postgres://localhost/bench"),
             ("COMPACT_TRIGER_PCT", "0.9"),
             ("COMPACT_SERVER_TOKEN", "x"),
             ("PATH", "/bin"),

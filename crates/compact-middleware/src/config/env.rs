@@ -144,8 +144,17 @@ pub(super) const LEAVES: &[Leaf] = &[
 ];
 
 /// Variables with the `COMPACT_` prefix that belong to other parts of the
-/// product and are therefore not reported as unrecognised.
-const RESERVED: &[&str] = &["COMPACT_LOG"];
+/// product (logging, `compact tail`, the benchmarks, the test harness) and
+/// are therefore not reported as unrecognised.
+const RESERVED: &[&str] = &[
+    "COMPACT_LOG",
+    "COMPACT_TAIL_URL",
+    "COMPACT_BIN",
+    "COMPACT_BENCH_SERVER",
+    "COMPACT_BENCH_REFERENCE",
+    "COMPACT_BENCH_POSTGRES_URL",
+    "COMPACT_TEST_POSTGRES_URL",
+];
 
 /// The generic variable name of a leaf: `policy.trigger_pct` → `COMPACT_POLICY_TRIGGER_PCT`.
 pub(super) fn generic_name(path: &str) -> String {

@@ -138,7 +138,8 @@ impl Loaded {
 
     /// `COMPACT_*` variables that matched no key and were ignored (other
     /// tools share the prefix), so `compact config print` can point at typos.
-    /// `COMPACT_LOG` is never listed.
+    /// The product's own other variables (`COMPACT_LOG`, `COMPACT_TAIL_URL`,
+    /// the benchmarks' and the test harness's) are never listed.
     pub fn ignored_env(&self) -> &[String] {
         &self.ignored_env
     }
