@@ -310,14 +310,15 @@ fn kept_ends(a: &str, b: &str) -> (usize, usize) {
     (head, tail)
 }
 
-/// The whole lines of a cut-out middle: the cut fell inside a line at each
-/// end, and half a line is neither the line nor a fact (what is left of it
-/// is still in the kept head or tail).
-fn whole_lines(middle: &str) -> &str {
-    match (middle.find('\n'), middle.rfind('\n')) {
-        (Some(first), Some(last)) if first < last => &middle[first + 1..last],
-        _ => middle,
-    }
+/// The cut-out part of `text` (`start..end`) widened to whole lines: a cut
+/// falls inside a line at each end, and half a line is neither the line nor
+/// a fact. The two lines the cut runs through are read whole here, once;
+/// later reads of the capped output skip their halves beside the mark
+/// (`summarize/facts/tool.rs`).
+fn widen_to_lines(text: &str, start: usize, end: usize) -> &str {
+    let from = text[..start].rfind('\n').map_or(0, |i| i + 1);
+    let to = text[end..].find('\n').map_or(text.len(), |i| end + i);
+    &text[from..to]
 }
 
 impl<'a> Work<'a> {
@@ -528,7 +529,7 @@ impl<'a> Work<'a> {
                 let before = self.original[i].tool_output()?;
                 let after = self.msgs[i].tool_output()?;
                 let (head, tail) = kept_ends(&before, &after);
-                let middle = whole_lines(&before[head..before.len() - tail]).to_owned();
+                let middle = widen_to_lines(&before, head, before.len() - tail).to_owned();
                 Some(self.entry(i, Some(middle)))
             })
             .collect();

@@ -65,6 +65,40 @@ struct Reading<'a> {
     taken: Vec<u64>,
 }
 
+/// The whole objects inside a piece of a JSON document: what a cap cut out
+/// of the middle of a one-line JSON array (`…"line":217},{"path":…},{…`) is
+/// no document, but the objects it holds whole are read as if it were, not
+/// as one long line of quotes and braces. `None` when it holds fewer than
+/// two whole objects, or when they cover less than half of it.
+fn json_fragment(text: &str) -> Option<Value> {
+    if !text.contains("{\"") {
+        return None;
+    }
+    let bytes = text.as_bytes();
+    let mut objects = Vec::new();
+    let (mut at, mut covered) = (0, 0);
+    while let Some(found) = text[at..].find('{') {
+        let start = at + found;
+        // An object of the array starts after `,` or `[` (or the cut).
+        let before = text[..start].trim_end().as_bytes().last().copied();
+        if !matches!(before, None | Some(b',' | b'[')) {
+            at = start + 1;
+            continue;
+        }
+        let mut stream = serde_json::Deserializer::from_slice(&bytes[start..]).into_iter::<Value>();
+        match stream.next() {
+            Some(Ok(v @ Value::Object(_))) => {
+                let end = start + stream.byte_offset();
+                covered += end - start;
+                objects.push(v);
+                at = end;
+            }
+            _ => at = start + 1,
+        }
+    }
+    (objects.len() >= 2 && covered * 2 >= text.len()).then_some(Value::Array(objects))
+}
+
 /// A tool sentence kept for its cue alone: a decision, or a firm
 /// requirement (`must`, `never`, `do not`, `required`; not a bare `only`
 /// or `always`, not a status word like `pending`).
@@ -203,10 +237,19 @@ impl Ledger {
             cues_left: CUES_PER_OUTPUT,
             taken: Vec::new(),
         };
-        // Every line is tokenized once; the passes below reuse it.
-        let lines: Vec<Line<'_>> = text
-            .lines()
-            .filter_map(|raw| {
+        // Every line is tokenized once; the passes below reuse it. The
+        // halves of the two lines a cap cut through, beside its mark, are
+        // not lines: they were read whole when the cap was made.
+        let raw_lines: Vec<&str> = text.lines().collect();
+        let beside_mark = |i: usize| {
+            (i > 0 && is_our_mark(raw_lines[i - 1]))
+                || raw_lines.get(i + 1).is_some_and(|next| is_our_mark(next))
+        };
+        let lines: Vec<Line<'_>> = raw_lines
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| !beside_mark(i))
+            .filter_map(|(_, raw)| {
                 let text = strip_timestamp(raw.trim());
                 (!text.is_empty()).then(|| Line {
                     raw,
@@ -231,7 +274,8 @@ impl Ledger {
         let trimmed = text.trim();
         let json = (trimmed.starts_with('{') || trimmed.starts_with('['))
             .then(|| serde_json::from_str::<Value>(trimmed).ok())
-            .flatten();
+            .flatten()
+            .or_else(|| json_fragment(trimmed));
         match json {
             Some(doc) => self.read_json(&doc, &mut r),
             None => {
@@ -731,5 +775,65 @@ impl Column {
         let shape_count = self.shapes.get(&shape_key(cell)).copied().unwrap_or(0);
         (rows >= 8 && dominant(mode_value) && self.count(cell) < mode_value)
             || (dominant(mode_shape) && shape_count == 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cut_out_piece_of_a_json_array_is_read_by_its_whole_objects() {
+        let piece = r#"07_sessions.sql","line":217,"text":"lock() // match 0.926"},{"path":"config/prod.yaml","line":220,"text":"lock() // match 70","score":0.147},{"path":"tests/auth_flow.rs","line":223,"text":"lock()","score":0.621},{"pat"#;
+        let Some(Value::Array(objects)) = json_fragment(piece) else {
+            panic!("no objects read from {piece}");
+        };
+        assert_eq!(objects.len(), 2);
+        assert_eq!(objects[0]["path"], "config/prod.yaml");
+        assert_eq!(objects[1]["line"], 223);
+        // Prose with a brace in it is not JSON.
+        assert!(json_fragment(r#"the map {"a": 1} was printed"#).is_none());
+    }
+
+    #[test]
+    fn the_halves_of_lines_beside_a_cut_mark_are_not_read() {
+        let mut ledger = Ledger::default();
+        let capped = "test api::case_170 ... FAILED (546 ms): token expired for tenant-hooli-16\n\
+                      test token::refresh::case_12\n\
+                      \u{27e6}truncated: 900 of 2000 chars removed from tool output for run_tests (call_id=c1); reason=tool_result_budget\u{27e7}\n\
+                      resh::case_281 ... FAILED (665 ms)\n\
+                      test session::case_9 ... FAILED (12 ms): lock poisoned at src/auth/session.rs:212";
+        ledger.extract_tool(capped, "[run_tests] ");
+        let texts: Vec<&str> = ledger.items.iter().map(|i| i.text.as_str()).collect();
+        assert!(
+            texts
+                .iter()
+                .all(|t| !t.contains("resh::case_281") && !t.contains("case_12")),
+            "{texts:?}"
+        );
+        assert!(
+            texts.iter().any(|t| t.contains("session.rs:212")),
+            "{texts:?}"
+        );
+    }
+
+    #[test]
+    fn facts_from_a_cut_json_array_name_fields_not_fragments() {
+        let mut ledger = Ledger::default();
+        let mut piece = String::from(r#"s.sql","line":1},"#);
+        for i in 0..40 {
+            piece.push_str(&format!(
+                r#"{{"path":"src/mod_{i}.rs","line":{i},"text":"lock()","score":0.5}},"#
+            ));
+        }
+        piece.push_str(r#"{"path":"deploy/eu-west-3.tf","line":9,"text":"region = \"eu-west-3\" // forbidden","score":0.99},{"pa"#);
+        ledger.extract_tool(&piece, "search");
+        for it in &ledger.items {
+            assert!(
+                !it.text.contains("\",\""),
+                "a raw fragment became a fact: {}",
+                it.text
+            );
+        }
     }
 }
