@@ -27,7 +27,7 @@
 
 use std::collections::HashSet;
 
-use super::facts::{Item, Kind, Ledger, clip, fact_keys, statement_key};
+use super::facts::{Item, Kind, Ledger, clip, fact_keys};
 use super::forms::{Size, forms};
 use super::render::{parse_previous, render, section_of};
 use super::{
@@ -140,26 +140,6 @@ fn first_goal(items: &[Item]) -> Option<usize> {
         .min_by_key(|&i| items[i].first)
 }
 
-/// Goals (other than the first) that are said in full by a live statement
-/// too: a request that names a ticket is also a fact, and the summary
-/// shows it once, as the fact.
-fn echoed_goals(items: &[Item], first_goal: Option<usize>) -> HashSet<usize> {
-    let stated: HashSet<String> = items
-        .iter()
-        .filter(|it| {
-            it.superseded_by.is_none() && it.kind.is_statement() && !it.kind.is_narrative()
-        })
-        .map(|it| statement_key(&it.text))
-        .collect();
-    (0..items.len())
-        .filter(|&i| {
-            items[i].kind == Kind::Goal
-                && first_goal != Some(i)
-                && stated.contains(&statement_key(&items[i].text))
-        })
-        .collect()
-}
-
 /// Live statements that rank above the bulk (narrative aside): what is
 /// worth a summary of its own.
 pub(crate) fn ranked_facts(ledger: &Ledger) -> usize {
@@ -179,12 +159,10 @@ pub(crate) fn ranked_facts(ledger: &Ledger) -> usize {
 /// included.
 pub(crate) fn min_tokens(ledger: &Ledger, strategy: Strategy, count: &TokenCountFn) -> usize {
     let goal = first_goal(&ledger.items);
-    let echoed = echoed_goals(&ledger.items, goal);
     let mut sections: HashSet<usize> = HashSet::new();
     let mut total = 0;
     for (i, it) in ledger.items.iter().enumerate() {
         if it.superseded_by.is_some()
-            || echoed.contains(&i)
             || !it.kind.is_statement()
             || rank_in(ledger, it, goal == Some(i)) <= BULK
         {
@@ -283,14 +261,13 @@ fn fit(ledger: &Ledger, req: &SummaryRequest) -> Summary {
     let count = |t: &str| (req.count_tokens)(t);
     let budget = req.max_tokens;
     let goal = first_goal(items);
-    let echoed = echoed_goals(items, goal);
 
     // The rows: live items the strategy has a section for, most important
     // first (then most recently mentioned).
     let mut header_cost: Vec<usize> = Vec::new();
     let mut rows: Vec<Row> = Vec::new();
     for (i, it) in items.iter().enumerate() {
-        if it.superseded_by.is_some() || echoed.contains(&i) {
+        if it.superseded_by.is_some() {
             continue;
         }
         let Some((section, header, inline)) = section_of(req.strategy, it.kind) else {

@@ -168,12 +168,6 @@ fn dedupe_key(kind: Kind, text: &str) -> (u8, String) {
     (u8::from(kind.is_narrative()), key)
 }
 
-/// The key a sentence is known by as a statement: a request that was also
-/// recorded as a fact has the same one.
-pub(crate) fn statement_key(text: &str) -> String {
-    dedupe_key(Kind::Fact, text.trim()).1
-}
-
 /// What a later statement says it replaces: `instead of X`, `rather than
 /// X`, `replacing the earlier X`, `switching from X`, `(not X)`. A number
 /// keeps the word after it (`208 connections`).
