@@ -33,6 +33,7 @@ pub mod manager;
 pub mod memory;
 pub mod model;
 pub mod pipeline;
+mod prehashed;
 pub mod redact;
 pub mod state;
 pub mod strategy;

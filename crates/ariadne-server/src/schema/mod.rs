@@ -338,15 +338,7 @@ fn issue(path: Vec<Value>, message: String) -> Issue {
 }
 
 fn expected(want: &str, got: &Value) -> String {
-    let got = match got {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    };
-    format!("Expected {want}, received {got}")
+    format!("Expected {want}, received {}", crate::map::type_name(got))
 }
 
 #[cfg(test)]

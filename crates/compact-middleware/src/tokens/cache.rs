@@ -1,9 +1,10 @@
 //! Content hash of an item and the bounded per-item count cache.
 use super::Encoding;
+use crate::prehashed::Prehashed;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use xxhash_rust::xxh3::Xxh3Default;
@@ -78,27 +79,8 @@ pub struct CacheStats {
     pub len: usize,
 }
 
-/// Keys are already uniform 128-bit hashes: rehashing them with SipHash would only cost time.
-#[derive(Default)]
-struct KeyHasher(u64);
-
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    fn write_u128(&mut self, n: u128) {
-        // Truncation is the point: the low half of an xxh3 hash is already well mixed.
-        self.0 ^= n as u64;
-    }
-}
-
 type Key = (u128, Encoding);
-type Generation = HashMap<Key, usize, BuildHasherDefault<KeyHasher>>;
+type Generation = HashMap<Key, usize, BuildHasherDefault<Prehashed>>;
 
 struct Generations {
     current: Generation,

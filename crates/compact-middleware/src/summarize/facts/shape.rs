@@ -76,28 +76,8 @@ pub(crate) fn shape_key(s: &str) -> u64 {
 }
 
 /// A map keyed by shape keys, which are hashes already: no second hash.
-pub(crate) type KeyMap<V> = HashMap<u64, V, std::hash::BuildHasherDefault<KeyHasher>>;
-
-/// The identity hasher of [`KeyMap`].
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct KeyHasher(u64);
-
-impl std::hash::Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        // Only u64 keys go in; anything else still hashes, slowly.
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-}
+pub(crate) type KeyMap<V> =
+    HashMap<u64, V, std::hash::BuildHasherDefault<crate::prehashed::Prehashed>>;
 
 /// How often each shape was seen in the tool outputs of a session.
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
