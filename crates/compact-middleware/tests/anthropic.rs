@@ -491,21 +491,31 @@ fn the_summary_is_a_user_message_bridged_to_alternate() {
     let out = req.to_value(&o.messages, true);
     let msgs = out["messages"].as_array().unwrap();
     // The provider's compaction message first (the API drops what came before it),
-    // then the summary as a user message (the configured system role does not exist in
-    // Anthropic messages), a bridge, and the kept turn, which opens with a user message.
+    // then the task (the first request after it, kept like a pinned message), a
+    // bridge, the summary as a user message (the configured system role does not
+    // exist in Anthropic messages), a bridge, and the kept turn, which opens with a
+    // user message.
     assert!(o.messages[1].kind().compaction);
     assert_eq!(msgs[0]["role"], "assistant");
+    assert_eq!(msgs[1]["role"], "user");
     assert!(
         msgs[1]["content"]
             .as_str()
             .unwrap()
+            .starts_with("Thanks. Is this a known issue")
+    );
+    assert!(o.messages[3].is_bridge());
+    assert!(
+        msgs[3]["content"]
+            .as_str()
+            .unwrap()
             .starts_with("COMPACT-SUMMARY v1")
     );
-    assert_eq!(msgs[1]["role"], "user");
-    assert!(o.messages[3].is_bridge());
-    assert_eq!(msgs[2]["role"], "assistant");
     assert_eq!(msgs[3]["role"], "user");
-    assert_eq!(msgs.len(), 4);
+    assert!(o.messages[5].is_bridge());
+    assert_eq!(msgs[4]["role"], "assistant");
+    assert_eq!(msgs[5]["role"], "user");
+    assert_eq!(msgs.len(), 6);
     check_golden("session.summarize", &out);
 
     // The next call (the agent kept our output and appended) recognises summary and
@@ -522,7 +532,8 @@ fn the_summary_is_a_user_message_bridged_to_alternate() {
         .expect("compacts again");
     assert_eq!(o2.report.summary_version, Some(2));
     check_anthropic(&next, &o2.messages);
-    assert_eq!(o2.messages.iter().filter(|m| m.is_bridge()).count(), 1);
+    // One bridge after the task, one after the summary.
+    assert_eq!(o2.messages.iter().filter(|m| m.is_bridge()).count(), 2);
     assert!(
         !o2.messages
             .iter()

@@ -126,8 +126,15 @@ fn summaries(out: &[Message]) -> Vec<&Message> {
     out.iter().filter(|m| is_summary_shaped(m)).collect()
 }
 
+/// The defaults, without keeping the task: these fixtures pin down each
+/// tier on histories where the first user message is just the oldest turn.
+/// Keeping the task and reducing an agent's rounds have their own fixtures
+/// (`the_task_…`, `an_agent_run_…`).
 fn policy() -> Policy {
-    Policy::default()
+    Policy {
+        keep_task: false,
+        ..Policy::default()
+    }
 }
 
 // ------------------------------------------------------ tier 1: cap_text

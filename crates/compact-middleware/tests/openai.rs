@@ -61,6 +61,7 @@ fn span() -> Vec<SummaryEntry> {
             role: "assistant".into(),
             name: Some("run_tests".into()),
             text: "run_tests({\"filter\":\"client::tests\"})".into(),
+            ..SummaryEntry::default()
         },
         SummaryEntry::tool(
             "run_tests",
@@ -845,6 +846,9 @@ async fn a_model_that_omits_facts_cannot_make_the_summary_forget_them() {
         .build()
         .expect("manager");
     let mut history = vec![Message::system("You are a coding agent.")];
+    // The task stays in the context as it is; the facts come after it.
+    history.push(Message::user("Look into the NET retries."));
+    history.push(Message::assistant("On it."));
     history.push(Message::user(
         "We must never deploy to eu-west-3 before the audit. Port 8443 is reserved for the admin API.",
     ));

@@ -356,6 +356,7 @@ fn every_fact_kind_is_extracted() {
             role: (*role).into(),
             name: name.map(str::to_owned),
             text: (*text).into(),
+            ..SummaryEntry::default()
         };
         for strategy in Strategy::ALL {
             let out = run(&request(None, vec![entry.clone()], strategy, 10_000));
@@ -716,6 +717,7 @@ fn arb_entry() -> impl Gen<Value = SummaryEntry> {
             role: role.into(),
             name,
             text,
+            ..SummaryEntry::default()
         })
 }
 
@@ -857,6 +859,7 @@ fn pathological_inputs() {
             role: String::new(),
             name: Some(String::new()),
             text: String::new(),
+            ..SummaryEntry::default()
         },
         SummaryEntry::tool("", ""),
     ];

@@ -175,6 +175,7 @@ pub fn load(name: &str, jsonl: &str, sidecar: &str) -> Result<Transcript, Fixtur
             probes: f.probes,
             superseded: f.superseded,
             text: f.text,
+            category: None,
         });
     }
     let mut opening = Vec::new();
@@ -194,5 +195,8 @@ pub fn load(name: &str, jsonl: &str, sidecar: &str) -> Result<Transcript, Fixtur
         opening,
         turns: batches,
         facts,
+        probe_match: super::ProbeMatch::Line,
+        // Written while the engine was tuned: never held out.
+        split: super::Split::Tune,
     })
 }

@@ -22,6 +22,7 @@
 mod facts;
 pub mod fixtures;
 mod noise;
+pub mod trajectories;
 mod vocab;
 
 use std::collections::HashSet;
@@ -163,6 +164,46 @@ pub struct Fact {
     /// The planted text, for reports.
     #[serde(default)]
     pub text: String,
+    /// What the fact is about, where the corpus says (the real
+    /// trajectories' probe kinds: `problem`, `file`, `test`, `finding`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+}
+
+/// How a transcript's probes are looked for in a context.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProbeMatch {
+    /// All of a fact's probes on one line, word-bounded, ASCII case
+    /// ignored ([`crate::probe::Haystack::has_on_one_line`]).
+    #[default]
+    Line,
+    /// The fact's first probe is a substring of the context's text, case
+    /// kept (the rule of the real trajectories' README).
+    Substring,
+}
+
+/// Whether a transcript may be tuned on.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Split {
+    /// Used to tune the engine.
+    #[default]
+    Tune,
+    /// Never tuned on: its figures are the ones to quote first.
+    HeldOut,
+}
+
+impl Split {
+    /// The snake_case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Split::Tune => "tune",
+            Split::HeldOut => "held_out",
+        }
+    }
 }
 
 /// How long a generated session is and how big its tool outputs are.
@@ -218,6 +259,10 @@ pub struct Transcript {
     pub turns: Vec<Vec<Message>>,
     /// The facts to look for.
     pub facts: Vec<Fact>,
+    /// How the facts' probes are looked for.
+    pub probe_match: ProbeMatch,
+    /// Tuned on, or held out.
+    pub split: Split,
 }
 
 impl Transcript {
@@ -248,6 +293,13 @@ impl Session {
                 .map(|t| decode(t))
                 .collect::<Result<_, _>>()?,
             facts: self.facts.clone(),
+            probe_match: ProbeMatch::Line,
+            // Seeds 1-2 are the ones the engine was tuned on.
+            split: if self.seed <= 2 {
+                Split::Tune
+            } else {
+                Split::HeldOut
+            },
         })
     }
 
@@ -463,6 +515,7 @@ impl Gen {
             probes: st.probes.clone(),
             superseded: st.superseded.clone(),
             text,
+            category: None,
         });
         index
     }

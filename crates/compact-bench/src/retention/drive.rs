@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use compact_middleware::{CompactError, CompactManager, Message, PreflightRequest};
 use serde::Serialize;
 
-use crate::corpus::Transcript;
+use crate::corpus::{ProbeMatch, Transcript};
 use crate::probe::{Haystack, flatten};
 
 /// The header every summary message starts with (`COMPACT-SUMMARY vN`):
@@ -77,11 +77,17 @@ pub struct RunOutcome {
 /// Which facts `context` retains: all probes on one line of its flattened
 /// text. Returns (retained, stale) per fact.
 pub fn check(context: &[Message], t: &Transcript) -> (Vec<bool>, Vec<bool>) {
-    let hay = Haystack::new(&flatten(context));
+    let text = flatten(context);
+    let hay = Haystack::new(&text);
     t.facts
         .iter()
         .map(|f| {
-            let kept = hay.has_on_one_line(&f.probes);
+            let kept = match t.probe_match {
+                ProbeMatch::Line => hay.has_on_one_line(&f.probes),
+                ProbeMatch::Substring => {
+                    f.probes.first().is_some_and(|p| text.contains(p.as_str()))
+                }
+            };
             let stale = !kept
                 && f.superseded
                     .as_ref()

@@ -55,6 +55,8 @@ pub(super) const LEAVES: &[Leaf] = &[
     leaf("policy.hard_cap_buffer", Kind::UInt),
     leaf("policy.keep_recent_turns", Kind::UInt),
     leaf("policy.keep_tool_io_pairs", Kind::UInt),
+    leaf("policy.keep_recent_rounds", Kind::UInt),
+    leaf("policy.keep_task", Kind::Bool),
     leaf("policy.roles_never_prune", Kind::List),
     leaf("policy.protected_flag", Kind::Str),
     aliased("policy.strategy", Kind::Str, &["COMPACT_STRATEGY"]),

@@ -177,6 +177,16 @@ pub struct Policy {
     /// The most recent tool call/result groups whose I/O is never cleared.
     #[garde(skip)]
     pub keep_tool_io_pairs: usize,
+    /// Within the latest turn, the most recent rounds (an assistant step
+    /// with its tool calls and results) kept whole; older rounds of a longer
+    /// turn (an agent's run: one task, then dozens of tool rounds) compact
+    /// like older turns.
+    #[garde(custom(rules::at_least(1)))]
+    pub keep_recent_rounds: usize,
+    /// Keep the task (the first user message of the session) whatever else
+    /// is compacted, like a pinned message.
+    #[garde(skip)]
+    pub keep_task: bool,
     /// Messages with these roles are pinned.
     #[garde(skip)]
     pub roles_never_prune: Vec<Role>,
@@ -253,6 +263,8 @@ impl Default for Policy {
             hard_cap_buffer: 1500,
             keep_recent_turns: 6,
             keep_tool_io_pairs: 4,
+            keep_recent_rounds: 10,
+            keep_task: true,
             roles_never_prune: vec![Role::System, Role::Developer],
             protected_flag: "protected".to_owned(),
             strategy: Strategy::TaskState,

@@ -210,6 +210,8 @@ impl SlidingWindow {
                     b.start_sequence,
                     start - 1
                 ),
+                input: None,
+                part: false,
             });
         }
         entries.extend(messages[new_start..=end].iter().cloned());

@@ -527,6 +527,54 @@ impl Message {
         n
     }
 
+    /// The arguments of each tool call this item makes, by call id, as JSON
+    /// text (an Anthropic `tool_use` input or a built-in call's `action`
+    /// object serialized; a Responses custom tool's free-form `input` as
+    /// it is).
+    pub fn tool_arguments(&self) -> Vec<(&str, String)> {
+        let text = |v: &Value| match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        match self.kind.shape {
+            Shape::ChatMessage => match self.raw.get("tool_calls") {
+                Some(Value::Array(calls)) => calls
+                    .iter()
+                    .zip(self.kind.calls.iter())
+                    .filter_map(|(call, r)| {
+                        let args = call.get("function")?.get("arguments")?;
+                        Some((r.call_id.as_str(), text(args)))
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            },
+            Shape::ResponsesCall => self
+                .kind
+                .calls
+                .first()
+                .and_then(|r| {
+                    let args = ["arguments", "input", "action"]
+                        .iter()
+                        .find_map(|k| self.raw.get(*k))?;
+                    Some(vec![(r.call_id.as_str(), text(args))])
+                })
+                .unwrap_or_default(),
+            Shape::AnthropicMessage => match self.raw.get("content") {
+                Some(Value::Array(parts)) => parts
+                    .iter()
+                    .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_use"))
+                    .filter_map(|b| {
+                        let id = b.get("id").and_then(Value::as_str)?;
+                        let r = self.kind.calls.iter().find(|c| c.call_id == id)?;
+                        Some((r.call_id.as_str(), text(b.get("input")?)))
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            },
+            _ => Vec::new(),
+        }
+    }
+
     /// Replaces the arguments of each tool call this item makes with
     /// `text(call)`; `None` leaves that call as it is. Returns how many were replaced.
     /// An Anthropic `tool_use` input must stay an object: `text` is used when it is a

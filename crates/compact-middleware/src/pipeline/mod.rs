@@ -157,8 +157,15 @@ pub struct Kept {
     /// Pinned messages (protected, never-prune roles, a previous summary
     /// that no new one replaced).
     pub pinned: usize,
-    /// Recent turns kept whole (after any reduction).
+    /// The task (the first user message of the run) was kept.
+    pub task: bool,
+    /// Recent turns kept whole (after any reduction); 0 when only the
+    /// latest turn's last rounds are.
     pub recent_turns: usize,
+    /// When the latest turn is kept only in part: its last rounds kept
+    /// whole (with its opening message).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recent_rounds: Option<usize>,
     /// Groups kept with their tool I/O, in the recent turns or not.
     pub tool_pairs: usize,
 }
@@ -233,9 +240,7 @@ pub async fn run(
         // it returns is budgeted like `auto`.
         Mode::Auto | Mode::SlidingWindow => w.auto(summarizer).await?,
         Mode::Compact => {
-            let plan = w
-                .layout
-                .plan(policy.keep_recent_turns, policy.keep_tool_io_pairs);
+            let plan = w.initial_plan();
             w.clear(&plan);
             if w.total() > w.limits.budget {
                 w.auto(summarizer).await?;
@@ -259,6 +264,8 @@ struct Work<'a> {
     fixed: usize,
     layout: Layout,
     names: HashMap<String, String>,
+    /// The arguments of every call, by call id: what produced each result.
+    inputs: HashMap<String, String>,
     limits: Limits,
     summary_index: Option<usize>,
     /// The history is Anthropic Messages: the summary is a user message, and the
@@ -343,12 +350,20 @@ impl<'a> Work<'a> {
             .and_then(|si| input_index.iter().position(|&i| i == si));
         let counts = est.counts(&msgs);
         let fixed = est.count_tools(input.tools) + REPLY_PRIMING;
-        let layout = Layout::new(
+        let mut layout = Layout::new(
             &msgs,
             |i| Some(i) != summary_index && policy.pins(&msgs[i]),
             |i| Some(i) == summary_index,
         );
+        if policy.keep_task {
+            layout = layout.with_task(&msgs);
+        }
         let names = tiers::call_names(&msgs);
+        let inputs: HashMap<String, String> = msgs
+            .iter()
+            .flat_map(|m| m.tool_arguments())
+            .map(|(id, args)| (id.to_owned(), args))
+            .collect();
         let mut ledger = input.ledger;
         if ledger.is_empty()
             && let Some(previous) = &input.previous_summary
@@ -379,6 +394,7 @@ impl<'a> Work<'a> {
             fixed,
             layout,
             names,
+            inputs,
             limits: input.limits,
             summary_index,
             anthropic,
@@ -425,8 +441,15 @@ impl<'a> Work<'a> {
             .map(String::as_str)
             .or(m.kind().calls.first().map(|c| c.name.as_str()));
         let mut e = summary::entry(m, name);
+        e.input = m
+            .kind()
+            .results
+            .first()
+            .and_then(|id| self.inputs.get(id))
+            .cloned();
         if let Some(text) = text {
             e.text = text;
+            e.part = true;
         }
         e
     }
@@ -544,6 +567,29 @@ impl<'a> Work<'a> {
         }
     }
 
+    /// Rounds of the latest turn (groups after its opening user message).
+    fn latest_rounds(&self) -> usize {
+        self.layout.latest_rounds(&self.msgs).len()
+    }
+
+    /// The configured keep counts as a plan: the last `keep_recent_turns`
+    /// turns, unless the latest turn alone has more than
+    /// `keep_recent_rounds` rounds (an agent's run): then its opening
+    /// message and its last `keep_recent_rounds` rounds, its older rounds
+    /// compacting like older turns.
+    fn initial_plan(&self) -> Plan {
+        let rounds = self.policy.keep_recent_rounds;
+        if self.latest_rounds() > rounds {
+            self.layout
+                .plan_rounds(&self.msgs, rounds, self.policy.keep_tool_io_pairs)
+        } else {
+            self.layout.plan(
+                self.policy.keep_recent_turns,
+                self.policy.keep_tool_io_pairs,
+            )
+        }
+    }
+
     /// Tier 2 over the remainder of `plan`.
     fn clear(&mut self, plan: &Plan) {
         let filter = ToolFilter {
@@ -551,7 +597,15 @@ impl<'a> Work<'a> {
             exclude: self.policy.exclude_tools.clone(),
         };
         let indices: Vec<usize> = plan.messages_in(Class::Remainder).collect();
+        let before = self.cleared.len();
         self.clear_indices(indices, self.policy.clear_tool_inputs, &filter);
+        // Clearing inside the recent turns is a reduction of what they keep.
+        if plan.recent_rounds.is_some()
+            && self.cleared.len() > before
+            && !self.out.tiers.contains(&Tier::ReduceKeep)
+        {
+            self.out.tiers.push(Tier::ReduceKeep);
+        }
     }
 
     /// Replaces the tool I/O in `indices` with placeholders; what it held
@@ -576,10 +630,7 @@ impl<'a> Work<'a> {
             self.refresh_summary(summarizer).await;
             return Ok(());
         }
-        let plan = self.layout.plan(
-            self.policy.keep_recent_turns,
-            self.policy.keep_tool_io_pairs,
-        );
+        let plan = self.initial_plan();
         self.clear(&plan);
         if self.met_target() {
             self.refresh_summary(summarizer).await;
@@ -623,7 +674,7 @@ impl<'a> Work<'a> {
         };
         let after_unpinned = (0..self.layout.groups.len())
             .take_while(|&gi| self.layout.groups[gi].start < si)
-            .any(|gi| !self.layout.pinned[gi] && !self.layout.summary[gi]);
+            .any(|gi| !self.layout.anchored(gi) && !self.layout.summary[gi]);
         !after_unpinned && !self.in_recent_turns(si)
     }
 
@@ -687,14 +738,29 @@ impl<'a> Work<'a> {
                 .count_message(&alternate::bridge(crate::model::Role::User))
     }
 
-    /// The keep-count schedule of tier 4: the configured counts, then fewer
-    /// recent turns down to 1, then fewer tool pairs down to 1.
-    fn schedule(&self) -> Vec<(usize, usize)> {
+    /// The plans of tier 4, most kept first: the configured counts, then
+    /// fewer recent turns down to 1, then fewer tool pairs down to 1, then
+    /// fewer rounds of the latest turn down to its last one. When the latest
+    /// turn alone has more than `keep_recent_rounds` rounds, only the
+    /// rounds steps, from that count.
+    fn schedule(&self) -> Vec<Plan> {
         let k = self.policy.keep_recent_turns.max(1);
         let t = self.policy.keep_tool_io_pairs;
-        let mut s: Vec<(usize, usize)> = (1..=k).rev().map(|k| (k, t)).collect();
-        s.extend((1..t).rev().map(|t| (1, t)));
-        s
+        let rounds = self.latest_rounds();
+        let mut plans = Vec::new();
+        let from = if rounds > self.policy.keep_recent_rounds {
+            self.policy.keep_recent_rounds
+        } else {
+            plans.extend((1..=k).rev().map(|k| self.layout.plan(k, t)));
+            plans.extend((1..t).rev().map(|t| self.layout.plan(1, t)));
+            rounds.saturating_sub(1)
+        };
+        plans.extend(
+            (1..=from)
+                .rev()
+                .map(|r| self.layout.plan_rounds(&self.msgs, r, t.min(r))),
+        );
+        plans
     }
 
     /// Tiers 3 and 4: choose the largest keep counts whose kept layers plus a
@@ -714,11 +780,7 @@ impl<'a> Work<'a> {
         // its whole turn, tool outputs included. Each plan's remainder goes
         // to the ledger as the plan is weighed (remainders only grow along
         // the schedule, so nothing is taken in that is then kept).
-        let plans: Vec<Plan> = self
-            .schedule()
-            .iter()
-            .map(|&(k, t)| self.layout.plan(k, t))
-            .collect();
+        let plans = self.schedule();
         let mut chosen = None;
         let mut reserve = 0;
         for (i, p) in plans.iter().enumerate() {
@@ -735,7 +797,8 @@ impl<'a> Work<'a> {
             None => self.minimal_plan(reserve)?,
         };
         if (plan.recent_turns < self.policy.keep_recent_turns.min(self.layout.turns())
-            || plan.tool_pairs < self.policy.keep_tool_io_pairs)
+            || plan.tool_pairs < self.policy.keep_tool_io_pairs
+            || plan.recent_rounds.is_some())
             && !self.out.tiers.contains(&Tier::ReduceKeep)
         {
             self.out.tiers.push(Tier::ReduceKeep);
@@ -773,24 +836,22 @@ impl<'a> Work<'a> {
             .min(self.summary_cap())
     }
 
-    /// Last resort: pinned groups and the latest turn alone. The latest
-    /// turn is never dropped: its tool outputs are capped harder, then the
-    /// I/O of its older groups is cleared (every call stays, with a
-    /// placeholder); `Insufficient` only when pinned, the latest request and
-    /// the latest group (capped to the minimum) cannot fit.
+    /// Last resort: pinned groups, the task, the latest turn's opening
+    /// message and its last round. That round's tool outputs are capped
+    /// harder, down to the minimum; `Insufficient` only when those alone
+    /// cannot fit (the error's tail is the task, the opening message and
+    /// the round).
     fn minimal_plan(&mut self, reserve: usize) -> Result<Plan, Insufficient> {
-        let mut plan = self.layout.plan(1, 0);
+        let mut plan = self.layout.plan_rounds(&self.msgs, 1, 0);
         plan.tool_pairs = 0;
         let budget = self.limits.budget;
-        // Capping the turn's outputs also makes room for the summary; the
-        // harder steps (clearing, the smallest cap) only for the budget.
+        // Capping the round's outputs also makes room for the summary; the
+        // smallest cap only for the budget.
         let roomy = budget.saturating_sub(reserve).max(budget / 2);
-        let turn: Vec<usize> = (0..plan.class.len())
+        let kept: Vec<usize> = (0..plan.class.len())
             .filter(|&gi| plan.class[gi] == Class::Recent)
+            .flat_map(|gi| self.layout.groups[gi].clone())
             .collect();
-        let groups = self.layout.groups.clone();
-        let messages =
-            |gs: &[usize]| -> Vec<usize> { gs.iter().flat_map(|&gi| groups[gi].clone()).collect() };
         let base = self.policy.tool_result_max_chars.max(1);
         for (max_chars, goal) in [
             (base / 4, roomy),
@@ -800,21 +861,7 @@ impl<'a> Work<'a> {
             if self.kept_tokens(&plan) <= goal {
                 continue;
             }
-            self.cap_indices(messages(&turn), max_chars.max(MIN_CAP_CHARS));
-        }
-        if self.kept_tokens(&plan) > budget
-            && let Some((&latest, older)) = turn.split_last()
-        {
-            // Keep every call of the older groups; their I/O leaves.
-            let older: Vec<usize> = older
-                .iter()
-                .copied()
-                .filter(|&gi| self.layout.has_tools[gi])
-                .collect();
-            self.clear_indices(messages(&older), true, &ToolFilter::default());
-            if self.kept_tokens(&plan) > budget {
-                self.cap_indices(messages(&[latest]), MIN_CAP_CHARS);
-            }
+            self.cap_indices(kept.clone(), max_chars.max(MIN_CAP_CHARS));
         }
         let kept = self.kept_tokens(&plan);
         if kept > budget {
@@ -1038,7 +1085,7 @@ impl<'a> Work<'a> {
             }
             None => {
                 let at = (0..self.layout.groups.len())
-                    .find(|&gi| !self.layout.pinned[gi])
+                    .find(|&gi| !self.layout.anchored(gi))
                     .map_or(self.msgs.len(), |gi| self.layout.groups[gi].start);
                 let n = self.est.count_message(&message);
                 self.msgs.insert(at, message);
@@ -1101,9 +1148,15 @@ impl<'a> Work<'a> {
     }
 
     fn kept_counts(&self, plan: &Plan) -> Kept {
+        let task = self.layout.task.map(|gi| self.layout.groups[gi].clone());
         Kept {
-            pinned: plan.messages_in(Class::Pinned).count(),
+            pinned: plan
+                .messages_in(Class::Pinned)
+                .filter(|i| !task.as_ref().is_some_and(|t| t.contains(i)))
+                .count(),
+            task: task.is_some(),
             recent_turns: plan.recent_turns,
+            recent_rounds: plan.recent_rounds,
             tool_pairs: (0..plan.groups.len())
                 .filter(|&gi| {
                     self.layout.has_tools[gi]

@@ -16,12 +16,16 @@ pub(crate) struct Plan {
     pub recent_turns: usize,
     /// Tool groups kept with their I/O (after any reduction).
     pub tool_pairs: usize,
+    /// When the latest turn is kept only in part: its opening message and
+    /// this many of its last rounds (groups) are kept whole, its older
+    /// rounds compact like older turns.
+    pub recent_rounds: Option<usize>,
 }
 
 /// The layer a group belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Class {
-    /// Protected or a never-prune role: kept byte-identical.
+    /// Protected or a never-prune role, or the task: kept byte-identical.
     Pinned,
     /// The previous `COMPACT-SUMMARY`: folded into the new one.
     Summary,
@@ -46,6 +50,12 @@ pub(crate) struct Layout {
     pub has_tools: Vec<bool>,
     /// Group index where each turn starts; a turn runs to the next start.
     pub turn_starts: Vec<usize>,
+    /// The task: the group of the first user message that opens a turn
+    /// (not pinned otherwise). An agent run is one task and then dozens of
+    /// tool rounds: the task is what every later round serves, so it is
+    /// kept like a pinned message, but it is not one (invariant 2 and
+    /// `InsufficientBudget::pinned_tokens` count only what the policy pins).
+    pub task: Option<usize>,
 }
 
 impl Layout {
@@ -82,7 +92,48 @@ impl Layout {
             summary,
             has_tools,
             turn_starts,
+            task: None,
         }
+    }
+
+    /// Keeps the task: the first group that opens a turn with a user
+    /// message (after the last provider compaction item), unless it is
+    /// pinned already or our summary.
+    pub(crate) fn with_task(mut self, messages: &[Message]) -> Self {
+        // A provider's compaction item stands for everything before it (the
+        // API drops it): the task is the first request after the last one.
+        let from = (0..self.groups.len())
+            .rev()
+            .find(|&gi| {
+                messages[self.groups[gi].clone()]
+                    .iter()
+                    .any(|m| m.kind().compaction)
+            })
+            .map_or(0, |gi| gi + 1);
+        self.task = (from..self.groups.len())
+            .find(|&gi| !self.summary[gi] && messages[self.groups[gi].start].starts_turn());
+        if self.task.is_some_and(|gi| self.pinned[gi]) {
+            self.task = None;
+        }
+        self
+    }
+
+    /// Pinned, or the task: kept whatever the keep counts.
+    pub(crate) fn anchored(&self, gi: usize) -> bool {
+        self.pinned[gi] || self.task == Some(gi)
+    }
+
+    /// Groups of the latest turn after its opening user message: its rounds.
+    pub(crate) fn latest_rounds(&self, messages: &[Message]) -> std::ops::Range<usize> {
+        let Some(&start) = self.turn_starts.last() else {
+            return 0..0;
+        };
+        let first = if messages[self.groups[start].start].starts_turn() {
+            start + 1
+        } else {
+            start
+        };
+        first.min(self.groups.len())..self.groups.len()
     }
 
     /// Number of turns (a leading run before the first user message counts as one).
@@ -102,16 +153,46 @@ impl Layout {
     /// The layer of every group when the last `recent_turns` turns and the
     /// last `tool_pairs` tool groups are kept.
     pub(crate) fn plan(&self, recent_turns: usize, tool_pairs: usize) -> Plan {
+        self.plan_with(recent_turns, None, tool_pairs, None)
+    }
+
+    /// The layer of every group when only the latest turn's opening message
+    /// and its last `rounds` rounds (`latest_rounds`) are kept whole, with
+    /// the last `tool_pairs` tool groups: an agent's one long turn, reduced.
+    pub(crate) fn plan_rounds(
+        &self,
+        messages: &[Message],
+        rounds: usize,
+        tool_pairs: usize,
+    ) -> Plan {
+        let all = self.latest_rounds(messages);
+        let from = all.end.saturating_sub(rounds).max(all.start);
+        let opener = (all.start > 0 && self.turn_starts.last() == Some(&(all.start - 1)))
+            .then(|| all.start - 1);
+        self.plan_with(1, Some((from, opener)), tool_pairs, Some(rounds))
+    }
+
+    fn plan_with(
+        &self,
+        recent_turns: usize,
+        rounds_from: Option<(usize, Option<usize>)>,
+        tool_pairs: usize,
+        recent_rounds: Option<usize>,
+    ) -> Plan {
         let recent_from = self.recent_start(recent_turns);
+        let recent = |gi: usize| match rounds_from {
+            Some((from, opener)) => gi >= from || Some(gi) == opener,
+            None => gi >= recent_from,
+        };
         let mut tools_left = tool_pairs;
         let mut class = vec![Class::Remainder; self.groups.len()];
         for gi in (0..self.groups.len()).rev() {
             let is_tool = self.has_tools[gi];
             class[gi] = if self.summary[gi] {
                 Class::Summary
-            } else if self.pinned[gi] {
+            } else if self.anchored(gi) {
                 Class::Pinned
-            } else if gi >= recent_from {
+            } else if recent(gi) {
                 Class::Recent
             } else if is_tool && tools_left > 0 {
                 Class::ToolIo
@@ -125,8 +206,13 @@ impl Layout {
         Plan {
             groups: self.groups.clone(),
             class,
-            recent_turns: recent_turns.min(self.turns()),
+            recent_turns: if recent_rounds.is_some() {
+                0
+            } else {
+                recent_turns.min(self.turns())
+            },
             tool_pairs,
+            recent_rounds,
         }
     }
     /// The smallest tail `trim` keeps: the latest turn's opening user

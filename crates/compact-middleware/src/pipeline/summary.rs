@@ -32,5 +32,7 @@ pub(crate) fn entry(m: &Message, tool_name: Option<&str>) -> SummaryEntry {
         role: role.to_string(),
         name: tool_name.map(str::to_string),
         text: m.plain_text(),
+        input: None,
+        part: false,
     }
 }

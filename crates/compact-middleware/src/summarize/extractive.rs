@@ -92,6 +92,11 @@ impl Summarizer for ExtractiveSummarizer {
 /// The priority of an item: higher is kept longer.
 pub(crate) fn rank(it: &Item, first_goal: bool, templated: bool) -> u8 {
     use Kind::*;
+    if it.kind.is_trail() {
+        let none = super::facts::trail::Trail::default();
+        return super::facts::trail::rank(it.kind, &it.text, it.trail.as_ref().unwrap_or(&none))
+            .unwrap_or(1);
+    }
     if !it.from_tool {
         return match it.kind {
             Constraint => 10,
@@ -102,6 +107,8 @@ pub(crate) fn rank(it: &Item, first_goal: bool, templated: bool) -> u8 {
             Goal if first_goal => 5,
             Goal => 3,
             Entity | File | Url | Api => 4,
+            // Ranked above, by what was done.
+            Touched | Command => 1,
         };
     }
     if it.salient && !templated {
@@ -141,7 +148,8 @@ fn first_goal(items: &[Item]) -> Option<usize> {
 }
 
 /// Live statements that rank above the bulk (narrative aside): what is
-/// worth a summary of its own.
+/// worth a summary of its own. A file touched is not, on its own: the call
+/// that touched it is what a cleared output leaves in the context.
 pub(crate) fn ranked_facts(ledger: &Ledger) -> usize {
     ledger
         .items
@@ -150,6 +158,7 @@ pub(crate) fn ranked_facts(ledger: &Ledger) -> usize {
             it.superseded_by.is_none()
                 && it.kind.is_statement()
                 && !it.kind.is_narrative()
+                && it.kind != Kind::Touched
                 && rank_in(ledger, it, false) > BULK
         })
         .count()

@@ -35,6 +35,15 @@ const KEY_WORDS: usize = 16;
 
 /// The three forms of an item, smallest first.
 pub(crate) fn forms(it: &Item) -> [String; 3] {
+    if it.kind.is_trail() {
+        let none = super::facts::trail::Trail::default();
+        return super::facts::trail::forms(
+            it.kind,
+            &it.text,
+            &it.apis,
+            it.trail.as_ref().unwrap_or(&none),
+        );
+    }
     if !it.kind.is_statement() {
         let t = it.text.clone();
         return [t.clone(), t.clone(), t];

@@ -76,7 +76,7 @@ impl fmt::Display for Strategy {
 
 /// One message of the span being folded into the summary, already flattened to
 /// text by the pipeline.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SummaryEntry {
     /// `system`, `developer`, `user`, `assistant`, `tool` or `reasoning`.
     pub role: String,
@@ -86,6 +86,14 @@ pub struct SummaryEntry {
     /// The message flattened to text.
     #[serde(default)]
     pub text: String,
+    /// For a tool result: the arguments of the call it answers (JSON text),
+    /// so the summarizer knows what produced it (a command, a file read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<String>,
+    /// `text` is a piece of the message (the middle a cap cut out), not
+    /// all of it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub part: bool,
 }
 
 impl SummaryEntry {
@@ -95,6 +103,8 @@ impl SummaryEntry {
             role: role.into(),
             name: None,
             text: text.into(),
+            input: None,
+            part: false,
         }
     }
 
@@ -104,7 +114,15 @@ impl SummaryEntry {
             role: "tool".into(),
             name: Some(name.into()),
             text: text.into(),
+            input: None,
+            part: false,
         }
+    }
+
+    /// The same entry with the arguments of the call it answers.
+    pub fn with_input(mut self, input: impl Into<String>) -> Self {
+        self.input = Some(input.into());
+        self
     }
 }
 

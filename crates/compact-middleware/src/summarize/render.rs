@@ -56,6 +56,8 @@ const KEY_POINTS: Section = sec(
 const SOURCES: Section = sec("Sources:", &[Url, File], Style::Bullets);
 const LOG: Section = sec("Decision log:", &[Decision, Error], Style::Bullets);
 const FILES_APIS: Section = sec("Files:", &[File], Style::FileApis);
+const WORKED_ON: Section = sec("Files worked on:", &[Touched], Style::Bullets);
+const COMMANDS: Section = sec("Commands run:", &[Command], Style::Bullets);
 
 const TASK_STATE: &[Section] = &[
     GOALS,
@@ -63,6 +65,8 @@ const TASK_STATE: &[Section] = &[
     CONSTRAINTS,
     DECISIONS,
     ACTIONS,
+    WORKED_ON,
+    COMMANDS,
     ERRORS,
     FACTS,
     ENTITIES,
@@ -70,13 +74,17 @@ const TASK_STATE: &[Section] = &[
     FILES,
     URLS,
 ];
-const BRIEF: &[Section] = &[GOALS, LATEST, KEY_POINTS, ACTIONS, ENTITIES, SOURCES];
+const BRIEF: &[Section] = &[
+    GOALS, LATEST, KEY_POINTS, ACTIONS, WORKED_ON, COMMANDS, ENTITIES, SOURCES,
+];
 const DECISION_LOG: &[Section] = &[
     GOALS,
     LATEST,
     CONSTRAINTS,
     LOG,
     ACTIONS,
+    WORKED_ON,
+    COMMANDS,
     FACTS,
     ENTITIES,
     FILES,
@@ -85,6 +93,8 @@ const DECISION_LOG: &[Section] = &[
 const CODE_DELTA: &[Section] = &[
     GOALS,
     LATEST,
+    WORKED_ON,
+    COMMANDS,
     FILES_APIS,
     APIS,
     DECISIONS,
@@ -111,6 +121,8 @@ const ALL_SECTIONS: &[Section] = &[
     KEY_POINTS,
     SOURCES,
     LOG,
+    WORKED_ON,
+    COMMANDS,
 ];
 
 fn layout(strategy: Strategy) -> &'static [Section] {
@@ -297,6 +309,7 @@ fn flush(
             parsed.sentences.push(text.clone());
             parsed.latest = Some(text);
         }
+        [kind @ (Touched | Command)] => ledger.restore_trail(*kind, &text),
         [kind] if section.style == Style::Inline => {
             for part in text.split(", ") {
                 ledger.add(*kind, part, false);

@@ -137,6 +137,30 @@ pub(crate) fn pinned_mask(policy: &Policy, msgs: &[Message], tracker: &Tracker) 
     mask
 }
 
+/// [`pinned_mask`] plus the task the pipeline keeps (`policy.keep_task`):
+/// the first user message that opens a turn after the last provider
+/// compaction item.
+pub(crate) fn anchored_mask(policy: &Policy, msgs: &[Message], tracker: &Tracker) -> Vec<bool> {
+    let mut mask = pinned_mask(policy, msgs, tracker);
+    if !policy.keep_task {
+        return mask;
+    }
+    let gs = groups(msgs);
+    let from = gs
+        .iter()
+        .rposition(|g| msgs[g.clone()].iter().any(|m| m.kind().compaction))
+        .map_or(0, |gi| gi + 1);
+    if let Some(g) = gs[from..].iter().find(|g| {
+        let m = &msgs[g.start];
+        m.starts_turn() && !tracker.is_known_summary(m)
+    }) {
+        for i in g.clone() {
+            mask[i] = true;
+        }
+    }
+    mask
+}
+
 /// Message indices of the last `k` turns of `msgs`. A turn opens at a group
 /// whose first message is a user message that is not a tool result and not
 /// one of our summaries; groups before the first such message form a
@@ -441,8 +465,9 @@ pub(crate) fn check_one_summary(
         if m.role() != role {
             return Err(format!("summary role {:?} != {role:?}", m.role()));
         }
-        // Everything before it is pinned (layout: pinned, summary, recent).
-        let mask = pinned_mask(policy, input, tracker);
+        // Everything before it is pinned or the task (layout: pinned,
+        // task, summary, recent).
+        let mask = anchored_mask(policy, input, tracker);
         let pinned: HashSet<String> = input
             .iter()
             .zip(&mask)

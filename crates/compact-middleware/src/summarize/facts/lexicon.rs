@@ -111,6 +111,13 @@ pub(crate) static QUANTITY: LazyLock<Regex> = LazyLock::new(|| {
     ))
 });
 
+/// A quoted value (`'backslashreplace'`, `"utf-8"`): a literal the text is
+/// about, in any language.
+pub(crate) static QUOTED: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r#"(?:^|[\s(\[=:,])(?:'[^'\s][^'\n]{0,40}?'|"[^"\s][^"\n]{0,40}?")(?:$|[\s).,;:\]])|“[^”\n]{1,40}”|「[^」\n]{1,40}」|«[^»\n]{1,40}»"#,
+    )
+});
 pub(crate) static BACKTICK: LazyLock<Regex> = LazyLock::new(|| re(r"`([^`\n]{1,80})`"));
 pub(crate) static CALL: LazyLock<Regex> =
     LazyLock::new(|| re(r"(?-u:\b)[A-Za-z_][A-Za-z0-9_]*(?:(?:::|\.)[A-Za-z_][A-Za-z0-9_]*)*\(\)"));
@@ -189,6 +196,10 @@ pub(crate) const NOT_TICKETS: &[&str] =
 pub(crate) enum Voice {
     Principal,
     Agent,
+    /// The agent thinking aloud beside its tool calls: a working note,
+    /// not a reply to anyone. Its cue words set no rule and make no
+    /// decision; what it found is a fact when it names what it is about.
+    Working,
 }
 
 /// The kind of a sentence of unknown origin (a previous summary's line).
@@ -203,6 +214,7 @@ pub(crate) fn classify_as(sentence: &str, voice: Voice) -> Option<Kind> {
     let constraint = match voice {
         Voice::Principal => &CONSTRAINT,
         Voice::Agent => &STRONG_CONSTRAINT,
+        Voice::Working => return None,
     };
     if constraint.is_match(sentence) {
         Some(Kind::Constraint)
@@ -490,6 +502,22 @@ pub(crate) fn clip(s: &str, max: usize) -> String {
     format!("{}…", s[..cut].trim_end())
 }
 
+/// `s` cut to at most `max` bytes by taking out its middle (`head…tail`):
+/// what ends a command (the test it names, the file it runs) matters as much
+/// as how it starts.
+pub(crate) fn clip_middle(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
+    }
+    let half = max.saturating_sub(3) / 2;
+    let head = floor_boundary(s, half);
+    let mut tail = s.len() - half;
+    while tail < s.len() && !s.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!("{}…{}", s[..head].trim_end(), s[tail..].trim_start())
+}
+
 /// A window of at most `max` bytes of `line` showing byte offset `at`, with
 /// `…` where it was cut.
 pub(crate) fn window(line: &str, at: usize, max: usize) -> String {
@@ -580,6 +608,75 @@ pub(crate) fn strip_discourse(s: &str) -> &str {
     }
     s
 }
+
+/// What an agent says before it acts: "Let me look at `related.py`:",
+/// "Now I'll run the tests." An intention names what it is about to read,
+/// not what it found, and the trail records what it then did.
+pub(crate) fn is_narration(sentence: &str) -> bool {
+    let t = sentence.trim();
+    if t.ends_with(':') {
+        return true;
+    }
+    let mut lower = t.to_ascii_lowercase();
+    for _ in 0..2 {
+        let trimmed = NARRATION_LEADS
+            .iter()
+            .find_map(|lead| lower.strip_prefix(lead))
+            .map(|rest| rest.trim_start_matches([',', '!', '.', ' ']).to_owned());
+        match trimmed {
+            Some(rest) => lower = rest,
+            None => break,
+        }
+    }
+    NARRATION_OPENERS.iter().any(|o| {
+        lower
+            .strip_prefix(o)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', ',']))
+    })
+}
+
+/// Words an agent's sentence may start with before its intention.
+const NARRATION_LEADS: &[&str] = &[
+    "now",
+    "first",
+    "next",
+    "then",
+    "great",
+    "perfect",
+    "good",
+    "ok",
+    "okay",
+    "alright",
+    "so",
+    "finally",
+    "also",
+    "excellent",
+    "interesting",
+    "hmm",
+    "well",
+    "wait",
+    "actually",
+    "but",
+    "hold on",
+    "oh",
+    "ah",
+    "right",
+];
+
+/// How an agent announces what it is about to do.
+const NARRATION_OPENERS: &[&str] = &[
+    "let me",
+    "let's",
+    "lets",
+    "i'll",
+    "i will",
+    "i'm going to",
+    "i am going to",
+    "i want to",
+    "i'd like to",
+    "i'll now",
+    "time to",
+];
 
 /// Words that open a request or a question rather than a statement.
 const REQUEST_OPENERS: &[&str] = &[

@@ -21,9 +21,12 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 mod lexicon;
+mod outcome;
 mod prose;
 mod shape;
+mod shell;
 mod tool;
+pub(crate) mod trail;
 
 pub(crate) use lexicon::{CONSTRAINT, LONG_NUMBER, QUANTITY};
 pub(crate) use lexicon::{
@@ -47,12 +50,22 @@ pub(crate) enum Kind {
     Api,
     File,
     Url,
+    /// A file the agent worked on (the artifact trail, `trail.rs`).
+    Touched,
+    /// A command the agent ran, with its outcome (the artifact trail).
+    Command,
 }
 
 impl Kind {
     /// A statement (a sentence or a line), as opposed to a bare identifier.
     pub(crate) fn is_statement(self) -> bool {
         !matches!(self, Kind::Entity | Kind::Api | Kind::File | Kind::Url)
+    }
+
+    /// An item of the artifact trail: deduplicated by its exact text (a
+    /// path, a command), shown with what the trail keeps beside it.
+    pub(crate) fn is_trail(self) -> bool {
+        matches!(self, Kind::Touched | Kind::Command)
     }
 
     /// The narrative: what the user asked for.
@@ -101,6 +114,9 @@ pub(crate) struct Item {
     /// be one of a template's many is demoted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shape: Option<u64>,
+    /// For an item of the artifact trail: what was done, how it ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trail: Option<trail::Trail>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -129,6 +145,10 @@ pub(crate) struct Ledger {
     /// or line that names one of them is salient.
     #[serde(default)]
     pub mentioned: BTreeSet<String>,
+    /// The agent's working directory, as its last `cd /dir` said: files
+    /// named under it are the same files named relative to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workdir: Option<String>,
     /// A matcher over `mentioned`, rebuilt when it grew.
     #[serde(skip)]
     matcher: Option<(usize, aho_corasick::AhoCorasick)>,
@@ -147,7 +167,7 @@ pub(crate) struct Ledger {
 /// and the latest request share one key space, so a request that moves
 /// from "latest" to "goals" stays one item.
 fn dedupe_key(kind: Kind, text: &str) -> (u8, String) {
-    if !kind.is_statement() {
+    if !kind.is_statement() || kind.is_trail() {
         return (kind as u8 + 10, text.to_owned());
     }
     let (label, body) = split_label(text);
@@ -374,6 +394,7 @@ impl Ledger {
             salient,
             superseded_by: None,
             shape,
+            trail: None,
         });
         self.index.insert(key, i);
         if let Some(k) = bulk_shape {
@@ -493,6 +514,12 @@ impl Ledger {
     pub(super) fn absorb(&mut self, entries: &[super::SummaryEntry]) {
         let mut requests: Vec<String> = Vec::new();
         for entry in entries {
+            if entry.role == "tool"
+                && let (Some(name), Some(input)) = (&entry.name, &entry.input)
+                && self.extract_trail(name, input, &entry.text, !entry.part)
+            {
+                continue;
+            }
             if let Some(request) =
                 self.extract_entry(&entry.role, entry.name.as_deref(), &entry.text)
             {
@@ -569,7 +596,15 @@ impl Ledger {
         let is_call = role == "assistant" && name.is_some_and(|n| !n.trim().is_empty());
         match role {
             _ if is_call => {
-                self.extract_call(text);
+                // The agent's words before its calls are prose; the
+                // `name(arguments)` lines are the calls.
+                let (calls, prose): (Vec<&str>, Vec<&str>) =
+                    text.lines().partition(|l| is_call_line(l));
+                self.extract_call(&calls.join("\n"));
+                let prose = prose.join("\n");
+                if !prose.trim().is_empty() {
+                    self.extract_prose_as(&prose, lexicon::Voice::Working);
+                }
                 None
             }
             "tool" | "function" => {
@@ -616,6 +651,18 @@ impl Ledger {
             }
         }
     }
+}
+
+/// A line `Message::plain_text` writes for a tool call: `name(arguments)`.
+fn is_call_line(line: &str) -> bool {
+    let Some((name, rest)) = line.split_once('(') else {
+        return false;
+    };
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':'))
+        && rest.ends_with(')')
 }
 
 /// The verbatim request of a user message: whole if short, else its start.

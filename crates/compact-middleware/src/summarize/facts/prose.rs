@@ -5,8 +5,8 @@
 //! on their own (listed only when no shown statement carries them), and
 //! remembered as mentioned, so tool output naming them counts as salient.
 use super::lexicon::{
-    NAMED_NUMBER, QUANTITY, Voice, classify_as, identifiers, is_request, scan_apis,
-    split_sentences, strip_marker,
+    NAMED_NUMBER, QUANTITY, QUOTED, Voice, classify_as, identifiers, is_narration, is_request,
+    scan_apis, split_sentences, strip_marker,
 };
 use super::shape::OutputShapes;
 use super::{Kind, Ledger, MAX_SENTENCE, clip};
@@ -87,6 +87,10 @@ impl Ledger {
         for api in &apis {
             self.add(Kind::Api, api, false);
         }
+        if voice == Voice::Working && is_narration(sentence) {
+            // Its identifiers are kept above; the intention is not a fact.
+            return;
+        }
         let mut kind = classify_as(sentence, voice);
         let stated = matches!(kind, Some(Kind::Constraint | Kind::Decision | Kind::Action));
         let question = sentence.trim_end().ends_with('?');
@@ -97,9 +101,16 @@ impl Ledger {
         let specific = !found.is_empty()
             || !apis.is_empty()
             || QUANTITY.is_match(sentence)
-            || NAMED_NUMBER.is_match(sentence);
+            || NAMED_NUMBER.is_match(sentence)
+            || QUOTED.is_match(sentence);
         if kind == Some(Kind::Error) && !specific {
             kind = None;
+        }
+        // The agent thinking aloud ("We'll keep it simple.", "We need to be
+        // careful with indentation.") sets no rule and records no finding:
+        // what it says about the work names what it is about.
+        if voice == Voice::Working && !specific {
+            return;
         }
         if let Some(kind) = kind.or(specific.then_some(Kind::Fact)) {
             self.add(kind, &clip(sentence, MAX_SENTENCE), false);

@@ -226,6 +226,25 @@ impl Ledger {
         }
     }
 
+    /// Counts an output's line and token shapes into the session's, as
+    /// [`Ledger::extract_tool`] does, for an output read another way (the
+    /// trail's): a template's lines stay a template's, whichever tool
+    /// printed them.
+    pub(super) fn note_output_shapes(&mut self, text: &str) {
+        let mut shapes = OutputShapes::default();
+        for raw in text.lines() {
+            let line = strip_timestamp(raw.trim());
+            if line.is_empty() || is_our_mark(line) {
+                continue;
+            }
+            shapes.bump(shape_key(line));
+            for t in tokens(line) {
+                shapes.bump(t.shape);
+            }
+        }
+        self.shapes.add(&shapes.counts);
+    }
+
     /// A tool's output, labelled `label` (`[name] `).
     pub(super) fn extract_tool(&mut self, text: &str, label: &str) {
         let mut r = Reading {

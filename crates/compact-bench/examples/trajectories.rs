@@ -1,0 +1,123 @@
+//! Debugging aid: replays the real agent trajectories of
+//! `../shared/real-trajectories` (or `$COMPACT_TRAJECTORIES`) turn by turn at
+//! each window and prints, per run, the probes kept by kind, the
+//! insufficient-budget errors and (with `--summary`) the final summary;
+//! `--lost` lists the probes lost. Held-out runs are skipped unless
+//! `--held-out` (then only they run) or `--all`.
+//! `cargo run --release -p compact-bench --example trajectories -- [--windows 8000,16000] [FILTER] [--summary] [--lost] [--raw]`
+
+use std::collections::BTreeMap;
+
+use compact_bench::corpus::{Split, trajectories};
+use compact_bench::retention::{CallingMode, SUMMARY_MARK, config_for, measure};
+use compact_middleware::CompactManager;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let flag = |f: &str| args.iter().any(|a| a == f);
+    let windows: Vec<usize> = args
+        .iter()
+        .position(|a| a == "--windows")
+        .and_then(|i| args.get(i + 1))
+        .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![8_000, 16_000, 32_000]);
+    let filter = args
+        .iter()
+        .enumerate()
+        .find(|(i, a)| !a.starts_with("--") && (*i == 0 || args[i - 1] != "--windows"))
+        .map(|(_, a)| a.clone())
+        .unwrap_or_default();
+    let Some(dir) = trajectories::dir() else {
+        eprintln!("skipped: ../shared/real-trajectories not found");
+        return;
+    };
+    let all = match trajectories::load_dir(&dir) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(1);
+        }
+    };
+    let wanted = |s: Split| {
+        flag("--all")
+            || if flag("--held-out") {
+                s == Split::HeldOut
+            } else {
+                s == Split::Tune
+            }
+    };
+    let mode = if flag("--raw") {
+        CallingMode::RawResent
+    } else {
+        CallingMode::FedBack
+    };
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return;
+    };
+    for &w in &windows {
+        let mut by_kind: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+        let mut insufficient = 0;
+        let mut runs_failing = 0;
+        for t in all
+            .iter()
+            .filter(|t| t.name.contains(&filter) && wanted(t.split))
+        {
+            let Ok(m) = CompactManager::builder(config_for(w))
+                .without_config_exporters()
+                .without_storage()
+                .build()
+            else {
+                return;
+            };
+            let out = rt.block_on(measure(&m, &t.name, t, mode));
+            insufficient += out.insufficient_budget;
+            runs_failing += usize::from(out.insufficient_budget > 0);
+            let kept = out.retained.iter().filter(|&&k| k).count();
+            println!(
+                "## {w} {} {kept}/{} insufficient {} compactions {} summary {:?}",
+                t.name,
+                t.facts.len(),
+                out.insufficient_budget,
+                out.compactions,
+                out.final_summary_tokens
+            );
+            for (f, k) in t.facts.iter().zip(&out.retained) {
+                let e = by_kind
+                    .entry(f.category.clone().unwrap_or_default())
+                    .or_default();
+                e.0 += usize::from(*k);
+                e.1 += 1;
+                if !k && flag("--lost") {
+                    println!(
+                        "   LOST {:<8} t{:<3} {}",
+                        f.category.as_deref().unwrap_or(""),
+                        f.turn,
+                        f.probes[0]
+                    );
+                }
+            }
+            if flag("--summary") {
+                for msg in &out.context {
+                    let text = msg.plain_text();
+                    if text.starts_with(SUMMARY_MARK) {
+                        println!("{text}\n--");
+                    }
+                }
+            }
+        }
+        let (k, n) = by_kind
+            .values()
+            .fold((0, 0), |(a, b), (x, y)| (a + x, b + y));
+        print!(
+            "# window {w}: {k}/{n} = {:.1}%",
+            100.0 * k as f64 / n.max(1) as f64
+        );
+        for (kind, (k, n)) in &by_kind {
+            print!("  {kind} {k}/{n}");
+        }
+        println!("  insufficient {insufficient} (runs {runs_failing})");
+    }
+}

@@ -1,0 +1,171 @@
+//! Real agent trajectories, read in place from `../shared/real-trajectories`
+//! (never copied into the repository): public runs of an open-source coding
+//! agent on real GitHub issues, converted to Chat messages grouped into
+//! turns, each with probes (strings the agent still needs later).
+//!
+//! Every probe becomes a [`Fact`] with one probe, its `category` the
+//! probe's kind (`problem`, `file`, `test`, `finding`). Such a fact is
+//! retained when its key is a substring of the final context's text (the
+//! trajectories' own rule, [`ProbeMatch::Substring`]), not by the line rule
+//! of the generated corpus.
+//!
+//! A fixed set of runs is held out ([`HELD_OUT`]): tune on the others and
+//! quote the held-out figures first.
+
+use std::path::{Path, PathBuf};
+
+use compact_middleware::model::{Format, Request};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{Fact, FactKind, Location, ProbeMatch, Split, Transcript};
+
+/// The runs held out from tuning: chosen before any was looked at, one per
+/// model family plus the one whose framework injected a format-error nudge.
+pub const HELD_OUT: [&str; 3] = [
+    "astropy-14182-deepseek",
+    "marshmallow-1359-deepseek-reasoner",
+    "pvlib-1606-deepseek-noparallel",
+];
+
+/// The environment variable that points at another trajectory directory.
+pub const DIR_VAR: &str = "COMPACT_TRAJECTORIES";
+
+/// A trajectory file that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum TrajectoryError {
+    /// The file cannot be read.
+    #[error("{path}: {error}")]
+    Io {
+        /// The file.
+        path: String,
+        /// What the OS said.
+        #[source]
+        error: std::io::Error,
+    },
+    /// The file is not the documented JSON shape.
+    #[error("{path}: {error}")]
+    Json {
+        /// The file.
+        path: String,
+        /// The parser's message, with its position.
+        error: String,
+    },
+    /// A turn does not decode as Chat Completions messages.
+    #[error("{path}: turn {turn}: {error}")]
+    Input {
+        /// The file.
+        path: String,
+        /// The turn, from 0.
+        turn: usize,
+        /// The decoder's message (with the JSON path).
+        error: String,
+    },
+}
+
+#[derive(Deserialize)]
+struct File {
+    name: String,
+    system: Vec<Value>,
+    turns: Vec<Vec<Value>>,
+    probes: Vec<ProbeRecord>,
+}
+
+#[derive(Deserialize)]
+struct ProbeRecord {
+    key: String,
+    kind: String,
+    turn: usize,
+}
+
+/// The trajectory directory: `$COMPACT_TRAJECTORIES`, else the first
+/// `../shared/real-trajectories` above the crate; `None` when neither exists
+/// (a clean clone, CI): callers skip and say so.
+pub fn dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os(DIR_VAR).map(PathBuf::from) {
+        return d.is_dir().then_some(d);
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .map(|p| p.join("../shared/real-trajectories"))
+        .find(|d| d.is_dir())
+}
+
+/// Every `*.json` trajectory of `dir`, by name.
+pub fn load_dir(dir: &Path) -> Result<Vec<Transcript>, TrajectoryError> {
+    let io = |error| TrajectoryError::Io {
+        path: dir.display().to_string(),
+        error,
+    };
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(io)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    paths.sort();
+    paths.iter().map(|p| load(p)).collect()
+}
+
+/// One trajectory file as a transcript.
+pub fn load(path: &Path) -> Result<Transcript, TrajectoryError> {
+    let shown = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|error| TrajectoryError::Io {
+        path: shown.clone(),
+        error,
+    })?;
+    let file: File = serde_json::from_slice(&bytes).map_err(|e| TrajectoryError::Json {
+        path: shown.clone(),
+        error: e.to_string(),
+    })?;
+    let decode = |items: &[Value], turn: usize| {
+        Request::from_value(Value::Array(items.to_vec()), Format::Chat)
+            .map(|r| r.messages)
+            .map_err(|e| TrajectoryError::Input {
+                path: shown.clone(),
+                turn,
+                error: e.to_string(),
+            })
+    };
+    let opening = decode(&file.system, 0)?;
+    let turns = file
+        .turns
+        .iter()
+        .enumerate()
+        .map(|(i, t)| decode(t, i))
+        .collect::<Result<Vec<_>, _>>()?;
+    let facts = file
+        .probes
+        .iter()
+        .enumerate()
+        .map(|(i, p)| Fact {
+            id: format!("p{i}"),
+            kind: FactKind::Identifier,
+            location: match p.kind.as_str() {
+                "problem" => Location::User,
+                "finding" => Location::Assistant,
+                _ => Location::Tool,
+            },
+            // Facts count turns from 1.
+            turn: p.turn + 1,
+            probes: vec![p.key.clone()],
+            superseded: None,
+            text: p.key.clone(),
+            category: Some(p.kind.clone()),
+        })
+        .collect();
+    let split = if HELD_OUT.contains(&file.name.as_str()) {
+        Split::HeldOut
+    } else {
+        Split::Tune
+    };
+    Ok(Transcript {
+        name: file.name,
+        source: "real-trajectories".into(),
+        wire: Format::Chat,
+        opening,
+        turns,
+        facts,
+        probe_match: ProbeMatch::Substring,
+        split,
+    })
+}

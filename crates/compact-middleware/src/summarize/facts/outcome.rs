@@ -1,0 +1,281 @@
+//! What a command's output says happened: its exit status, a test
+//! runner's summary and failing tests, the error it ended with, and, for a
+//! short output, the lines that carry its result.
+//!
+//! Agent frameworks wrap command output their own way (mini-swe-agent's
+//! `<returncode>1</returncode><output>…</output>`, Codex's `Exit code: 1`
+//! header); the wrapping is read for the status and then set aside.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::lexicon::re;
+use super::{clip, floor_boundary};
+
+/// What a command's output says.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Outcome {
+    /// The exit status, when the output states it.
+    pub exit: Option<i64>,
+    /// The command timed out.
+    pub timed_out: bool,
+    /// A test runner's summary (`3 failed, 41 passed`, `Ran 12 tests: OK`).
+    pub tests: Option<String>,
+    /// Failing (or, in a short verbose run, passing) test ids.
+    pub test_ids: Vec<String>,
+    /// The error the output ends with (an exception line, `error: …`,
+    /// `command not found`).
+    pub error: Option<String>,
+    /// The result lines of a short output (or the last lines of a long one).
+    pub lines: Vec<String>,
+}
+
+static RETURNCODE: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?i)<returncode>\s*(-?\d+)\s*</returncode>|(?m)^(?:exit code|exit status|process exited with code|exited with code|return code)[:\s]+(-?\d+)",
+    )
+});
+static WRAPPER: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?s)<returncode>.*?</returncode>|<elided_chars>.*?</elided_chars>|<warning>.*?</warning>|</?(?:output|output_head|output_tail|exception|stdout|stderr)>",
+    )
+});
+static TIMED_OUT: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?i)timed out|timeout expired|time limit exceeded"));
+/// pytest's last line, with or without its `=` rule.
+static PYTEST: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?m)^=*\s*((?:\d+ (?:failed|passed|errors?|skipped|xfailed|xpassed|warnings?|deselected|rerun)(?:, )?)+)(?: in [\d.]+s)?.*?=*\s*$|(?m)^=+ (no tests ran)",
+    )
+});
+static UNITTEST_RAN: LazyLock<Regex> = LazyLock::new(|| re(r"(?m)^Ran (\d+) tests? in"));
+static UNITTEST_RESULT: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?m)^(OK(?: \([^)]*\))?|FAILED \([^)]*\))\s*$"));
+static CARGO: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?m)^test result: (\w+)\. (\d+ passed; \d+ failed)"));
+static JEST: LazyLock<Regex> = LazyLock::new(|| re(r"(?m)^Tests:\s+(.+)$"));
+static FAILED_ID: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?m)^(?:FAILED|ERROR) (\S+::\S+)|^(\S+::\S+) (?:FAILED|ERROR)|^(?:FAIL|ERROR): (\w+ \([\w.]+\))|^test (\S+) \.\.\. FAILED|^--- FAIL: (\S+)",
+    )
+});
+static PASSED_ID: LazyLock<Regex> = LazyLock::new(|| re(r"(?m)^(\S+::\S+) PASSED"));
+/// The line an error ends with: an exception (`ValueError: …`,
+/// `django.core.exceptions.ImproperlyConfigured: …`), a compiler's
+/// `error: …`, a shell's complaint.
+static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"^(?:[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure|Warning)|AssertionError|error(?:\[\w+\])?|fatal|panic(?:ked)?)(?::\s.*|$)|: command not found$|: No such file or directory$|^E\s+\w+(?:Error|Exception):",
+    )
+});
+/// Output lines that say nothing about the result.
+static NOISE: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?i)^(?:warning: running pip as|\[notice\]|collecting |downloading |using cached|requirement already satisfied|installing collected|building wheel|created wheel|stored in directory|preparing metadata|getting requirements|obtaining |[-=_*#~.]{3,}$|\s*\d+%\|)",
+    )
+});
+
+/// Most result lines kept from one output.
+const MAX_LINES: usize = 3;
+/// Longest result line kept, in bytes.
+const MAX_LINE: usize = 160;
+/// Most test ids kept.
+const MAX_IDS: usize = 4;
+
+/// Reads a command's output.
+pub(crate) fn read(output: &str) -> Outcome {
+    let mut o = Outcome::default();
+    if let Some(c) = RETURNCODE.captures(output) {
+        o.exit = c
+            .get(1)
+            .or_else(|| c.get(2))
+            .and_then(|m| m.as_str().parse().ok());
+    }
+    o.timed_out = output.contains("<exception>") && TIMED_OUT.is_match(output)
+        || output
+            .lines()
+            .take(3)
+            .any(|l| TIMED_OUT.is_match(l) && l.len() < 200);
+    let body = WRAPPER.replace_all(output, "\n");
+    let lines: Vec<&str> = body
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.trim().is_empty())
+        .filter(|l| !RETURNCODE.is_match(l))
+        .collect();
+    o.tests = tests_summary(&body);
+    for c in FAILED_ID.captures_iter(&body) {
+        if let Some(m) = (1..=5).find_map(|i| c.get(i)) {
+            push_unique(&mut o.test_ids, m.as_str());
+        }
+    }
+    if o.test_ids.is_empty() {
+        let passed: Vec<&str> = PASSED_ID
+            .captures_iter(&body)
+            .filter_map(|c| c.get(1).map(|m| m.as_str()))
+            .collect();
+        if passed.len() <= MAX_IDS {
+            for p in passed {
+                push_unique(&mut o.test_ids, p);
+            }
+        }
+    }
+    o.test_ids.truncate(MAX_IDS);
+    o.error = lines
+        .iter()
+        .rev()
+        .map(|l| l.trim())
+        .find(|l| ERROR_LINE.is_match(l))
+        .map(|l| clip(l, MAX_LINE));
+    let meaningful: Vec<&str> = lines
+        .iter()
+        .map(|l| l.trim())
+        .filter(|l| !NOISE.is_match(l))
+        .collect();
+    if o.tests.is_none() {
+        // A program's output opens with what it set out to show (`Found 81
+        // visit methods`) and ends with how it went.
+        let take: Vec<&str> = if meaningful.len() <= MAX_LINES {
+            meaningful.clone()
+        } else {
+            let mut v = vec![meaningful[0]];
+            v.extend_from_slice(&meaningful[meaningful.len() - 2..]);
+            v
+        };
+        for l in take {
+            if o.error.as_deref() == Some(l) || o.lines.len() >= MAX_LINES {
+                continue;
+            }
+            o.lines.push(clip(l, MAX_LINE));
+        }
+    }
+    o
+}
+
+fn push_unique(v: &mut Vec<String>, s: &str) {
+    if !v.iter().any(|x| x == s) {
+        v.push(s.to_owned());
+    }
+}
+
+fn tests_summary(body: &str) -> Option<String> {
+    if let Some(c) = CARGO.captures_iter(body).last() {
+        return Some(format!("test result {}: {}", &c[1], &c[2]));
+    }
+    if let Some(c) = PYTEST.captures_iter(body).last() {
+        let m = c.get(1).or_else(|| c.get(2))?;
+        return Some(m.as_str().trim_end_matches([',', ' ']).to_owned());
+    }
+    if let Some(c) = UNITTEST_RAN.captures_iter(body).last() {
+        let result = UNITTEST_RESULT
+            .captures_iter(body)
+            .last()
+            .map_or(String::new(), |r| format!(": {}", &r[1]));
+        return Some(format!("ran {} tests{result}", &c[1]));
+    }
+    JEST.captures_iter(body)
+        .last()
+        .map(|c| c[1].trim().to_owned())
+}
+
+impl Outcome {
+    /// One line: status, tests, error, result lines, cut at `max` bytes.
+    pub(crate) fn render(&self, max: usize) -> String {
+        let mut parts: Vec<String> = Vec::new();
+        if self.timed_out {
+            parts.push("timed out".into());
+        } else if let Some(e) = self.exit {
+            parts.push(format!("exit {e}"));
+        }
+        if let Some(t) = &self.tests {
+            parts.push(t.clone());
+        }
+        if !self.test_ids.is_empty() {
+            parts.push(self.test_ids.join(", "));
+        }
+        if let Some(e) = &self.error {
+            parts.push(e.clone());
+        }
+        for l in &self.lines {
+            parts.push(format!("\"{l}\""));
+        }
+        let s = parts.join("; ");
+        if s.len() <= max {
+            s
+        } else {
+            let end = floor_boundary(&s, max.saturating_sub(1));
+            format!("{}…", &s[..end])
+        }
+    }
+
+    /// Whether the command failed: a non-zero status, a failing test, an
+    /// error line, a timeout.
+    pub(crate) fn failed(&self) -> bool {
+        self.timed_out
+            || self.exit.is_some_and(|e| e != 0)
+            || self.tests.as_deref().is_some_and(|t| {
+                t.contains("failed") || t.contains("FAILED") || t.contains("error")
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pytest_run_gives_its_summary_and_failing_ids() {
+        let out = "<returncode>1</returncode>\n<output>\n============ test session starts ====\ncollected 44 items\n\ntests/test_a.py ..F.\nFAILED tests/test_a.py::test_unknown - AttributeError: x\n======= 1 failed, 43 passed in 2.10s =======\n</output>";
+        let o = read(out);
+        assert_eq!(o.exit, Some(1));
+        assert_eq!(o.tests.as_deref(), Some("1 failed, 43 passed"));
+        assert_eq!(o.test_ids, ["tests/test_a.py::test_unknown"]);
+        assert!(o.failed());
+        assert!(
+            o.render(300)
+                .starts_with("exit 1; 1 failed, 43 passed; tests/test_a.py::test_unknown")
+        );
+    }
+
+    #[test]
+    fn a_traceback_ends_in_its_exception_and_a_short_output_is_its_result() {
+        let out = "<returncode>1</returncode>\n<output>\nTraceback (most recent call last):\n  File \"/testbed/x.py\", line 3, in <module>\n    f()\nAttributeError: 'AsStringVisitor' object has no attribute 'visit_unknown'\n</output>";
+        let o = read(out);
+        assert_eq!(
+            o.error.as_deref(),
+            Some("AttributeError: 'AsStringVisitor' object has no attribute 'visit_unknown'")
+        );
+        let o = read("<returncode>0</returncode>\n<output>\nFound 81 visit methods\n</output>");
+        assert_eq!(o.lines, ["Found 81 visit methods"]);
+        assert!(!o.failed());
+        let o = read("bash: line 1: hexdump: command not found\n");
+        assert_eq!(
+            o.error.as_deref(),
+            Some("bash: line 1: hexdump: command not found")
+        );
+    }
+
+    #[test]
+    fn unittest_and_cargo_summaries_are_read() {
+        let o = read(
+            "....F\n======\nFAIL: test_x (app.tests.T)\n----\nRan 5 tests in 0.01s\n\nFAILED (failures=1)\n",
+        );
+        assert_eq!(o.tests.as_deref(), Some("ran 5 tests: FAILED (failures=1)"));
+        assert_eq!(o.test_ids, ["test_x (app.tests.T)"]);
+        let o = read(
+            "running 3 tests\ntest a::b ... ok\ntest result: ok. 3 passed; 0 failed; 0 ignored",
+        );
+        assert_eq!(
+            o.tests.as_deref(),
+            Some("test result ok: 3 passed; 0 failed")
+        );
+        let o = read(
+            "Successfully installed pyyaml-6.0.3 types-pkg_resources-0.1\nWARNING: Running pip as the 'root' user can result in broken permissions",
+        );
+        assert_eq!(
+            o.lines,
+            ["Successfully installed pyyaml-6.0.3 types-pkg_resources-0.1"]
+        );
+    }
+}

@@ -1,0 +1,493 @@
+//! The artifact trail: what an agent did, kept as a colleague would note it.
+//! Files it viewed, created, edited, ran or tested (with the declarations it
+//! saw in them), and the commands it ran with their outcome (exit status,
+//! test summary, failing tests, the error they ended with). Every peer's
+//! summary loses these first; here they are ledger items of their own
+//! (`Kind::Touched`, `Kind::Command`), deduplicated (a file once, a command
+//! once with its latest outcome), ranked above the bulk of tool output, and
+//! they survive every compaction.
+//!
+//! A code file's content is not a fact: it is still on disk. What viewing it
+//! taught the agent is its declarations; what the agent concluded is in its
+//! own words (prose). So the output of a recognised view, search or run is
+//! read here instead of line by line.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+
+use super::lexicon::{clip_middle, re};
+use super::outcome;
+use super::shell::{self, Purpose, Touch};
+use super::{Kind, Ledger, clip};
+
+/// What the trail keeps beside an item's text.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Trail {
+    /// For a file: the [`Touch`] bits.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub touches: u8,
+    /// For a command: its [`Purpose`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub purpose: Option<u8>,
+    /// For a command: its latest outcome, rendered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+    /// For a command: its latest run failed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub failed: bool,
+}
+
+fn is_zero(b: &u8) -> bool {
+    *b == 0
+}
+
+/// Longest outcome kept, in bytes.
+const MAX_OUTCOME: usize = 240;
+/// Most declarations kept per file.
+const MAX_DECLS: usize = 6;
+/// Longest declaration kept, in bytes.
+const MAX_DECL: usize = 70;
+
+/// A declaration as a reader wants it: `class Window(Expression)`,
+/// `def get_cache_name(self)`, `fn parse`.
+static DECLARATION: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?m)^[\s\d:-]*(?:(?:pub(?:\([^)]*\))?|export|async|public|private|protected|static|abstract|final|default)\s+)*((?:fn|def|func|function|class|struct|enum|trait|interface|impl|type)\s+[A-Za-z_][A-Za-z0-9_]*(?:\([^)\n]{0,60}\))?)",
+    )
+});
+
+impl Purpose {
+    fn code(self) -> u8 {
+        self as u8
+    }
+
+    fn from_code(c: u8) -> Option<Purpose> {
+        [
+            Purpose::View,
+            Purpose::Search,
+            Purpose::Edit,
+            Purpose::Run,
+            Purpose::Test,
+            Purpose::Setup,
+            Purpose::Vcs,
+            Purpose::Other,
+        ]
+        .into_iter()
+        .find(|p| p.code() == c)
+    }
+}
+
+/// The rank of a trail item (see `extractive::rank`): what the agent made
+/// and tested first, then what it ran, then what it looked at; searches
+/// are bulk.
+pub(crate) fn rank(kind: Kind, text: &str, t: &Trail) -> Option<u8> {
+    match kind {
+        Kind::Touched => {
+            let has = |x: Touch| t.touches & x.bit() != 0;
+            let ran = has(Touch::Ran) || has(Touch::Tested);
+            Some(if has(Touch::Edited) || has(Touch::Deleted) {
+                9
+            } else if has(Touch::Created) || ran || (has(Touch::Viewed) && shell::is_code(text)) {
+                8
+            } else if has(Touch::Viewed) {
+                // A page or a document read: what it said is in its facts.
+                5
+            } else {
+                2
+            })
+        }
+        Kind::Command => Some(match t.purpose.and_then(Purpose::from_code) {
+            Some(Purpose::Test) => 9,
+            Some(Purpose::Run) => 7,
+            Some(Purpose::Setup) => 5,
+            Some(Purpose::Other) => 4,
+            Some(Purpose::Edit | Purpose::Vcs) => 3,
+            _ => 2,
+        }),
+        _ => None,
+    }
+}
+
+/// The touches of a file, in display order: `created, tested`.
+pub(crate) fn touches_text(bits: u8) -> String {
+    Touch::ALL
+        .iter()
+        .filter(|t| bits & t.bit() != 0)
+        .map(|t| t.name())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The three forms (key, short, full) of a trail item.
+pub(crate) fn forms(kind: Kind, text: &str, apis: &[String], t: &Trail) -> [String; 3] {
+    match kind {
+        Kind::Touched => {
+            let key = text.to_owned();
+            let touched = touches_text(t.touches);
+            let short = if touched.is_empty() {
+                key.clone()
+            } else {
+                format!("{text} ({touched})")
+            };
+            let full = if apis.is_empty() {
+                short.clone()
+            } else {
+                format!("{short}: {}", apis.join(", "))
+            };
+            [key, short, full]
+        }
+        _ => match t.outcome.as_deref().filter(|o| !o.is_empty()) {
+            None => [
+                format!("`{}`", clip_middle(text, KEY_COMMAND)),
+                format!("`{}`", clip_middle(text, 120)),
+                format!("`{text}`"),
+            ],
+            // Even the key says how it ended: a test run without its
+            // result is a test nobody knows the state of.
+            Some(o) => [
+                format!(
+                    "`{}` → {}",
+                    clip_middle(text, KEY_COMMAND),
+                    clip(status(o), 40)
+                ),
+                format!("`{}` → {}", clip_middle(text, 120), clip(o, 80)),
+                format!("`{text}` → {o}"),
+            ],
+        },
+    }
+}
+
+/// Longest command in a key form, in bytes.
+const KEY_COMMAND: usize = 64;
+
+/// The status part of an outcome: up to its first `; ` after the exit
+/// status and a test summary (`exit 1; 3 failed, 41 passed`).
+fn status(outcome: &str) -> &str {
+    let mut end = outcome.len();
+    let mut parts = 0;
+    for (i, _) in outcome.match_indices("; ") {
+        parts += 1;
+        let head = &outcome[..i];
+        let tests = head.contains("passed") || head.contains("failed") || head.contains("tests");
+        if parts >= 2 || !(head.starts_with("exit") || head.starts_with("timed")) || tests {
+            end = i;
+            break;
+        }
+    }
+    &outcome[..end]
+}
+
+/// Reads a trail line of a previous summary back (`path (edited): decls`,
+/// `` `cmd` → outcome ``): `(text, apis, trail)`.
+pub(crate) fn parse_line(kind: Kind, line: &str) -> Option<(String, Vec<String>, Trail)> {
+    match kind {
+        Kind::Touched => {
+            let (head, apis) = match line.split_once("): ") {
+                Some((h, a)) => (format!("{h})"), a.split(", ").map(str::to_owned).collect()),
+                None => (line.to_owned(), Vec::new()),
+            };
+            let (path, touches) = match head.rsplit_once(" (") {
+                Some((p, rest)) if rest.ends_with(')') => {
+                    let bits = rest
+                        .trim_end_matches(')')
+                        .split(", ")
+                        .filter_map(Touch::from_name)
+                        .fold(0, |b, t| b | t.bit());
+                    (p.to_owned(), bits)
+                }
+                _ => (head.clone(), 0),
+            };
+            Some((
+                path,
+                apis,
+                Trail {
+                    touches,
+                    ..Trail::default()
+                },
+            ))
+        }
+        Kind::Command => {
+            let rest = line.strip_prefix('`')?;
+            let (cmd, outcome) = match rest.rsplit_once("` → ") {
+                Some((c, o)) => (c, Some(o.to_owned())),
+                None => (rest.strip_suffix('`').unwrap_or(rest), None),
+            };
+            let purpose = shell::read_shell(cmd).purpose;
+            Some((
+                cmd.to_owned(),
+                Vec::new(),
+                Trail {
+                    purpose: Some(purpose.code()),
+                    outcome,
+                    ..Trail::default()
+                },
+            ))
+        }
+        _ => None,
+    }
+}
+
+impl Ledger {
+    /// A tool result whose call is known (`input`: the call's arguments).
+    /// Records the trail; returns whether the output was read here (and so
+    /// must not be read line by line as well). `whole`: `output` is the
+    /// whole output, not a piece a cap cut out.
+    pub(super) fn extract_trail(
+        &mut self,
+        tool: &str,
+        input: &str,
+        output: &str,
+        whole: bool,
+    ) -> bool {
+        let Some(call) = shell::read_call(tool, input) else {
+            return false;
+        };
+        self.note_output_shapes(output);
+        if let Some(dir) = &call.cwd {
+            self.workdir = Some(dir.clone());
+        }
+        let call = shell::Call {
+            files: call
+                .files
+                .iter()
+                .map(|(p, t)| (self.relative(p), *t))
+                .collect(),
+            ..call
+        };
+        for (path, touch) in &call.files {
+            self.touch_file(path, *touch);
+        }
+        let code_view = |files: &[(String, Touch)]| {
+            !files.is_empty() && files.iter().all(|(p, _)| shell::is_code(p))
+        };
+        let looked = matches!(call.purpose, Purpose::View | Purpose::Search);
+        let read = whole.then(|| outcome::read(output));
+        // A look that failed (`hexdump: command not found`, a missing file)
+        // is a finding of its own: kept as a command with its outcome.
+        if looked && let Some(o) = read.as_ref().filter(|o| o.failed() || o.error.is_some()) {
+            if let Some(cmd) = &call.command {
+                self.record_command(cmd, call.purpose, Some(o.render(MAX_OUTCOME)), true);
+            }
+            return true;
+        }
+        match call.purpose {
+            Purpose::View | Purpose::Search => {
+                let viewed: Vec<&str> = call
+                    .files
+                    .iter()
+                    .filter(|(_, t)| *t == Touch::Viewed)
+                    .map(|(p, _)| p.as_str())
+                    .collect();
+                if call.purpose == Purpose::View && !code_view(&call.files) {
+                    return false;
+                }
+                // One file viewed: its declarations are its.
+                if let [path] = viewed.as_slice() {
+                    self.note_declarations(path, output);
+                }
+                if call.purpose == Purpose::Search
+                    && let Some(cmd) = &call.command
+                {
+                    self.record_command(cmd, call.purpose, None, false);
+                }
+                true
+            }
+            _ => {
+                let Some(cmd) = &call.command else {
+                    // A file tool's edit: the file says it all.
+                    return true;
+                };
+                let failed = read.as_ref().is_some_and(outcome::Outcome::failed);
+                let rendered = read.map(|o| o.render(MAX_OUTCOME));
+                self.record_command(cmd, call.purpose, rendered, failed);
+                call.purpose != Purpose::Other
+            }
+        }
+    }
+
+    /// `path` relative to the working directory when it is under it, and
+    /// without a leading `./`.
+    fn relative(&self, path: &str) -> String {
+        let path = path.trim_start_matches("./");
+        match &self.workdir {
+            Some(dir) => path
+                .strip_prefix(dir.as_str())
+                .and_then(|rest| rest.strip_prefix('/'))
+                .filter(|rest| !rest.is_empty())
+                .unwrap_or(path)
+                .to_owned(),
+            None => path.to_owned(),
+        }
+    }
+
+    /// Records that `path` was touched.
+    fn touch_file(&mut self, path: &str, touch: Touch) {
+        let path = path.trim_start_matches("./");
+        let Some(i) = self.add(Kind::Touched, path, true) else {
+            return;
+        };
+        let item = &mut self.items[i];
+        item.trail.get_or_insert_with(Trail::default).touches |= touch.bit();
+    }
+
+    /// Records a command run (or run again: its latest outcome stands).
+    fn record_command(
+        &mut self,
+        cmd: &str,
+        purpose: Purpose,
+        outcome: Option<String>,
+        failed: bool,
+    ) {
+        let Some(i) = self.add(Kind::Command, cmd, true) else {
+            return;
+        };
+        let t = self.items[i].trail.get_or_insert_with(Trail::default);
+        t.purpose = Some(purpose.code());
+        if outcome.is_some() {
+            t.outcome = outcome;
+            t.failed = failed;
+        }
+    }
+
+    /// The declarations a view of `path` showed: those the conversation
+    /// names first, then the rest in order, up to [`MAX_DECLS`].
+    fn note_declarations(&mut self, path: &str, output: &str) {
+        let mut found: Vec<String> = DECLARATION
+            .captures_iter(output)
+            .filter_map(|c| c.get(1).map(|m| clip(m.as_str().trim(), MAX_DECL)))
+            .collect();
+        found.dedup();
+        if found.is_empty() {
+            return;
+        }
+        let named: Vec<bool> = found
+            .iter()
+            .map(|d| {
+                let name = d
+                    .split_whitespace()
+                    .nth(1)
+                    .and_then(|n| n.split('(').next())
+                    .unwrap_or("");
+                self.mentioned.contains(name)
+            })
+            .collect();
+        let path = path.trim_start_matches("./");
+        let Some(i) = self.add(Kind::Touched, path, true) else {
+            return;
+        };
+        let item = &mut self.items[i];
+        let mut order: Vec<usize> = (0..found.len()).collect();
+        order.sort_by_key(|&k| (!named[k], k));
+        for k in order {
+            let d = &found[k];
+            if item.apis.contains(d) {
+                continue;
+            }
+            if item.apis.len() < MAX_DECLS {
+                item.apis.push(d.clone());
+            } else if named[k] {
+                // A named declaration displaces the last one nobody named.
+                item.apis.pop();
+                item.apis.push(d.clone());
+            }
+        }
+    }
+
+    /// Restores a trail line of a previous summary.
+    pub(crate) fn restore_trail(&mut self, kind: Kind, line: &str) {
+        let Some((text, apis, trail)) = parse_line(kind, line) else {
+            return;
+        };
+        let Some(i) = self.add(kind, &text, true) else {
+            return;
+        };
+        let item = &mut self.items[i];
+        for a in apis {
+            if !item.apis.contains(&a) {
+                item.apis.push(a);
+            }
+        }
+        let t = item.trail.get_or_insert_with(Trail::default);
+        t.touches |= trail.touches;
+        if trail.purpose.is_some() {
+            t.purpose = trail.purpose;
+        }
+        if trail.outcome.is_some() {
+            t.outcome = trail.outcome;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_records_its_files_and_outcome_and_a_code_view_its_declarations() {
+        let mut l = Ledger::default();
+        l.mention("_repr_name");
+        let handled = l.extract_trail(
+            "bash",
+            r#"{"command": "sed -n '1,80p' astroid/nodes/node_ng.py"}"#,
+            "<returncode>0</returncode><output>\nclass NodeNG:\n    def _repr_name(self) -> str:\n        return ''\n    def other(self):\n</output>",
+            true,
+        );
+        assert!(handled);
+        let handled = l.extract_trail(
+            "bash",
+            r#"{"command": "python -m pytest tests/unittest_nodes.py::test_unknown -q"}"#,
+            "<returncode>1</returncode>\n<output>\nFAILED tests/unittest_nodes.py::test_unknown - AssertionError\n1 failed in 0.2s\n</output>",
+            true,
+        );
+        assert!(handled);
+        let touched: Vec<(&str, u8, &[String])> = l
+            .items
+            .iter()
+            .filter(|i| i.kind == Kind::Touched)
+            .map(|i| {
+                (
+                    i.text.as_str(),
+                    i.trail.as_ref().map_or(0, |t| t.touches),
+                    i.apis.as_slice(),
+                )
+            })
+            .collect();
+        assert_eq!(touched.len(), 2, "{touched:?}");
+        assert_eq!(touched[0].0, "astroid/nodes/node_ng.py");
+        assert_eq!(touched[0].2[0], "def _repr_name(self)");
+        assert_eq!(touched[1].1, Touch::Tested.bit());
+        let cmd = l
+            .items
+            .iter()
+            .find(|i| i.kind == Kind::Command)
+            .expect("the test command");
+        let t = cmd.trail.as_ref().expect("its trail");
+        assert!(t.failed);
+        assert_eq!(
+            t.outcome.as_deref(),
+            Some("exit 1; 1 failed; tests/unittest_nodes.py::test_unknown")
+        );
+        let [key, short, full] = forms(Kind::Command, &cmd.text, &cmd.apis, t);
+        assert!(key.starts_with("`python -m pytest"));
+        assert!(short.contains(" → exit 1"));
+        assert!(full.ends_with("test_unknown"));
+        // The forms read back.
+        let (text, _, back) = parse_line(Kind::Command, &full).expect("parses");
+        assert_eq!(text, cmd.text);
+        assert_eq!(back.outcome, t.outcome);
+        let file = &l.items[0];
+        let [_, _, full] = forms(
+            Kind::Touched,
+            &file.text,
+            &file.apis,
+            file.trail.as_ref().expect("trail"),
+        );
+        let (path, apis, back) = parse_line(Kind::Touched, &full).expect("parses");
+        assert_eq!(
+            (path.as_str(), apis, back.touches),
+            (file.text.as_str(), file.apis.clone(), Touch::Viewed.bit())
+        );
+    }
+}
