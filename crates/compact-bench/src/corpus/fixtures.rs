@@ -190,6 +190,8 @@ pub fn load(name: &str, jsonl: &str, sidecar: &str) -> Result<Transcript, Fixtur
     Ok(Transcript {
         name: name.to_string(),
         source: "fixture".into(),
+        // The summarizer was tuned on the fixtures.
+        split: super::Split::Tune,
         wire: side.format,
         opening,
         turns: batches,

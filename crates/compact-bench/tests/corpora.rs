@@ -1,0 +1,225 @@
+//! The named corpora (`corpus::corpora()`): each deterministic per seed,
+//! its anchors unique, its facts where it says, its sessions big enough to
+//! force heavy compaction at 8k-32k, a context keeping everything keeps
+//! every fact and one dropping the early turns loses theirs, and the split
+//! of seeds is fixed.
+
+use std::collections::BTreeSet;
+
+use compact_bench::corpus::{
+    Corpus, FactKind, Language, Location, SEED_SPLIT, Session, Split, Transcript, corpora,
+};
+use compact_bench::probe::{Haystack, flatten};
+use compact_bench::retention::{check, config_for};
+use compact_middleware::model::{Format, validate};
+use compact_middleware::{CompactManager, Message};
+
+/// Every (corpus, wire) the registry lists.
+fn kinds() -> Vec<(Corpus, Format)> {
+    corpora()
+        .iter()
+        .flat_map(|c| c.wires.iter().map(move |&w| (c.corpus, w)))
+        .collect()
+}
+
+fn transcript(s: &Session) -> Transcript {
+    s.transcript().expect("a generated session decodes")
+}
+
+/// The estimate of a whole session in tokens, as the manager counts.
+fn tokens(t: &Transcript) -> usize {
+    let m = CompactManager::builder(config_for(usize::MAX / 4))
+        .without_config_exporters()
+        .without_storage()
+        .build()
+        .expect("manager");
+    m.estimate(&t.messages(), &[]).t_est
+}
+
+#[test]
+fn the_registry_names_every_corpus_once_and_splits_seeds_once() {
+    let names: BTreeSet<&str> = corpora().iter().map(|c| c.name).collect();
+    assert_eq!(names.len(), corpora().len());
+    assert_eq!(corpora().len(), Corpus::ALL.len());
+    for (c, info) in Corpus::ALL.iter().zip(corpora()) {
+        assert_eq!(*c, info.corpus);
+        assert_eq!(c.info(), info);
+        assert_eq!(Corpus::from_name(info.name), Some(*c));
+        assert!(!info.wires.is_empty(), "{}", info.name);
+        match info.twin {
+            Some(twin) => {
+                assert_ne!(info.language, Language::En, "{}", info.name);
+                assert_eq!(twin.info().language, Language::En);
+                assert!(info.name.starts_with(twin.name()), "{}", info.name);
+                assert!(info.name.ends_with(info.language.code()), "{}", info.name);
+            }
+            None => assert_eq!(info.language, Language::En, "{}", info.name),
+        }
+    }
+    for seed in SEED_SPLIT.tune {
+        assert_eq!(Split::of_seed(seed), Split::Tune);
+    }
+    for seed in SEED_SPLIT.held_out.iter().chain(&[0, 5, 99]) {
+        assert_eq!(Split::of_seed(*seed), Split::HeldOut);
+    }
+    assert_eq!(Corpus::from_name("nope"), None);
+}
+
+#[test]
+fn a_seed_replays_its_session_and_seeds_differ() {
+    for (corpus, wire) in kinds() {
+        let a = corpus.generate(1, wire);
+        assert_eq!(a, corpus.generate(1, wire), "{}", a.name);
+        let b = corpus.generate(2, wire);
+        assert_ne!(a.turns, b.turns, "{}", a.name);
+        assert_ne!(a.facts, b.facts, "{}", a.name);
+        assert_eq!(a.wire, wire);
+    }
+}
+
+#[test]
+fn sessions_name_their_corpus_wire_seed_and_split() {
+    for (corpus, wire) in kinds() {
+        for seed in [1, 3] {
+            let s = corpus.generate(seed, wire);
+            let t = transcript(&s);
+            assert_eq!(t.source, corpus.name());
+            assert_eq!(t.split, Split::of_seed(seed));
+            let w = if wire == Format::Responses {
+                "responses"
+            } else {
+                "chat"
+            };
+            assert_eq!(t.name, format!("{}-{w}-{seed}", corpus.name()));
+        }
+    }
+    // A wire the corpus is not written in falls back to its first.
+    let s = Corpus::CiLogs.generate(1, Format::Anthropic);
+    assert_eq!(s.wire, Corpus::CiLogs.info().wires[0]);
+}
+
+#[test]
+fn every_anchor_occurs_once_on_a_line_with_its_probes_in_its_turn() {
+    for (corpus, wire) in kinds() {
+        for seed in 1..=5 {
+            let s = corpus.generate(seed, wire);
+            assert_eq!(s.dropped, 0, "{}: facts dropped as not unique", s.name);
+            let t = transcript(&s);
+            let messages = t.messages();
+            assert!(
+                validate(&messages).is_empty(),
+                "{}: {:?}",
+                s.name,
+                validate(&messages)
+            );
+            let hay = Haystack::new(&flatten(&messages));
+            let ids: BTreeSet<&str> = t.facts.iter().map(|f| f.id.as_str()).collect();
+            assert_eq!(ids.len(), t.facts.len(), "{}", s.name);
+            for f in &t.facts {
+                assert_eq!(hay.occurrences(&f.probes[0]), 1, "{}: {f:?}", s.name);
+                assert!(hay.has_on_one_line(&f.probes), "{}: {f:?}", s.name);
+                let turn = &t.turns[f.turn - 1];
+                assert!(
+                    Haystack::new(&flatten(turn)).has_on_one_line(&f.probes),
+                    "{}: {f:?} not in turn {}",
+                    s.name,
+                    f.turn
+                );
+                assert!(f.probes.len() <= 2, "{}: {f:?}", s.name);
+                assert!(!f.text.is_empty(), "{}: {f:?}", s.name);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_context_that_keeps_everything_retains_every_fact() {
+    for (corpus, wire) in kinds() {
+        let t = transcript(&corpus.generate(3, wire));
+        let (kept, stale) = check(&t.messages(), &t);
+        assert!(kept.iter().all(|&k| k), "{}", t.name);
+        assert!(stale.iter().all(|&s| !s), "{}", t.name);
+    }
+}
+
+#[test]
+fn a_context_that_drops_the_early_turns_loses_the_facts_planted_there() {
+    for (corpus, wire) in kinds() {
+        let t = transcript(&corpus.generate(4, wire));
+        let cut = t.turns.len() / 2;
+        let context: Vec<Message> = t
+            .opening
+            .iter()
+            .chain(t.turns[cut..].iter().flatten())
+            .cloned()
+            .collect();
+        let (kept, _) = check(&context, &t);
+        let early = t.facts.iter().filter(|f| f.turn <= cut).count();
+        assert!(early > 0, "{}: no fact in the first half", t.name);
+        for (f, k) in t.facts.iter().zip(kept) {
+            assert_eq!(k, f.turn > cut, "{}: {f:?}", t.name);
+        }
+    }
+}
+
+#[test]
+fn sessions_are_big_enough_to_force_heavy_compaction() {
+    for (corpus, wire) in kinds() {
+        for seed in [1, 4] {
+            let t = transcript(&corpus.generate(seed, wire));
+            let n = tokens(&t);
+            assert!((18_000..=90_000).contains(&n), "{}: {n} tokens", t.name);
+            assert!(t.facts.len() >= 12, "{}: {} facts", t.name, t.facts.len());
+        }
+    }
+}
+
+#[test]
+fn ci_logs_is_one_task_then_rounds_of_one_call_and_its_output() {
+    for wire in [Format::Chat, Format::Responses] {
+        let (mut nudges, mut kinds, mut locations) = (0, BTreeSet::new(), BTreeSet::new());
+        for seed in 1..=6 {
+            let t = transcript(&Corpus::CiLogs.generate(seed, wire));
+            assert!(
+                (30..=120).contains(&t.turns.len()),
+                "{}: {} rounds",
+                t.name,
+                t.turns.len()
+            );
+            let users: Vec<String> = t
+                .messages()
+                .iter()
+                .filter(|m| m.starts_turn())
+                .map(Message::plain_text)
+                .collect();
+            // The task, then only the framework's messages, each repeated
+            // verbatim.
+            assert!(users[0].contains("#"), "{}", t.name);
+            let distinct: BTreeSet<&String> = users[1..].iter().collect();
+            assert!(distinct.len() <= 2, "{}: {distinct:?}", t.name);
+            nudges += users.len() - 1;
+            for (i, turn) in t.turns.iter().enumerate() {
+                let calls: usize = turn.iter().map(|m| m.kind().calls.len()).sum();
+                let outputs = turn.iter().filter(|m| m.tool_output().is_some()).count();
+                assert!(calls <= 1 && calls == outputs, "{}: turn {}", t.name, i + 1);
+            }
+            for f in &t.facts {
+                kinds.insert(f.kind);
+                locations.insert(f.location);
+                if f.turn == 1 {
+                    assert_eq!(f.location, Location::User, "{f:?}");
+                }
+            }
+        }
+        assert!(nudges > 0, "no framework nudge in six sessions");
+        for k in FactKind::TRAIL {
+            assert!(kinds.contains(&k), "{wire:?}: no {k:?} fact");
+        }
+        assert!(kinds.contains(&FactKind::Identifier));
+        assert!(locations.contains(&Location::Tool) && locations.contains(&Location::User));
+        assert_eq!(
+            locations.contains(&Location::Reasoning),
+            wire == Format::Responses
+        );
+    }
+}
