@@ -10,7 +10,7 @@ use compact_bench::corpus::{
     Corpus, FactKind, Language, Location, SEED_SPLIT, Session, Split, Transcript, corpora,
 };
 use compact_bench::probe::{Haystack, flatten};
-use compact_bench::retention::{check, config_for};
+use compact_bench::retention::{self, Options, check, config_for};
 use compact_middleware::model::{Format, validate};
 use compact_middleware::{CompactManager, Message};
 
@@ -222,4 +222,47 @@ fn ci_logs_is_one_task_then_rounds_of_one_call_and_its_output() {
             wire == Format::Responses
         );
     }
+}
+
+#[test]
+fn the_retention_suite_runs_the_named_corpora_and_names_their_split() {
+    let opts = Options {
+        seeds: Vec::new(),
+        kinds: Vec::new(),
+        corpora: vec![(Corpus::CiLogs, Format::Chat)],
+        corpus_seeds: vec![SEED_SPLIT.tune[0], SEED_SPLIT.held_out[0]],
+        fixtures: false,
+        windows: vec![1_000_000],
+        threads: 2,
+        ..Options::quick()
+    };
+    let v = retention::run_with(&opts);
+    let sessions = v["sessions"].as_array().expect("sessions");
+    assert_eq!(sessions.len(), 2, "{v}");
+    for s in sessions {
+        assert_eq!(s["source"], "ci-logs");
+    }
+    assert_eq!(v["corpus"]["corpus_seeds"][0]["split"], "tune");
+    assert_eq!(v["corpus"]["corpus_seeds"][1]["split"], "held_out");
+    assert_eq!(v["corpus"]["problems"].as_array().map(Vec::len), Some(0));
+    // Nothing compacts in a window this large: every fact is kept.
+    let cell = &v["by_window"]["1000000"]["fed_back"];
+    assert_eq!(cell["compactions"], 0, "{cell}");
+    assert_eq!(cell["facts"]["pct"], 100.0, "{cell}");
+    // Every registered corpus is in the full measurement, at both splits.
+    let full = Options::full();
+    assert_eq!(
+        full.corpora
+            .iter()
+            .map(|c| c.0)
+            .collect::<BTreeSet<_>>()
+            .len(),
+        Corpus::ALL.len()
+    );
+    let splits: BTreeSet<Split> = full
+        .corpus_seeds
+        .iter()
+        .map(|&s| Split::of_seed(s))
+        .collect();
+    assert_eq!(splits.len(), 2);
 }

@@ -320,6 +320,8 @@ fn the_suite_reports_every_window_and_mode() {
     let opts = Options {
         seeds: vec![9],
         kinds: vec![(Agent::Coding, Format::Responses)],
+        corpora: Vec::new(),
+        corpus_seeds: Vec::new(),
         shape: SMALL,
         fixtures: false,
         windows: vec![8_000, 32_000],
