@@ -266,3 +266,50 @@ fn the_retention_suite_runs_the_named_corpora_and_names_their_split() {
         .collect();
     assert_eq!(splits.len(), 2);
 }
+
+#[test]
+fn data_json_tools_answer_in_json_tables_and_facts_sit_in_prose_fields_and_named_rows() {
+    let (mut kinds, mut locations, mut tables, mut named) =
+        (BTreeSet::new(), BTreeSet::new(), 0, 0);
+    for seed in 1..=6 {
+        let t = transcript(&Corpus::DataJson.generate(seed, Format::Chat));
+        assert!((22..=40).contains(&t.turns.len()), "{}", t.name);
+        for turn in &t.turns {
+            assert!(
+                turn[0].starts_turn(),
+                "{}: a turn starts with the user",
+                t.name
+            );
+            for m in turn {
+                let Some(out) = m.tool_output() else { continue };
+                let v: serde_json::Value = serde_json::from_str(&out).expect("a tool answers JSON");
+                // A result set: every row has the same fields.
+                if let Some(rows) = v["rows"].as_array().filter(|r| r.len() >= 10) {
+                    let keys = |r: &serde_json::Value| {
+                        r.as_object().map(|o| o.keys().cloned().collect::<Vec<_>>())
+                    };
+                    assert!(rows.iter().all(|r| keys(r) == keys(&rows[0])));
+                    tables += 1;
+                }
+            }
+        }
+        for f in &t.facts {
+            kinds.insert(f.kind);
+            locations.insert(f.location);
+            // A row the user asks about, by its key, in the same turn.
+            if f.location == Location::Tool && f.text.contains(" = ") {
+                let key = f.text.split(':').next().expect("key: column = value");
+                let user = t.turns[f.turn - 1][0].plain_text();
+                assert!(user.contains(key), "{}: {f:?} not named in {user}", t.name);
+                named += 1;
+            }
+        }
+    }
+    assert_eq!(kinds, BTreeSet::from(FactKind::STATED), "{kinds:?}");
+    assert_eq!(
+        locations,
+        BTreeSet::from([Location::User, Location::Assistant, Location::Tool])
+    );
+    assert!(tables >= 20, "{tables} result sets of 10 rows or more");
+    assert!(named >= 3, "{named} named rows");
+}

@@ -9,7 +9,7 @@
 use compact_middleware::model::Format;
 use serde::{Deserialize, Serialize};
 
-use super::{Session, ci_logs};
+use super::{Session, ci_logs, data_json};
 
 /// Whether a session may be looked at while tuning.
 #[derive(
@@ -95,6 +95,8 @@ pub enum Corpus {
     /// A log-heavy CI/debugging agent: one task, then 30-120 rounds of
     /// shell calls and their output.
     CiLogs,
+    /// A data agent: JSON tables and records, requests padded with context.
+    DataJson,
 }
 
 /// What the registry says of a corpus.
@@ -115,14 +117,24 @@ pub struct CorpusInfo {
     pub imitates: &'static str,
 }
 
-const CORPORA: [CorpusInfo; 1] = [CorpusInfo {
-    corpus: Corpus::CiLogs,
-    name: "ci-logs",
-    language: Language::En,
-    twin: None,
-    wires: &[Format::Chat, Format::Responses],
-    imitates: "a coding agent fixing a bug report in a shell loop (mini-swe-agent and SWE-agent in Chat, Codex in Responses): one task, 30-120 rounds of one call and its output",
-}];
+const CORPORA: [CorpusInfo; 2] = [
+    CorpusInfo {
+        corpus: Corpus::CiLogs,
+        name: "ci-logs",
+        language: Language::En,
+        twin: None,
+        wires: &[Format::Chat, Format::Responses],
+        imitates: "a coding agent fixing a bug report in a shell loop (mini-swe-agent and SWE-agent in Chat, Codex in Responses): one task, 30-120 rounds of one call and its output",
+    },
+    CorpusInfo {
+        corpus: Corpus::DataJson,
+        name: "data-json",
+        language: Language::En,
+        twin: None,
+        wires: &[Format::Chat],
+        imitates: "an analyst's data agent: JSON tables of repeated fields, nested records with sentence-long notes, requests padded with context",
+    },
+];
 
 /// Every named corpus, in a fixed order.
 pub fn corpora() -> &'static [CorpusInfo] {
@@ -131,7 +143,7 @@ pub fn corpora() -> &'static [CorpusInfo] {
 
 impl Corpus {
     /// Every named corpus, in the order of [`corpora`].
-    pub const ALL: [Corpus; 1] = [Corpus::CiLogs];
+    pub const ALL: [Corpus; 2] = [Corpus::CiLogs, Corpus::DataJson];
 
     /// Its registry entry.
     pub fn info(self) -> &'static CorpusInfo {
@@ -161,6 +173,7 @@ impl Corpus {
         };
         match self {
             Corpus::CiLogs => ci_logs::generate(seed, wire),
+            Corpus::DataJson => data_json::generate(seed),
         }
     }
 }

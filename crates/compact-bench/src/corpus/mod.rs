@@ -27,6 +27,7 @@
 
 mod ci_logs;
 mod corpora;
+mod data_json;
 mod facts;
 pub mod fixtures;
 mod items;

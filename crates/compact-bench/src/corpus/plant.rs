@@ -45,6 +45,22 @@ impl Ledger {
         v
     }
 
+    /// Picks an unreserved element of `xs` and reserves it (None when all
+    /// are taken).
+    pub(super) fn fresh_pick(&mut self, rng: &mut Rng, xs: &[&str]) -> Option<String> {
+        let free: Vec<&str> = xs
+            .iter()
+            .copied()
+            .filter(|x| !self.reserved.contains(&x.to_ascii_lowercase()))
+            .collect();
+        if free.is_empty() {
+            return None;
+        }
+        let v = rng.pick(&free).to_string();
+        self.reserve(&v);
+        Some(v)
+    }
+
     /// Records a fact; returns its index.
     pub(super) fn plant(
         &mut self,
@@ -64,6 +80,23 @@ impl Ledger {
             superseded: None,
             text: text.into(),
         });
+        index
+    }
+
+    /// Records a supersession of fact `old`: `old` no longer counts, and
+    /// the new fact remembers its probes as the stale statement.
+    pub(super) fn supersede(
+        &mut self,
+        old: usize,
+        location: Location,
+        turn: usize,
+        probes: Vec<String>,
+        text: impl Into<String>,
+    ) -> usize {
+        let stale = self.facts.get(old).map(|f| f.probes.clone());
+        let index = self.plant(FactKind::Supersession, location, turn, probes, text);
+        self.facts[index].superseded = stale;
+        self.replaced.insert(old);
         index
     }
 
