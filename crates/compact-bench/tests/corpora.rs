@@ -313,3 +313,137 @@ fn data_json_tools_answer_in_json_tables_and_facts_sit_in_prose_fields_and_named
     assert!(tables >= 20, "{tables} result sets of 10 rows or more");
     assert!(named >= 3, "{named} named rows");
 }
+
+fn is_cjk(c: char) -> bool {
+    ('\u{3000}'..='\u{9fff}').contains(&c) || ('\u{ff00}'..='\u{ffef}').contains(&c)
+}
+
+/// The user's and the agent's prose of a transcript (no tool output, no
+/// calls).
+fn prose(t: &Transcript) -> Vec<String> {
+    t.turns
+        .iter()
+        .flatten()
+        .filter(|m| m.tool_output().is_none() && m.kind().calls.is_empty())
+        .map(Message::plain_text)
+        .collect()
+}
+
+#[test]
+fn support_prose_is_long_paragraphs_with_facts_inside_them_and_few_tools() {
+    let (mut kinds, mut superseded, mut lookups, mut turns) = (BTreeSet::new(), 0, 0, 0);
+    for seed in 1..=4 {
+        let t = transcript(&Corpus::SupportProse.generate(seed, Format::Chat));
+        for turn in &t.turns {
+            turns += 1;
+            lookups += usize::from(turn.iter().any(|m| !m.kind().calls.is_empty()));
+            let user = turn[0].plain_text();
+            assert!(turn[0].starts_turn());
+            assert!(user.split("\n\n").count() >= 3, "{}: {user}", t.name);
+            assert!(user.split_whitespace().count() >= 150, "{}: {user}", t.name);
+        }
+        for f in &t.facts {
+            kinds.insert(f.kind);
+            superseded += usize::from(f.superseded.is_some());
+            if f.location != Location::Tool {
+                // Inside a paragraph: never its first sentence.
+                let text = t.turns[f.turn - 1]
+                    .iter()
+                    .map(Message::plain_text)
+                    .find(|m| m.contains(&f.text))
+                    .expect("the fact's message");
+                let para = text
+                    .split("\n\n")
+                    .find(|p| p.contains(&f.text))
+                    .expect("paragraph");
+                assert!(!para.starts_with(&f.text), "{}: {f:?}", t.name);
+            }
+        }
+    }
+    assert_eq!(kinds, BTreeSet::from(FactKind::STATED), "{kinds:?}");
+    assert!(superseded > 0);
+    assert!(
+        lookups > 0 && lookups * 3 < turns,
+        "{lookups} lookups in {turns} turns"
+    );
+}
+
+#[test]
+fn twins_share_structure_and_identifiers_with_their_english_session() {
+    for info in corpora().iter().filter(|c| c.twin.is_some()) {
+        let twin = info.twin.expect("filtered");
+        for seed in 1..=4 {
+            let en = transcript(&twin.generate(seed, Format::Chat));
+            let t = transcript(&info.corpus.generate(seed, Format::Chat));
+            assert_eq!(t.turns.len(), en.turns.len(), "{}", t.name);
+            for (a, b) in t.turns.iter().zip(&en.turns) {
+                assert_eq!(a.len(), b.len(), "{}", t.name);
+                let tools: Vec<_> = b.iter().map(|m| m.tool_output().is_some()).collect();
+                assert_eq!(
+                    a.iter()
+                        .map(|m| m.tool_output().is_some())
+                        .collect::<Vec<_>>(),
+                    tools
+                );
+            }
+            assert_eq!(t.facts.len(), en.facts.len(), "{}", t.name);
+            for (f, e) in t.facts.iter().zip(&en.facts) {
+                assert_eq!(
+                    (f.kind, f.location, f.turn, &f.probes[0]),
+                    (e.kind, e.location, e.turn, &e.probes[0]),
+                    "{}",
+                    t.name
+                );
+                assert_eq!(f.probes.len(), e.probes.len(), "{}: {f:?}", t.name);
+                if f.probes.len() == 2 {
+                    // The cue is the language's own word.
+                    assert_ne!(f.probes[1], e.probes[1], "{}: {f:?}", t.name);
+                }
+                assert_eq!(
+                    f.superseded.as_ref().map(|s| &s[0]),
+                    e.superseded.as_ref().map(|s| &s[0])
+                );
+            }
+            // Not the English words.
+            let english = prose(&en).join(" ");
+            let translated = prose(&t).join(" ");
+            assert!(english.contains("the device") && !translated.contains("the device"));
+        }
+    }
+}
+
+#[test]
+fn the_chinese_prose_has_no_ascii_sentence_punctuation_and_no_spaces_between_words() {
+    for seed in 1..=4 {
+        let t = transcript(&Corpus::SupportProseZh.generate(seed, Format::Chat));
+        let mut full_stops = 0;
+        for text in prose(&t) {
+            let chars: Vec<char> = text.chars().collect();
+            full_stops += chars.iter().filter(|&&c| c == '。').count();
+            for (i, &c) in chars.iter().enumerate() {
+                assert!(!",;!?".contains(c), "{}: {c:?} in {text}", t.name);
+                let next = chars.get(i + 1).copied();
+                if c == '.' || c == ':' {
+                    // Only inside identifiers: versions, addresses, URLs, emails, times.
+                    assert!(
+                        next.is_some_and(|n| n.is_ascii_alphanumeric() || n == '/'),
+                        "{}: {text}",
+                        t.name
+                    );
+                }
+                if c == ' ' {
+                    let prev = i.checked_sub(1).map(|p| chars[p]);
+                    assert!(
+                        !prev.is_some_and(is_cjk) && !next.is_some_and(is_cjk),
+                        "{}: a space beside a CJK character in {text}",
+                        t.name
+                    );
+                }
+            }
+        }
+        assert!(full_stops > 500, "{}: {full_stops} 。", t.name);
+        for f in t.facts.iter().filter(|f| f.probes.len() == 2) {
+            assert!(f.probes[1].chars().all(is_cjk), "{}: {f:?}", t.name);
+        }
+    }
+}

@@ -9,7 +9,7 @@
 use compact_middleware::model::Format;
 use serde::{Deserialize, Serialize};
 
-use super::{Session, ci_logs, data_json};
+use super::{Session, ci_logs, data_json, support_prose};
 
 /// Whether a session may be looked at while tuning.
 #[derive(
@@ -97,6 +97,14 @@ pub enum Corpus {
     CiLogs,
     /// A data agent: JSON tables and records, requests padded with context.
     DataJson,
+    /// A prose-heavy customer-support conversation, in English.
+    SupportProse,
+    /// [`Corpus::SupportProse`] in Chinese.
+    SupportProseZh,
+    /// [`Corpus::SupportProse`] in Spanish.
+    SupportProseEs,
+    /// [`Corpus::SupportProse`] in German.
+    SupportProseDe,
 }
 
 /// What the registry says of a corpus.
@@ -117,7 +125,7 @@ pub struct CorpusInfo {
     pub imitates: &'static str,
 }
 
-const CORPORA: [CorpusInfo; 2] = [
+const CORPORA: [CorpusInfo; 6] = [
     CorpusInfo {
         corpus: Corpus::CiLogs,
         name: "ci-logs",
@@ -134,6 +142,38 @@ const CORPORA: [CorpusInfo; 2] = [
         wires: &[Format::Chat],
         imitates: "an analyst's data agent: JSON tables of repeated fields, nested records with sentence-long notes, requests padded with context",
     },
+    CorpusInfo {
+        corpus: Corpus::SupportProse,
+        name: "support-prose",
+        language: Language::En,
+        twin: None,
+        wires: &[Format::Chat],
+        imitates: "a long customer-support thread: customers' multi-paragraph messages, an agent's long replies, few tool calls",
+    },
+    CorpusInfo {
+        corpus: Corpus::SupportProseZh,
+        name: "support-prose-zh",
+        language: Language::Zh,
+        twin: Some(Corpus::SupportProse),
+        wires: &[Format::Chat],
+        imitates: "support-prose in Simplified Chinese",
+    },
+    CorpusInfo {
+        corpus: Corpus::SupportProseEs,
+        name: "support-prose-es",
+        language: Language::Es,
+        twin: Some(Corpus::SupportProse),
+        wires: &[Format::Chat],
+        imitates: "support-prose in Spanish",
+    },
+    CorpusInfo {
+        corpus: Corpus::SupportProseDe,
+        name: "support-prose-de",
+        language: Language::De,
+        twin: Some(Corpus::SupportProse),
+        wires: &[Format::Chat],
+        imitates: "support-prose in German",
+    },
 ];
 
 /// Every named corpus, in a fixed order.
@@ -143,7 +183,14 @@ pub fn corpora() -> &'static [CorpusInfo] {
 
 impl Corpus {
     /// Every named corpus, in the order of [`corpora`].
-    pub const ALL: [Corpus; 2] = [Corpus::CiLogs, Corpus::DataJson];
+    pub const ALL: [Corpus; 6] = [
+        Corpus::CiLogs,
+        Corpus::DataJson,
+        Corpus::SupportProse,
+        Corpus::SupportProseZh,
+        Corpus::SupportProseEs,
+        Corpus::SupportProseDe,
+    ];
 
     /// Its registry entry.
     pub fn info(self) -> &'static CorpusInfo {
@@ -174,6 +221,10 @@ impl Corpus {
         match self {
             Corpus::CiLogs => ci_logs::generate(seed, wire),
             Corpus::DataJson => data_json::generate(seed),
+            Corpus::SupportProse => support_prose::generate(seed, Language::En),
+            Corpus::SupportProseZh => support_prose::generate(seed, Language::Zh),
+            Corpus::SupportProseEs => support_prose::generate(seed, Language::Es),
+            Corpus::SupportProseDe => support_prose::generate(seed, Language::De),
         }
     }
 }

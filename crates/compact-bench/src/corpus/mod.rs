@@ -33,6 +33,7 @@ pub mod fixtures;
 mod items;
 mod noise;
 mod plant;
+mod support_prose;
 mod vocab;
 
 pub use corpora::{Corpus, CorpusInfo, Language, SEED_SPLIT, SeedSplit, Split, corpora};
