@@ -85,7 +85,8 @@ impl Options {
     }
 
     /// A smoke run: three shorter sessions (both formats), the fixtures,
-    /// and one held-out session of a named corpus.
+    /// and a held-out session of two named corpora (ci-logs, and a
+    /// translation).
     pub fn quick() -> Self {
         Self {
             seeds: vec![1],
@@ -94,7 +95,10 @@ impl Options {
                 (Agent::Support, Format::Responses),
                 (Agent::Research, Format::Responses),
             ],
-            corpora: vec![(Corpus::CiLogs, Format::Chat)],
+            corpora: vec![
+                (Corpus::CiLogs, Format::Chat),
+                (Corpus::SupportProseZh, Format::Chat),
+            ],
             corpus_seeds: vec![SEED_SPLIT.held_out[0]],
             shape: SessionShape {
                 turns: (30, 40),
