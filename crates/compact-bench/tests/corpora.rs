@@ -334,14 +334,26 @@ fn support_prose_is_long_paragraphs_with_facts_inside_them_and_few_tools() {
     let (mut kinds, mut superseded, mut lookups, mut turns) = (BTreeSet::new(), 0, 0, 0);
     for seed in 1..=4 {
         let t = transcript(&Corpus::SupportProse.generate(seed, Format::Chat));
-        for turn in &t.turns {
+        let (mut paragraphs, mut words) = (0, 0);
+        for (i, turn) in t.turns.iter().enumerate() {
             turns += 1;
             lookups += usize::from(turn.iter().any(|m| !m.kind().calls.is_empty()));
-            let user = turn[0].plain_text();
             assert!(turn[0].starts_turn());
-            assert!(user.split("\n\n").count() >= 3, "{}: {user}", t.name);
-            assert!(user.split_whitespace().count() >= 150, "{}: {user}", t.name);
+            let user = turn[0].plain_text();
+            // The customer's own words, not a quoted reply.
+            let own = user.split("\n\nOn ").next().unwrap_or(&user);
+            paragraphs += own.split("\n\n").count();
+            words += own.split_whitespace().count();
+            if i == 0 {
+                assert!(own.split("\n\n").count() >= 4, "{}: {own}", t.name);
+            }
         }
+        let n = t.turns.len();
+        assert!(
+            paragraphs >= 2 * n && words >= 90 * n,
+            "{}: {paragraphs} paragraphs, {words} words in {n} messages",
+            t.name
+        );
         for f in &t.facts {
             kinds.insert(f.kind);
             superseded += usize::from(f.superseded.is_some());

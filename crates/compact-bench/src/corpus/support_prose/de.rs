@@ -4,6 +4,8 @@ use super::texts::Texts;
 
 pub(super) static DE: Texts = Texts {
     system: "Du bist Kundenservice-Mitarbeiter bei Hexanet, das Netzwerkspeichergeräte und den zugehörigen Synchronisationsdienst verkauft. Antworte in der Sprache des Kunden, freundlich und präzise, und nutze die Werkzeuge, um Kunden, Sendungen und Geräte nachzuschlagen.",
+    quote_header: "Am {day} schrieb der Hexanet-Support:",
+    quote_prefix: "> ",
     sep: " ",
     user_open: [
         "Hallo, ich schreibe noch einmal wegen des Problems mit unserem {model}.",

@@ -4,6 +4,8 @@ use super::texts::Texts;
 
 pub(super) static EN: Texts = Texts {
     system: "You are a customer support agent for Hexanet, which sells network storage devices and the sync service behind them. Answer in the customer's language, be warm and precise, and use the tools to look up customers, shipments and devices.",
+    quote_header: "On {day}, Hexanet Support wrote:",
+    quote_prefix: "> ",
     sep: " ",
     user_open: [
         "Hi there, I'm writing again about the problem with our {model}.",

@@ -4,6 +4,8 @@ use super::texts::Texts;
 
 pub(super) static ES: Texts = Texts {
     system: "Eres un agente de atención al cliente de Hexanet, que vende dispositivos de almacenamiento en red y el servicio de sincronización asociado. Responde en el idioma del cliente, con amabilidad y precisión, y usa las herramientas para consultar clientes, envíos y dispositivos.",
+    quote_header: "El {day}, Soporte de Hexanet escribió:",
+    quote_prefix: "> ",
     sep: " ",
     user_open: [
         "Hola, les escribo otra vez por el problema con nuestro {model}.",

@@ -1,9 +1,11 @@
 //! `support-prose`: a long customer-support thread about a network storage
 //! device that stopped syncing, a replacement, shipping and billing. The
-//! customer writes several paragraphs a message (backstory, frustration,
-//! what they tried); the agent answers at length; now and then the agent
+//! customer writes one to four paragraphs a message, the first one longer
+//! (backstory, frustration, what they tried); the agent answers at length; now and then the agent
 //! looks a customer, shipment or device up, and the record's notes are
-//! prose too. 30-48 turns.
+//! prose too. 44-64 turns. A customer restating something says it with
+//! the same details, and sometimes quotes the agent's last reply below
+//! their message, as email clients do.
 //!
 //! Facts sit in the middle of paragraphs: identifiers (order, case, email,
 //! firmware version, amount, address and port, URL), constraints ("never
@@ -70,20 +72,31 @@ pub(super) fn generate(seed: u64, language: Language) -> Session {
             None => ledger.plant(f.kind, f.location, f.turn, probes, text.clone()),
         };
     }
+    let mut previous = String::new();
     let turns = plan
         .turns
         .iter()
         .enumerate()
         .map(|(i, t)| {
-            let mut items = vec![items::user(&message(tx, &t.user, &sentences))];
+            let mut user = message(tx, &t.user, &sentences);
+            if let Some(day) = t.quote {
+                let quoted: Vec<String> = previous
+                    .lines()
+                    .map(|l| format!("{}{l}", tx.quote_prefix).trim_end().to_string())
+                    .collect();
+                user.push_str(&format!(
+                    "\n\n{}\n{}",
+                    tx.quote_header.replace("{day}", tx.days[day]),
+                    quoted.join("\n")
+                ));
+            }
+            let mut items = vec![items::user(&user)];
             if let Some(tp) = &t.tool {
                 let call = lookup(tx, &plan, tp, i + 1);
                 items.extend(items::calls(Format::Chat, None, &[call]));
             }
-            items.push(items::assistant(
-                Format::Chat,
-                &message(tx, &t.agent, &sentences),
-            ));
+            previous = message(tx, &t.agent, &sentences);
+            items.push(items::assistant(Format::Chat, &previous));
             items
         })
         .collect();

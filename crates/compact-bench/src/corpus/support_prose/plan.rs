@@ -3,13 +3,15 @@
 //! which values. Drawn from the seed alone, so the English session and its
 //! translations share structure and identifiers.
 
+use std::collections::HashMap;
+
 use super::texts::Say;
 use crate::corpus::plant::Ledger;
 use crate::corpus::{FactKind, Location};
 use crate::rng::Rng;
 
 /// A part of a message a filler sentence comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(super) enum Part {
     UserOpen,
     UserStory,
@@ -98,6 +100,10 @@ pub(super) struct ToolPlan {
 #[derive(Debug, Clone)]
 pub(super) struct TurnPlan {
     pub user: Vec<Vec<Piece>>,
+    /// The weekday of the previous reply, quoted below the customer's
+    /// message as email clients do (only a reply that states no fact, so
+    /// an anchor still occurs once).
+    pub quote: Option<usize>,
     pub tool: Option<ToolPlan>,
     pub agent: Vec<Vec<Piece>>,
 }
@@ -211,6 +217,12 @@ struct Drawer {
     decided: [bool; 4],
     /// Sentences of the message being written: not repeated in it.
     in_message: Vec<(Part, usize)>,
+    /// The slots of each sentence used so far: a sentence said again says
+    /// the same thing (a customer restating "we restarted it 4 times"
+    /// does not change the number).
+    said: HashMap<(Part, usize), Slots>,
+    /// The last reply states no fact, so a customer may quote it.
+    quotable: bool,
     /// The customer's and the agent's names (indices): the same all
     /// thread long; colleagues are the other names.
     customer: usize,
@@ -227,13 +239,15 @@ pub(super) fn draw(seed: u64) -> Plan {
         open: Vec::new(),
         decided: [false; 4],
         in_message: Vec::new(),
+        said: HashMap::new(),
+        quotable: false,
         customer: 0,
         agent: 0,
     };
     d.customer = d.rng.below(8) as usize;
     d.agent = (d.customer + 1 + d.rng.below(7) as usize) % 8;
     let customer = format!("C-{}", d.rng.range(1000, 9999));
-    let n = d.rng.range(30, 48) as usize;
+    let n = d.rng.range(44, 64) as usize;
     let turns = (1..=n).map(|t| d.turn(t)).collect();
     Plan {
         customer,
@@ -253,6 +267,9 @@ impl Drawer {
             i = self.decks[part as usize].next(&mut self.rng);
         }
         self.in_message.push((part, i));
+        if let Some(slots) = self.said.get(&(part, i)) {
+            return Piece::Filler(part, i, slots.clone());
+        }
         let person = match part {
             Part::UserOpen | Part::UserClose | Part::AgentOpen => self.customer,
             Part::AgentClose => self.agent,
@@ -270,6 +287,7 @@ impl Drawer {
             time: format!("{:02}:{:02}", r.range(7, 22), 15 * r.below(4)),
             person,
         };
+        self.said.insert((part, i), slots.clone());
         Piece::Filler(part, i, slots)
     }
 
@@ -564,11 +582,11 @@ impl Drawer {
         }
         self.in_message.clear();
         let np = if t == 1 {
-            self.rng.range(4, 7)
+            self.rng.range(4, 6)
         } else {
-            self.rng.range(3, 6)
+            self.rng.range(1, 4)
         } as usize;
-        let mut user_paras = self.paragraphs(Part::UserStory, np, 3, 8, &user);
+        let mut user_paras = self.paragraphs(Part::UserStory, np, 2, 6, &user);
         let open = self.filler(Part::UserOpen);
         user_paras[0].insert(0, open);
         if self.rng.chance(0.8) {
@@ -594,15 +612,21 @@ impl Drawer {
         };
         self.in_message.clear();
         let na = self.rng.range(1, 3) as usize;
-        let mut agent_paras = self.paragraphs(Part::AgentBody, na, 2, 5, &agent);
+        let mut agent_paras = self.paragraphs(Part::AgentBody, na, 2, 4, &agent);
         let open = self.filler(Part::AgentOpen);
         agent_paras[0].insert(0, open);
         if self.rng.chance(0.7) {
             let close = self.filler(Part::AgentClose);
             agent_paras.push(vec![close]);
         }
+        let quote = (self.quotable && self.rng.chance(0.5)).then(|| self.rng.below(7) as usize);
+        self.quotable = !agent_paras
+            .iter()
+            .flatten()
+            .any(|p| matches!(p, Piece::Fact(_)));
         TurnPlan {
             user: user_paras,
+            quote,
             tool,
             agent: agent_paras,
         }

@@ -51,6 +51,10 @@ pub(super) struct Texts {
     pub system: &'static str,
     /// Between the sentences of a paragraph (`""` in Chinese).
     pub sep: &'static str,
+    /// The line above a reply quoted in an email (`{day}` its weekday).
+    pub quote_header: &'static str,
+    /// What each quoted line starts with.
+    pub quote_prefix: &'static str,
     pub user_open: [&'static str; 6],
     pub user_story: [&'static str; 44],
     pub user_close: [&'static str; 6],

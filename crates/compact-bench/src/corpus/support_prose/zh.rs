@@ -5,6 +5,8 @@ use super::texts::Texts;
 
 pub(super) static ZH: Texts = Texts {
     system: "你是Hexanet的客服人员，Hexanet销售网络存储设备及其配套的同步服务。请用客户的语言回答，态度亲切、表述准确，并使用工具查询客户、物流和设备信息。",
+    quote_header: "{day}，Hexanet客服写道：",
+    quote_prefix: ">",
     sep: "",
     user_open: [
         "您好，我又来问我们那台{model}的问题了。",
