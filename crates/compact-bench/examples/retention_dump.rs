@@ -1,8 +1,10 @@
 //! Debugging aid for the retention suite: drives every session of the
 //! corpus (or those whose name contains FILTER) at one window, fed back,
 //! and prints the facts each lost, by kind and location; `--summary` also
-//! prints each final summary. `SEEDS=3,4` draws other sessions.
-//! `cargo run --release -p compact-bench --example retention_dump -- WINDOW [FILTER] [--summary]`
+//! prints each final summary. `SEEDS=3,4` draws other sessions;
+//! `--corpora` adds the named corpora (`corpus::corpora()`) at those seeds
+//! (only the tuning ones, 1-2, while tuning).
+//! `cargo run --release -p compact-bench --example retention_dump -- WINDOW [FILTER] [--summary] [--corpora]`
 
 use compact_bench::corpus::{self, Agent, SessionShape, Transcript};
 use compact_bench::retention::{CallingMode, SUMMARY_MARK, config_for, measure};
@@ -35,6 +37,17 @@ fn main() {
     }
     if let Ok(f) = corpus::fixtures::all() {
         transcripts.extend(f);
+    }
+    if args.iter().any(|a| a == "--corpora") {
+        for c in corpus::corpora() {
+            for &wire in c.wires {
+                for &seed in &seeds {
+                    if let Ok(t) = c.corpus.generate(seed, wire).transcript() {
+                        transcripts.push(t);
+                    }
+                }
+            }
+        }
     }
     let Ok(rt) = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -85,18 +85,15 @@ fn main() {
                 out.final_summary_tokens
             );
             for (f, k) in t.facts.iter().zip(&out.retained) {
-                let e = by_kind
-                    .entry(f.category.clone().unwrap_or_default())
-                    .or_default();
+                let kind = match f.kind {
+                    compact_bench::corpus::FactKind::Identifier => "problem",
+                    k => k.name(),
+                };
+                let e = by_kind.entry(kind.to_string()).or_default();
                 e.0 += usize::from(*k);
                 e.1 += 1;
                 if !k && flag("--lost") {
-                    println!(
-                        "   LOST {:<8} t{:<3} {}",
-                        f.category.as_deref().unwrap_or(""),
-                        f.turn,
-                        f.probes[0]
-                    );
+                    println!("   LOST {kind:<8} t{:<3} {}", f.turn, f.probes[0]);
                 }
             }
             if flag("--summary") {

@@ -14,16 +14,30 @@
 //!
 //! [`fixtures`] are hand-written transcripts with their facts.
 //!
+//! [`corpora`] lists the named corpora written apart from [`generate`]
+//! (which the summarizer was tuned on): `ci-logs` (one task, then rounds of
+//! shell calls and logs), `data-json` (JSON tables and padded requests),
+//! `support-prose` (long prose) and its twins in other languages, each with
+//! a fixed split of seeds into tuning and held out ([`SEED_SPLIT`]).
+//!
 //! A fact's first probe, its anchor, occurs exactly once in the whole
 //! session, on a line that also holds its other probes; a fact for which
 //! that does not hold is dropped before the session is returned (counted in
 //! [`Session::dropped`]), so a probe is never found by accident.
 
+mod ci_logs;
+mod corpora;
+mod data_json;
 mod facts;
 pub mod fixtures;
+mod items;
 mod noise;
+mod plant;
+mod support_prose;
 pub mod trajectories;
 mod vocab;
+
+pub use corpora::{Corpus, CorpusInfo, Language, SEED_SPLIT, SeedSplit, Split, corpora};
 
 use std::collections::HashSet;
 
@@ -79,16 +93,47 @@ pub enum FactKind {
     /// A later decision or limit replacing an earlier one on the same
     /// subject: only the newer one counts.
     Supersession,
+    /// A file an agent viewed, created or edited (its path).
+    File,
+    /// A test command an agent ran, or a test it saw fail.
+    Test,
+    /// Something an agent worked out and stated (a cause, a value).
+    Finding,
+    /// An error an agent hit: exception type and message, first line.
+    Error,
 }
 
 impl FactKind {
     /// Every kind, in a fixed order.
-    pub const ALL: [FactKind; 5] = [
+    pub const ALL: [FactKind; 9] = [
         FactKind::Constraint,
         FactKind::Decision,
         FactKind::Identifier,
         FactKind::Action,
         FactKind::Supersession,
+        FactKind::File,
+        FactKind::Test,
+        FactKind::Finding,
+        FactKind::Error,
+    ];
+
+    /// What any conversation states: the kinds [`generate`] and the
+    /// fixtures plant.
+    pub const STATED: [FactKind; 5] = [
+        FactKind::Constraint,
+        FactKind::Decision,
+        FactKind::Identifier,
+        FactKind::Action,
+        FactKind::Supersession,
+    ];
+
+    /// The trail of a coding agent's work (what `ci-logs` plants besides
+    /// the task's identifiers).
+    pub const TRAIL: [FactKind; 4] = [
+        FactKind::File,
+        FactKind::Test,
+        FactKind::Finding,
+        FactKind::Error,
     ];
 
     /// The snake_case name.
@@ -99,6 +144,10 @@ impl FactKind {
             FactKind::Identifier => "identifier",
             FactKind::Action => "action",
             FactKind::Supersession => "supersession",
+            FactKind::File => "file",
+            FactKind::Test => "test",
+            FactKind::Finding => "finding",
+            FactKind::Error => "error",
         }
     }
 }
@@ -164,10 +213,6 @@ pub struct Fact {
     /// The planted text, for reports.
     #[serde(default)]
     pub text: String,
-    /// What the fact is about, where the corpus says (the real
-    /// trajectories' probe kinds: `problem`, `file`, `test`, `finding`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub category: Option<String>,
 }
 
 /// How a transcript's probes are looked for in a context.
@@ -181,29 +226,6 @@ pub enum ProbeMatch {
     /// The fact's first probe is a substring of the context's text, case
     /// kept (the rule of the real trajectories' README).
     Substring,
-}
-
-/// Whether a transcript may be tuned on.
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum Split {
-    /// Used to tune the engine.
-    #[default]
-    Tune,
-    /// Never tuned on: its figures are the ones to quote first.
-    HeldOut,
-}
-
-impl Split {
-    /// The snake_case name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Split::Tune => "tune",
-            Split::HeldOut => "held_out",
-        }
-    }
 }
 
 /// How long a generated session is and how big its tool outputs are.
@@ -226,8 +248,16 @@ impl SessionShape {
 /// A generated session: wire items per turn, and its facts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Session {
-    /// `{agent}-{wire}-{seed}`.
+    /// `{agent}-{wire}-{seed}`, or `{corpus}-{wire}-{seed}` for a named
+    /// corpus.
     pub name: String,
+    /// `coding`, `support` or `research` for [`generate`], else the named
+    /// corpus (`ci-logs`, `support-prose-zh`, …).
+    pub source: String,
+    /// Tuning or held out ([`Split::of_seed`] for a named corpus;
+    /// [`generate`]'s sessions are all tuning: the summarizer was tuned on
+    /// them).
+    pub split: Split,
     /// The kind of agent.
     pub agent: Agent,
     /// Chat or Responses.
@@ -249,8 +279,11 @@ pub struct Session {
 pub struct Transcript {
     /// The session's name.
     pub name: String,
-    /// `coding`, `support`, `research`, or `fixture`.
+    /// `coding`, `support`, `research`, `fixture`, or a named corpus
+    /// ([`CorpusInfo::name`]).
     pub source: String,
+    /// Tuning or held out.
+    pub split: Split,
     /// Chat or Responses.
     pub wire: Format,
     /// Messages before the first turn.
@@ -261,8 +294,6 @@ pub struct Transcript {
     pub facts: Vec<Fact>,
     /// How the facts' probes are looked for.
     pub probe_match: ProbeMatch,
-    /// Tuned on, or held out.
-    pub split: Split,
 }
 
 impl Transcript {
@@ -284,7 +315,8 @@ impl Session {
         };
         Ok(Transcript {
             name: self.name.clone(),
-            source: self.agent.name().to_string(),
+            source: self.source.clone(),
+            split: self.split,
             wire: self.wire,
             opening: decode(&self.opening)?,
             turns: self
@@ -294,12 +326,6 @@ impl Session {
                 .collect::<Result<_, _>>()?,
             facts: self.facts.clone(),
             probe_match: ProbeMatch::Line,
-            // Seeds 1-2 are the ones the engine was tuned on.
-            split: if self.seed <= 2 {
-                Split::Tune
-            } else {
-                Split::HeldOut
-            },
         })
     }
 
@@ -371,6 +397,8 @@ pub fn generate(seed: u64, agent: Agent, wire: Format, shape: &SessionShape) -> 
                 "chat"
             }
         ),
+        source: agent.name().to_string(),
+        split: Split::Tune,
         agent,
         wire,
         seed,
@@ -515,7 +543,6 @@ impl Gen {
             probes: st.probes.clone(),
             superseded: st.superseded.clone(),
             text,
-            category: None,
         });
         index
     }

@@ -3,8 +3,9 @@
 //! agent on real GitHub issues, converted to Chat messages grouped into
 //! turns, each with probes (strings the agent still needs later).
 //!
-//! Every probe becomes a [`Fact`] with one probe, its `category` the
-//! probe's kind (`problem`, `file`, `test`, `finding`). Such a fact is
+//! Every probe becomes a [`Fact`] with one probe, of the kind the probe
+//! says (`file`, `test`, `finding`; a `problem` probe, an identifier of the
+//! task, is an [`FactKind::Identifier`] planted by the user). Such a fact is
 //! retained when its key is a substring of the final context's text (the
 //! trajectories' own rule, [`ProbeMatch::Substring`]), not by the line rule
 //! of the generated corpus.
@@ -139,7 +140,12 @@ pub fn load(path: &Path) -> Result<Transcript, TrajectoryError> {
         .enumerate()
         .map(|(i, p)| Fact {
             id: format!("p{i}"),
-            kind: FactKind::Identifier,
+            kind: match p.kind.as_str() {
+                "file" => FactKind::File,
+                "test" => FactKind::Test,
+                "finding" => FactKind::Finding,
+                _ => FactKind::Identifier,
+            },
             location: match p.kind.as_str() {
                 "problem" => Location::User,
                 "finding" => Location::Assistant,
@@ -150,7 +156,6 @@ pub fn load(path: &Path) -> Result<Transcript, TrajectoryError> {
             probes: vec![p.key.clone()],
             superseded: None,
             text: p.key.clone(),
-            category: Some(p.kind.clone()),
         })
         .collect();
     let split = if HELD_OUT.contains(&file.name.as_str()) {

@@ -1,7 +1,7 @@
 //! `compact bench retention`: how many planted facts survive compaction.
 //!
-//! Every session of the corpus (generated, plus the hand-written fixtures)
-//! is driven through a real `CompactManager` at each window, in both
+//! Every session of the corpus (generated, the hand-written fixtures, and
+//! the named corpora of [`corpus::corpora`]) is driven through a real `CompactManager` at each window, in both
 //! calling modes, with the default configuration except the window. After
 //! the last turn the final context is flattened (`Message::plain_text` of
 //! every message, joined by newlines) and a fact counts as retained iff all
@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 pub use drive::{CallingMode, RunOutcome, SUMMARY_MARK, check, measure};
 pub use report::{Run, TARGETS, Target};
 
-use crate::corpus::{self, Agent, SessionShape, Transcript};
+use crate::corpus::{self, Agent, Corpus, SEED_SPLIT, SessionShape, Split, Transcript};
 
 /// The windows the suite measures, in tokens.
 pub const WINDOWS: [usize; 5] = [8_000, 12_000, 16_000, 32_000, 128_000];
@@ -39,6 +39,12 @@ pub struct Options {
     pub seeds: Vec<u64>,
     /// The (agent, wire format) pairs.
     pub kinds: Vec<(Agent, Format)>,
+    /// The named corpora ([`corpus::corpora`]): one session per (corpus,
+    /// wire format) pair and per seed of `corpus_seeds`.
+    pub corpora: Vec<(Corpus, Format)>,
+    /// Seeds of the named corpora; a session's split follows from its seed
+    /// ([`Split::of_seed`]).
+    pub corpus_seeds: Vec<u64>,
     /// Session length and tool output sizes.
     pub shape: SessionShape,
     /// Also the hand-written fixtures.
@@ -51,13 +57,25 @@ pub struct Options {
 
 impl Options {
     /// The measurement: 12 sessions (every agent in both formats, two
-    /// seeds each) and the fixtures, at every window of [`WINDOWS`].
+    /// seeds each), the fixtures, and every named corpus in each of its
+    /// formats at the tuning and the held-out seeds of [`SEED_SPLIT`], at
+    /// every window of [`WINDOWS`].
     pub fn full() -> Self {
         Self {
             seeds: vec![1, 2],
             kinds: Agent::ALL
                 .iter()
                 .flat_map(|&a| [(a, Format::Chat), (a, Format::Responses)])
+                .collect(),
+            corpora: corpus::corpora()
+                .iter()
+                .flat_map(|c| c.wires.iter().map(move |&w| (c.corpus, w)))
+                .collect(),
+            corpus_seeds: SEED_SPLIT
+                .tune
+                .iter()
+                .chain(&SEED_SPLIT.held_out)
+                .copied()
                 .collect(),
             shape: SessionShape::FULL,
             fixtures: true,
@@ -66,7 +84,9 @@ impl Options {
         }
     }
 
-    /// A smoke run: three shorter sessions (both formats) and the fixtures.
+    /// A smoke run: three shorter sessions (both formats), the fixtures,
+    /// and a held-out session of two named corpora (ci-logs, and a
+    /// translation).
     pub fn quick() -> Self {
         Self {
             seeds: vec![1],
@@ -75,6 +95,11 @@ impl Options {
                 (Agent::Support, Format::Responses),
                 (Agent::Research, Format::Responses),
             ],
+            corpora: vec![
+                (Corpus::CiLogs, Format::Chat),
+                (Corpus::SupportProseZh, Format::Chat),
+            ],
+            corpus_seeds: vec![SEED_SPLIT.held_out[0]],
             shape: SessionShape {
                 turns: (30, 40),
                 ..SessionShape::FULL
@@ -122,6 +147,21 @@ pub fn run_with(opts: &Options) -> Value {
             }
         }
     }
+    for &(c, wire) in &opts.corpora {
+        for &seed in &opts.corpus_seeds {
+            let s = c.generate(seed, wire);
+            if s.dropped > 0 {
+                problems.push(format!(
+                    "{}: {} facts not unique, dropped",
+                    s.name, s.dropped
+                ));
+            }
+            match s.transcript() {
+                Ok(t) => transcripts.push(t),
+                Err(e) => problems.push(format!("{}: {e}", s.name)),
+            }
+        }
+    }
     if opts.fixtures {
         match corpus::fixtures::all() {
             Ok(f) => transcripts.extend(f),
@@ -153,6 +193,8 @@ pub fn run_with(opts: &Options) -> Value {
         "turns": [opts.shape.turns.0, opts.shape.turns.1],
         "output_chars": [opts.shape.output_chars.0, opts.shape.output_chars.1],
         "fixtures": opts.fixtures,
+        "corpora": opts.corpora.iter().map(|(c, w)| json!({"corpus": c.name(), "wire": w})).collect::<Vec<_>>(),
+        "corpus_seeds": opts.corpus_seeds.iter().map(|&s| json!({"seed": s, "split": Split::of_seed(s).name()})).collect::<Vec<_>>(),
         "problems": problems,
     });
     doc["wall_secs"] = json!((started.elapsed().as_secs_f64() * 10.0).round() / 10.0);
