@@ -31,15 +31,13 @@ fn app(yaml: &str) -> App {
     config.max_context_tokens = Some(3000);
     config.storage.adapter = compact_middleware::config::StorageAdapterKind::None;
     config.server.limits.preflight_body_bytes = 200_000;
-    let rt = tokio::runtime::Handle::current();
+    // No part here connects anywhere (memory sessions, no archive, no
+    // exporter), so the runtime `Parts::new` asks for is never used.
     let parts = tokio::task::block_in_place(|| {
-        let owned = tokio::runtime::Runtime::new().expect("runtime");
-        let parts = compact_wiring::Parts::new(&config, &owned);
-        drop(owned);
-        parts
+        let rt = tokio::runtime::Runtime::new().expect("runtime");
+        compact_wiring::Parts::new(&config, &rt)
     })
     .expect("parts");
-    drop(rt);
     let service = Service::new(config, parts).expect("service");
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let server = AppState::new(

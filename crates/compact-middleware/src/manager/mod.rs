@@ -91,7 +91,7 @@ impl Builder {
         self
     }
 
-    /// Uses `store` for the memory layers instead of opening `memory.store_path`.
+    /// Uses `store` as the memory store instead of opening `memory.store_path`.
     pub fn memory_store(mut self, store: Arc<dyn crate::memory::MemoryStore>) -> Self {
         self.memory_store = Some(store);
         self
@@ -122,7 +122,7 @@ impl Builder {
     }
 
     /// Resolves the model limits and starts the dispatcher, the archive
-    /// and the memory layers; fails on a configuration that cannot be used.
+    /// and the memory; fails on a configuration that cannot be used.
     pub fn build(self) -> Result<CompactManager, CompactError> {
         let cache = self
             .cache
@@ -175,7 +175,7 @@ impl Builder {
 }
 
 /// What one configuration's calls use: the model limits, the estimator,
-/// the summarizer and the memory layers. A call with strategy overlays
+/// the summarizer and the memory. A call with strategy overlays
 /// runs on the engine of its effective configuration (`overlay.rs`).
 struct Engine {
     limits: ModelLimits,

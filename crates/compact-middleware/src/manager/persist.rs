@@ -14,7 +14,7 @@ use crate::state::{
 };
 
 use super::session::{Breaker, LastCall, Secrets, Session, SummaryState};
-use super::status::{LastCall as LastReportCall, LastReport, Layers};
+use super::status::{LastOutcome, LastReport, Layers};
 use super::{CompactError, CompactManager};
 
 impl From<StateError> for CompactError {
@@ -256,7 +256,7 @@ pub(super) fn from_record(id: SessionId, r: SessionRecord) -> Session {
     s.conversation = r.conversation;
     s.ledger = r.ledger;
     s.estimate_error = r.estimate_error;
-    s.last_report = r.last_report.map(|report| LastReportCall {
+    s.last_report = r.last_report.map(|report| LastOutcome {
         report: LastReport::Stored(report),
         layers: r
             .layers

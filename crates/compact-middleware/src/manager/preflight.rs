@@ -60,7 +60,7 @@ impl CompactManager {
             outcome.report.breakdown.tools_schema,
             outcome.report.tokens_after,
         );
-        session.last_report = Some(super::status::LastCall {
+        session.last_report = Some(super::status::LastOutcome {
             report: super::status::LastReport::Typed(Box::new(outcome.report.clone())),
             layers,
         });
