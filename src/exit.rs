@@ -71,7 +71,8 @@ impl From<CompactError> for CliError {
             CompactError::InsufficientBudget { .. } => CliError::Insufficient(e.to_string()),
             CompactError::Config(_)
             | CompactError::InvalidInput(_)
-            | CompactError::InvalidSession(_) => CliError::BadInput(e.to_string()),
+            | CompactError::InvalidSession(_)
+            | CompactError::Overlay { .. } => CliError::BadInput(e.to_string()),
             CompactError::Internal(_) | CompactError::State(_) => {
                 CliError::Other(anyhow::anyhow!(e))
             }

@@ -6,7 +6,6 @@ mod cmd;
 mod exit;
 mod input;
 mod out;
-mod sidecar;
 
 use clap::{Parser, Subcommand};
 
@@ -39,7 +38,7 @@ enum Command {
     /// Check or print the configuration.
     #[command(subcommand)]
     Config(cmd::config::Command),
-    /// In-process benchmarks, JSON out.
+    /// Benchmarks, JSON out: runs the `compact-bench` binary (see docs/performance.md).
     Bench(cmd::bench::Args),
     /// Follow a server's live events (`/events`) in the terminal.
     Tail(cmd::tail::Args),

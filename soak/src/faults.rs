@@ -9,7 +9,7 @@ use compact_middleware::summarize::{
     ExtractiveSummarizer, SummarizeError, Summarizer, Summary, SummaryRequest,
 };
 
-use compact_bench::Rng;
+use compact_fixtures::Rng;
 
 /// A summarizer standing in for an LLM that fails in every way an LLM
 /// endpoint does: errors, timeouts, refusals, empty, over-long summaries.

@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use crate::faults::{FaultServer, FlakyStorage, FlakySummarizer, SLOW_EXPORTER};
 use crate::workload::{self, RunPlan};
-use compact_bench::Rng;
+use compact_fixtures::Rng;
 
 /// Simulated model time for one call: a fixed round trip plus prefill.
 fn model_time(tokens: usize) -> Duration {

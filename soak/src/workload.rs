@@ -5,7 +5,7 @@ use compact_middleware::model::{Format, Message, Request};
 use compact_middleware::summarize::Strategy;
 use serde_json::{Value, json};
 
-use compact_bench::Rng;
+use compact_fixtures::Rng;
 
 const TOOLS: &[&str] = &[
     "read_file",

@@ -79,10 +79,7 @@ impl Target {
                     .or_else(|| storage.s3.endpoint_url.clone()),
                 kms_key_id: storage.s3.kms_key_id.clone(),
             };
-            let a = compact_s3::S3Adapter::connect(&settings, compact_s3::RetryOptions::default())
-                .await
-                .map_err(|e| CliError::Other(e.into()))?;
-            return Ok(Arc::new(a));
+            return Ok(compact_wiring::s3_adapter(&settings).await?);
         }
         let dir = self
             .archive

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use compact_middleware::PreflightRequest;
 use compact_middleware::config::Source;
+use compact_middleware::manager::Overlays;
 use compact_middleware::model::Format;
 use compact_middleware::trigger::Forced;
 use serde_json::Value;
@@ -66,6 +67,11 @@ pub(crate) struct Args {
     /// Print the report on stderr as JSON.
     #[arg(long)]
     report: bool,
+    /// Apply the strategy overlay of this agent of the configuration's
+    /// `agents:` (over the defaults, under the session's conversation
+    /// overlay).
+    #[arg(long, value_name = "NAME")]
+    agent: Option<String>,
 }
 
 pub(crate) fn run(args: Args) -> CliResult {
@@ -112,6 +118,10 @@ pub(crate) fn run(args: Args) -> CliResult {
             note: args.force.then(|| "compact preflight --force".to_string()),
             strict: args.strict,
             usage: args.usage,
+            overlays: Overlays {
+                agent: args.agent.clone(),
+                request: None,
+            },
         },
     ));
     finish_events(manager.dispatcher());

@@ -167,34 +167,21 @@ pub(crate) fn run(args: Args) -> CliResult {
     if let Err(e) = cfg.check() {
         return Err(CliError::BadInput(e.to_string()));
     }
-    let body_limit = config.server.limits.preflight_body_bytes;
     let rt = tokio::runtime::Runtime::new()?;
+    // Everything that can fail (the parts, the manager) before a port is bound.
     let parts = compact_wiring::Parts::new(&config, &rt)?;
-    let mut sidecar_error = None;
-    let served = rt.block_on(async {
+    let label = state_label(&config);
+    let service = compact_service::Service::new(config, parts)
+        .map_err(|e| CliError::BadInput(e.to_string()))?;
+    rt.block_on(async {
         eprintln!(
-            "compact serve: listening on http://{} (data in {}, session state: {})",
+            "compact serve: listening on http://{} (data in {}, session state: {label})",
             cfg.addr,
             cfg.data_dir.display(),
-            state_label(&config)
         );
-        ariadne_server::serve_with(
-            cfg,
-            |state| match crate::sidecar::Sidecar::new(config, parts, state) {
-                Ok(s) => std::sync::Arc::new(s).mount(body_limit),
-                Err(e) => {
-                    sidecar_error = Some(e);
-                    ariadne_server::Mount::default()
-                }
-            },
-            shutdown_signal(),
-        )
-        .await
-    });
-    if let Some(e) = sidecar_error {
-        return Err(CliError::BadInput(format!("session API: {e}")));
-    }
-    served.context("server")?;
+        compact_service::serve(service, cfg, shutdown_signal()).await
+    })
+    .context("server")?;
     Ok(())
 }
 

@@ -9,6 +9,33 @@ use std::process::{Child, Command, Stdio};
 
 use serde_json::{Value, json};
 
+/// The `compact` binary: cargo's own path for the root package's tests;
+/// for another crate's tests (compact-bench's, which spawn the product as
+/// users run it), the one cargo built into the same target directory
+/// (`cargo test --workspace` builds it; `COMPACT_BIN` overrides).
+pub(crate) fn compact_bin() -> std::path::PathBuf {
+    if let Some(bin) = option_env!("CARGO_BIN_EXE_compact") {
+        return bin.into();
+    }
+    if let Some(bin) = std::env::var_os("COMPACT_BIN") {
+        return bin.into();
+    }
+    let name = format!("compact{}", std::env::consts::EXE_SUFFIX);
+    // target/<profile>/deps/<test> → target/<profile>/compact
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| {
+            exe.ancestors()
+                .skip(1)
+                .take(2)
+                .map(|dir| dir.join(&name))
+                .find(|c| c.is_file())
+        })
+        .unwrap_or_else(|| {
+            panic!("these tests spawn the `compact` binary: build it (`cargo build -p compact`) or set COMPACT_BIN")
+        })
+}
+
 /// A loopback port nobody listens on right now.
 pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -71,7 +98,7 @@ impl<'a> Serve<'a> {
     /// Starts the replica and waits until it answers `/healthz`.
     pub(crate) async fn start(&self, client: &reqwest::Client) -> Replica {
         let port = free_port();
-        let child = Command::new(env!("CARGO_BIN_EXE_compact"))
+        let child = Command::new(compact_bin())
             .args([
                 "serve",
                 "--addr",

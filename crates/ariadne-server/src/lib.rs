@@ -9,7 +9,8 @@
 //! [`StoreOptions`]; [`serve`] and [`spawn`] (a [`RunningServer`]), and
 //! their `_with` forms that add a [`Mount`] of routes behind the same
 //! tokens; [`AppState`] and [`router`] to mount it in another axum app; the errors
-//! [`ServerError`] and [`StoreError`]. Two namespaces: [`map`] (OpenAI Agents
+//! [`ServerError`] and [`StoreError`]; [`openapi`], the routes' OpenAPI
+//! document. Two namespaces: [`map`] (OpenAI Agents
 //! SDK and OTLP JSON to events) and [`ui`] (the timeline web UI's routes).
 //!
 //! Private modules: `app` (the router, `serve`, `spawn`), `config`, `schema`
@@ -28,6 +29,7 @@ mod error;
 mod listener;
 pub mod map;
 mod metrics;
+mod openapi;
 mod routes;
 mod schema;
 mod security;
@@ -41,3 +43,4 @@ pub use app::{
 };
 pub use config::{Limits, Retention, ServerConfig, StoreOptions};
 pub use error::{ServerError, StoreError};
+pub use openapi::openapi;

@@ -70,6 +70,9 @@ fn bad_request(msg: &str) -> Response {
 }
 
 /// The handler.
+#[utoipa::path(get, path = "/events", tag = "trace server",
+    params(("Last-Event-ID" = Option<u64>, Header, description = "Replay what came after this event id")),
+    responses((status = 200, description = "Server-sent events, one per stored event", content_type = "text/event-stream"), (status = 401, description = "No or a wrong read token"), (status = 503, description = "Too many subscribers")))]
 pub(crate) async fn events(
     State(state): State<AppState>,
     headers: HeaderMap,

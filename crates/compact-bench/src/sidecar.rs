@@ -2,10 +2,11 @@
 //! over loopback, for each session store (memory, SQLite, and PostgreSQL
 //! when `COMPACT_BENCH_POSTGRES_URL` names a database it may write to).
 //!
-//! The sidecar lives in the `compact` binary (which depends on this crate),
-//! so the suite spawns that binary rather than linking it: `compact bench`
-//! spawns itself; the `bench` example looks for `compact` next to it in the
-//! target directory; `COMPACT_BIN` overrides both.
+//! The suite measures the product as users run it, so it spawns the
+//! `compact` binary rather than linking the service: it looks for `compact`
+//! next to this binary (`compact bench` runs `compact-bench` from its own
+//! directory, and cargo puts both in one target directory);
+//! `COMPACT_BIN` overrides that.
 //!
 //! - `latency`: one session whose raw history (about 128k tokens, the
 //!   preflight suite's) is resent whole every turn, one message longer each
@@ -93,10 +94,8 @@ fn compact_binary() -> Result<PathBuf, String> {
         return Ok(bin.into());
     }
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    if exe.file_stem().is_some_and(|s| s == "compact") {
-        return Ok(exe);
-    }
-    // target/<profile>/examples/bench → target/<profile>/compact
+    // target/<profile>/compact-bench → target/<profile>/compact (one level
+    // more for a test or an example under deps/ or examples/).
     let name = format!("compact{}", std::env::consts::EXE_SUFFIX);
     exe.ancestors()
         .skip(1)

@@ -27,6 +27,7 @@
 //! - [`strategy`]: per request > per conversation > per agent > defaults.
 pub mod archive;
 pub mod config;
+mod db;
 pub mod estimate;
 pub mod invariants;
 pub mod manager;

@@ -9,16 +9,18 @@
 //! to the defaults with [`Config::overlay`], which checks unknown keys, types
 //! and rules exactly like a file does. Only the combination is validated, so
 //! a request may lower `policy.target_pct` and `policy.trigger_pct` together.
-use std::collections::HashMap;
-use std::sync::RwLock;
-
-use serde::Serialize;
+//!
+//! The levels have one owner each: the agents' overlays are the
+//! configuration's `agents:`, a conversation's overlay is part of its session
+//! record, a request's comes with the call; the manager resolves them once
+//! per call (`CompactManager::preflight_with`, `PreflightRequest::overlays`).
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::config::{Config, ConfigError, FieldError};
 
 /// A precedence level.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Level {
     /// The base configuration.
@@ -48,102 +50,6 @@ impl Resolved {
             .rev()
             .find(|(p, _)| p == path)
             .map_or(Level::Default, |(_, l)| *l)
-    }
-}
-
-/// The per-agent and per-conversation levels over a base configuration.
-#[derive(Debug)]
-pub struct Strategies {
-    defaults: Config,
-    agents: RwLock<HashMap<String, Value>>,
-    conversations: RwLock<HashMap<String, Value>>,
-}
-
-impl Strategies {
-    /// Levels over `defaults` (the loaded file + environment).
-    pub fn new(defaults: Config) -> Self {
-        Self {
-            defaults,
-            agents: RwLock::new(HashMap::new()),
-            conversations: RwLock::new(HashMap::new()),
-        }
-    }
-
-    /// The base configuration.
-    pub fn defaults(&self) -> &Config {
-        &self.defaults
-    }
-
-    /// Sets (replaces) an agent's default strategy. Checked on its own
-    /// against the defaults; the error names the field.
-    pub fn set_agent(&self, agent: &str, layer: &Value) -> Result<(), ConfigError> {
-        let layer = from_seed_fields(layer);
-        self.defaults.overlay(&layer)?;
-        self.agents
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(agent.to_owned(), layer);
-        Ok(())
-    }
-
-    /// Updates a conversation's persisted strategy (PATCH: merged into what
-    /// the conversation already had).
-    pub fn patch_conversation(&self, conversation: &str, layer: &Value) -> Result<(), ConfigError> {
-        let mut map = self
-            .conversations
-            .write()
-            .unwrap_or_else(|p| p.into_inner());
-        let mut merged = map.get(conversation).cloned().unwrap_or(Value::Null);
-        deep_merge(&mut merged, from_seed_fields(layer));
-        self.defaults.overlay(&merged)?;
-        map.insert(conversation.to_owned(), merged);
-        Ok(())
-    }
-
-    /// Forgets an agent's strategy.
-    pub fn clear_agent(&self, agent: &str) {
-        self.agents
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(agent);
-    }
-
-    /// Forgets a conversation's strategy.
-    pub fn clear_conversation(&self, conversation: &str) {
-        self.conversations
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(conversation);
-    }
-
-    /// The effective configuration for one call: request > conversation >
-    /// agent > defaults.
-    pub fn resolve(
-        &self,
-        agent: Option<&str>,
-        conversation: Option<&str>,
-        request: Option<&Value>,
-    ) -> Result<Resolved, ConfigError> {
-        let agent_layer = agent.and_then(|a| {
-            self.agents
-                .read()
-                .unwrap_or_else(|p| p.into_inner())
-                .get(a)
-                .cloned()
-        });
-        let conversation_layer = conversation.and_then(|c| {
-            self.conversations
-                .read()
-                .unwrap_or_else(|p| p.into_inner())
-                .get(c)
-                .cloned()
-        });
-        resolve_layers(
-            &self.defaults,
-            agent_layer.as_ref(),
-            conversation_layer.as_ref(),
-            request,
-        )
     }
 }
 

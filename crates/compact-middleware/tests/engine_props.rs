@@ -226,6 +226,7 @@ fn run_case(
             note: forced.map(|_| "from the property test".into()),
             strict: false,
             usage: None,
+            overlays: Default::default(),
         };
         let result = rt().block_on(manager.preflight_with("s", req));
         if let Err(e) = &result

@@ -13,7 +13,7 @@ use compact_middleware::memory::{
     InstructionBlocks, MemoryStatus, MemoryStore, SlidingWindow, SqliteStore, WindowSettings,
     inject_instructions, summary_range,
 };
-use compact_middleware::strategy::{Level, Strategies};
+use compact_middleware::strategy::{Level, Resolved, deep_merge, from_seed_fields, resolve_layers};
 use compact_middleware::summarize::{
     ExtractiveSummarizer, OpenAiConfig, OpenAiSummarizer, Strategy, Summarizer, SummaryEntry,
     TokenCountFn,
@@ -613,6 +613,72 @@ async fn sliding_window_mode_replaces_summarized_rounds_with_the_memory() {
 }
 
 // ---------------------------------------------------------------- precedence
+
+/// The levels as their owners keep them (an agent's in the configuration,
+/// a conversation's in its session record, merged by a PATCH), over the
+/// defaults: what the manager resolves for each call.
+struct Strategies {
+    defaults: Config,
+    agents: std::cell::RefCell<std::collections::HashMap<String, serde_json::Value>>,
+    conversations: std::cell::RefCell<std::collections::HashMap<String, serde_json::Value>>,
+}
+
+impl Strategies {
+    fn new(defaults: Config) -> Self {
+        Self {
+            defaults,
+            agents: Default::default(),
+            conversations: Default::default(),
+        }
+    }
+
+    fn set_agent(
+        &self,
+        agent: &str,
+        layer: &serde_json::Value,
+    ) -> Result<(), compact_middleware::config::ConfigError> {
+        let layer = from_seed_fields(layer);
+        self.defaults.overlay(&layer)?;
+        self.agents.borrow_mut().insert(agent.to_owned(), layer);
+        Ok(())
+    }
+
+    fn patch_conversation(
+        &self,
+        conversation: &str,
+        layer: &serde_json::Value,
+    ) -> Result<(), compact_middleware::config::ConfigError> {
+        let mut map = self.conversations.borrow_mut();
+        let mut merged = map
+            .get(conversation)
+            .cloned()
+            .unwrap_or(serde_json::Value::Null);
+        deep_merge(&mut merged, from_seed_fields(layer));
+        self.defaults.overlay(&merged)?;
+        map.insert(conversation.to_owned(), merged);
+        Ok(())
+    }
+
+    fn clear_conversation(&self, conversation: &str) {
+        self.conversations.borrow_mut().remove(conversation);
+    }
+
+    fn resolve(
+        &self,
+        agent: Option<&str>,
+        conversation: Option<&str>,
+        request: Option<&serde_json::Value>,
+    ) -> Result<Resolved, compact_middleware::config::ConfigError> {
+        let agent = agent.and_then(|a| self.agents.borrow().get(a).cloned());
+        let conversation = conversation.and_then(|c| self.conversations.borrow().get(c).cloned());
+        resolve_layers(
+            &self.defaults,
+            agent.as_ref(),
+            conversation.as_ref(),
+            request,
+        )
+    }
+}
 
 #[test]
 fn precedence_is_request_then_conversation_then_agent_then_defaults() {

@@ -145,6 +145,7 @@ pub(crate) fn prepare(
         note,
         strict: false,
         usage,
+        overlays: Default::default(),
     };
     (req, call)
 }

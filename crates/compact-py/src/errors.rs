@@ -131,6 +131,7 @@ pub(crate) fn compact_error(py: Python<'_>, e: CompactError) -> PyErr {
             },
         ),
         CompactError::Config(m) => config_field_error(py, leading_key(&m), message),
+        CompactError::Overlay { field, .. } => config_field_error(py, Some(field), message),
         CompactError::Internal(_) | CompactError::State(_) => {
             let attrs = [("kind", obj(py, kind))];
             raise(py, &COMPACT_ERROR, "CompactError", message, &attrs)

@@ -4,7 +4,8 @@
 //! because they live in crates that depend on it.
 //!
 //! - `parts`: [`Parts`], the exporters `telemetry.exporter` names (Ariadne,
-//!   OTLP), the S3 adapter `storage.adapter: s3` names (cargo feature `s3`),
+//!   OTLP), the archive adapter `storage.adapter` names (fs; S3 with the
+//!   cargo feature `s3`, also as [`s3_adapter`] for `compact archive`),
 //!   and the session store; [`manager`] builds a manager from them.
 //! - `store`: [`session_store`] (`state.store`), and [`set_state_file`]
 //!   for a `--state FILE` flag.
@@ -19,6 +20,6 @@ mod store;
 mod usage;
 
 pub use error::WiringError;
-pub use parts::{Parts, manager};
+pub use parts::{Parts, manager, s3_adapter};
 pub use store::{session_store, set_state_file};
 pub use usage::usage_tokens;

@@ -2,8 +2,8 @@ use std::sync::Arc;
 
 use ariadne_exporter::{AriadneExporter, HttpOptions, OtlpExporter};
 use compact_middleware::CompactManager;
-use compact_middleware::archive::StorageAdapter;
-use compact_middleware::config::{Config, ExporterKind, StorageAdapterKind};
+use compact_middleware::archive::{FsAdapter, StorageAdapter};
+use compact_middleware::config::{Config, ExporterKind, S3Settings, StorageAdapterKind};
 use compact_middleware::events::Exporter;
 use compact_middleware::manager::Builder;
 use compact_middleware::state::SessionStore;
@@ -21,9 +21,10 @@ pub fn manager(config: Config, rt: &Runtime) -> Result<CompactManager, WiringErr
     Ok(parts.builder(config).build()?)
 }
 
-/// What every manager of one process shares: the archive adapter, the
-/// exporters, the session store. `compact serve` builds one manager per
-/// strategy layer from the same parts.
+/// The parts a configuration names, built here and nowhere else in the
+/// programs: the archive adapter (`storage.adapter`: fs, S3, none), the
+/// exporters the library does not build (Ariadne, OTLP), the session
+/// store (`state.store`).
 #[derive(Clone)]
 pub struct Parts {
     storage: Option<Arc<dyn StorageAdapter>>,
@@ -76,9 +77,10 @@ impl Parts {
     /// A builder for `config` with these parts.
     pub fn builder(&self, config: Config) -> Builder {
         let mut builder = CompactManager::builder(config);
-        if let Some(storage) = &self.storage {
-            builder = builder.storage(storage.clone());
-        }
+        builder = match &self.storage {
+            Some(storage) => builder.storage(storage.clone()),
+            None => builder.without_storage(),
+        };
         for e in &self.exporters {
             builder = builder.exporter(e.clone());
         }
@@ -107,29 +109,31 @@ fn exporters(config: &Config) -> Result<Vec<Arc<dyn Exporter>>, WiringError> {
     Ok(vec![exporter])
 }
 
-/// The archive adapter the library cannot build itself: S3. `None` leaves
-/// `storage.adapter` (`fs`, `none`) to the library.
-#[cfg(feature = "s3")]
+/// The archive adapter `storage.adapter` names: the filesystem at
+/// `storage.path`, S3 (connected on `rt`), or none.
 fn storage(config: &Config, rt: &Runtime) -> Result<Option<Arc<dyn StorageAdapter>>, WiringError> {
-    if config.storage.adapter != StorageAdapterKind::S3 {
-        return Ok(None);
+    match config.storage.adapter {
+        StorageAdapterKind::None => Ok(None),
+        StorageAdapterKind::Fs => Ok(Some(Arc::new(FsAdapter::new(&config.storage.path)))),
+        StorageAdapterKind::S3 => rt.block_on(s3_adapter(&config.storage.s3)).map(Some),
     }
-    let s3 = rt
-        .block_on(compact_s3::S3Adapter::connect(
-            &config.storage.s3,
-            compact_s3::RetryOptions::default(),
-        ))
-        .map_err(|e| WiringError::Backend(Box::new(e)))?;
-    Ok(Some(Arc::new(s3)))
 }
 
+/// The S3 archive adapter of `settings` (credentials from the standard AWS
+/// chain), as `storage.adapter: s3` and `compact archive --s3-bucket` use it.
+#[cfg(feature = "s3")]
+pub async fn s3_adapter(settings: &S3Settings) -> Result<Arc<dyn StorageAdapter>, WiringError> {
+    let s3 = compact_s3::S3Adapter::connect(settings, compact_s3::RetryOptions::default())
+        .await
+        .map_err(|e| WiringError::Backend(Box::new(e)))?;
+    Ok(Arc::new(s3))
+}
+
+/// Without the `s3` feature: refused, naming the field.
 #[cfg(not(feature = "s3"))]
-fn storage(config: &Config, _rt: &Runtime) -> Result<Option<Arc<dyn StorageAdapter>>, WiringError> {
-    if config.storage.adapter == StorageAdapterKind::S3 {
-        return Err(WiringError::config(
-            "storage.adapter",
-            "s3 needs a build with the `s3` feature (this one was built without the AWS SDK); use fs or none",
-        ));
-    }
-    Ok(None)
+pub async fn s3_adapter(_settings: &S3Settings) -> Result<Arc<dyn StorageAdapter>, WiringError> {
+    Err(WiringError::config(
+        "storage.adapter",
+        "s3 needs a build with the `s3` feature (this one was built without the AWS SDK); use fs or none",
+    ))
 }

@@ -126,7 +126,7 @@ async fn drive(args: Args) -> CliResult {
     }
     let manager = builder.build()?;
     let tools = session::tools();
-    let mut rng = compact_bench::Rng::new(args.seed);
+    let mut rng = compact_fixtures::Rng::new(args.seed);
 
     // The agent keeps what the middleware returns and appends each new turn.
     let opening = decode(session::opening())?;

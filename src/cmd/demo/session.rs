@@ -2,7 +2,7 @@
 //! and log tool outputs, parallel tool calls, requirements planted early that
 //! must survive compaction. Deterministic for a given seed.
 
-use compact_bench::Rng;
+use compact_fixtures::Rng;
 use serde_json::{Value, json};
 
 const FILES: &[&str] = &[

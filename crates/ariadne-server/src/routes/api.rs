@@ -93,6 +93,9 @@ pub(crate) fn trace_entry(t: &TraceSummary) -> Map<String, Value> {
 /// events, `times_derived` when the times come from its events,
 /// `last_activity_at`, `event_count`, `last_seq`. Pass `next_before` as
 /// `before` for the next page.
+#[utoipa::path(get, path = "/api/traces", tag = "trace server",
+    params(("limit" = Option<usize>, Query, description = "Traces per page"), ("before" = Option<u64>, Query, description = "The `next_before` of the previous page")),
+    responses((status = 200, description = "`{\"traces\": [...], \"next_before\"}`", body = Object), (status = 401, description = "No or a wrong read token")))]
 pub(crate) async fn list(
     State(state): State<AppState>,
     Query(q): Query<HashMap<String, String>>,
@@ -112,6 +115,9 @@ pub(crate) async fn list(
 /// `GET /api/traces/{trace_id}`: `{"trace":<event>|null,"spans":[...]}`,
 /// spans in arrival order, each as ingested plus its `seq`; the trace is
 /// its trace events merged; 404 if unknown.
+#[utoipa::path(get, path = "/api/traces/{trace_id}", tag = "trace server",
+    params(("trace_id" = String, Path, description = "The trace")),
+    responses((status = 200, description = "`{\"trace\", \"spans\": [...]}`", body = Object), (status = 404, description = "Unknown trace")))]
 pub(crate) async fn get(State(state): State<AppState>, Path(trace_id): Path<String>) -> Response {
     let (events, summary) = {
         let memory = state.store().memory();

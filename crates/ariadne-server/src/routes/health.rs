@@ -10,6 +10,8 @@ use super::reply;
 use crate::app::AppState;
 
 /// `{"status":"ok","timestamp":...,"events":{"count","capacity"}}`.
+#[utoipa::path(get, path = "/healthz", tag = "trace server",
+    responses((status = 200, description = "`{\"status\": \"ok\", \"timestamp\", \"events\"}`", body = Object)))]
 pub(crate) async fn healthz(State(state): State<AppState>) -> Response {
     let s = state.store().stats();
     reply(
@@ -19,6 +21,8 @@ pub(crate) async fn healthz(State(state): State<AppState>) -> Response {
 }
 
 /// Prometheus text exposition 0.0.4.
+#[utoipa::path(get, path = "/metrics", tag = "trace server",
+    responses((status = 200, description = "Prometheus text exposition 0.0.4", content_type = "text/plain"), (status = 401, description = "No or a wrong read token")))]
 pub(crate) async fn metrics(State(state): State<AppState>) -> Response {
     let body = state.metrics().render(&state.store().stats());
     (

@@ -107,6 +107,9 @@ async fn commit(
 }
 
 /// `POST /ingest`: one event or `{"batch":[...]}`.
+#[utoipa::path(post, path = "/ingest", tag = "trace server",
+    request_body(content = Object, description = "One event, or `{\"batch\": [...]}`"),
+    responses((status = 200, description = "Stored durably"), (status = 400, description = "Refused, with the JSON path of each problem"), (status = 401, description = "No or a wrong ingest token"), (status = 413, description = "Past `server.limits.ingest_body_bytes`")))]
 pub(crate) async fn ingest(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -165,6 +168,9 @@ fn map_error(e: &crate::map::MapError) -> Response {
 }
 
 /// `POST /v1/traces/ingest`: the OpenAI Agents SDK exporter's `{"data":[...]}`.
+#[utoipa::path(post, path = "/v1/traces/ingest", tag = "trace server",
+    request_body(content = Object, description = "The OpenAI Agents SDK exporter's `{\"data\": [...]}`"),
+    responses((status = 200, description = "Stored durably"), (status = 400, description = "Refused"), (status = 401, description = "No or a wrong ingest token")))]
 pub(crate) async fn sdk(State(state): State<AppState>, headers: HeaderMap, body: Body) -> Response {
     let limit = state.config().limits.otel_body_bytes;
     let (value, bytes) = match json_body(&state, SDK, &headers, body, limit).await {
@@ -183,6 +189,9 @@ pub(crate) async fn sdk(State(state): State<AppState>, headers: HeaderMap, body:
 }
 
 /// `POST /v1/traces`: OTLP/HTTP with a JSON body (protobuf gets a 415).
+#[utoipa::path(post, path = "/v1/traces", tag = "trace server",
+    request_body(content = Object, description = "OTLP/HTTP traces, JSON encoding"),
+    responses((status = 200, description = "Stored durably"), (status = 400, description = "Refused"), (status = 401, description = "No or a wrong ingest token"), (status = 415, description = "Protobuf (only JSON is read)")))]
 pub(crate) async fn otlp(
     State(state): State<AppState>,
     headers: HeaderMap,

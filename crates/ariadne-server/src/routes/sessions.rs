@@ -63,6 +63,9 @@ fn filter(q: &HashMap<String, String>) -> Result<TraceFilter, BadRequest> {
 /// `errors`, `insufficient`, `fallbacks`, `breaker_open`) the sessions with
 /// at least one of them. `totals` counts every retained event, the `traces`,
 /// and gives the `last_seq` they include (a live client adds what comes after).
+#[utoipa::path(get, path = "/api/sessions", tag = "trace server",
+    params(("limit" = Option<usize>, Query, description = "Sessions per page"), ("before" = Option<u64>, Query, description = "The `next_before` of the previous page"), ("q" = Option<String>, Query, description = "Ids containing this"), ("has" = Option<String>, Query, description = "A comma list of compactions, errors, insufficient, fallbacks, breaker_open")),
+    responses((status = 200, description = "`{\"sessions\": [...], \"next_before\", \"totals\"}`", body = Object), (status = 401, description = "No or a wrong read token")))]
 pub(crate) async fn list(
     State(state): State<AppState>,
     Query(q): Query<HashMap<String, String>>,
@@ -108,6 +111,9 @@ fn not_found(what: &str) -> Response {
 /// `GET /api/sessions/{id}`: the `/api/sessions` entry of the trace plus
 /// `window`, `trigger_pct`, `target_pct` and `preflights` (one row per
 /// `compact.preflight`, oldest first); 404 if unknown.
+#[utoipa::path(get, path = "/api/sessions/{id}", tag = "trace server",
+    params(("id" = String, Path, description = "The session (its trace)")),
+    responses((status = 200, description = "The session with one row per preflight", body = Object), (status = 404, description = "Unknown session")))]
 pub(crate) async fn get(State(state): State<AppState>, Path(id): Path<String>) -> Response {
     let (summary, events) = {
         let memory = state.store().memory();
@@ -127,6 +133,9 @@ pub(crate) async fn get(State(state): State<AppState>, Path(id): Path<String>) -
 /// `GET /api/sessions/{id}/preflights/{span_id}`: `{"row", "summary_text",
 /// "previous_summary": {preflight_span_id, version, output_text}|null,
 /// "spans": [...]}`; 404 if the session or the preflight is unknown.
+#[utoipa::path(get, path = "/api/sessions/{id}/preflights/{span_id}", tag = "trace server",
+    params(("id" = String, Path, description = "The session"), ("span_id" = String, Path, description = "Its `compact.preflight` span")),
+    responses((status = 200, description = "The row, the summary text, the previous summary, the spans", body = Object), (status = 404, description = "Unknown session or preflight")))]
 pub(crate) async fn preflight(
     State(state): State<AppState>,
     Path((id, span_id)): Path<(String, String)>,

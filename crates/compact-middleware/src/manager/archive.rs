@@ -154,18 +154,23 @@ struct Outcome {
 impl CompactManager {
     /// The storage adapter, if archiving is on.
     pub fn storage_adapter(&self) -> Option<&Arc<dyn StorageAdapter>> {
-        self.inner.archive.archiver.as_ref().map(|a| &a.adapter)
+        self.inner
+            .shared
+            .archive
+            .archiver
+            .as_ref()
+            .map(|a| &a.adapter)
     }
 
     /// The redactor applied to everything exported or archived.
     pub fn redactor(&self) -> &Redactor {
-        &self.inner.archive.redactor
+        &self.inner.shared.archive.redactor
     }
 
     /// Delivers spooled archive writes now (they are also retried at every
     /// preflight). `Ok` with an empty [`Delivery`] when archiving is off.
     pub async fn deliver_spool(&self) -> Result<Delivery, ArchiveError> {
-        let Some(a) = &self.inner.archive.archiver else {
+        let Some(a) = &self.inner.shared.archive.archiver else {
             return Ok(Delivery::default());
         };
         let _w = a.writes.lock().await;
@@ -180,7 +185,7 @@ impl CompactManager {
     pub(super) async fn next_step(&self, session: &mut Session) -> u32 {
         let base = match session.step {
             Some(step) => step,
-            None => match &self.inner.archive.archiver {
+            None => match &self.inner.shared.archive.archiver {
                 None => 0,
                 Some(a) => {
                     let sid = session.id();
@@ -211,7 +216,7 @@ impl CompactManager {
         transcript: &[Message],
         summary: Option<&NewSummary>,
     ) {
-        let redactor = &self.inner.archive.redactor;
+        let redactor = &self.inner.shared.archive.redactor;
         let scrub = if redactor.is_enabled() {
             let mut found = Vec::new();
             for m in transcript {
@@ -222,7 +227,7 @@ impl CompactManager {
         } else {
             Default::default()
         };
-        let Some(a) = &self.inner.archive.archiver else {
+        let Some(a) = &self.inner.shared.archive.archiver else {
             return;
         };
         let messages: Vec<Value> = transcript
@@ -335,7 +340,7 @@ impl CompactManager {
         out: &Outcome,
         emitted: &mut Vec<Event>,
     ) {
-        let Some(a) = &self.inner.archive.archiver else {
+        let Some(a) = &self.inner.shared.archive.archiver else {
             return;
         };
         let kind = a.adapter.kind().to_string();
@@ -382,7 +387,7 @@ impl CompactManager {
                 bytes: out.stored.iter().map(|s| s.bytes).sum(),
                 keys,
                 manifest_head: head,
-                redacted: self.inner.archive.redactor.is_enabled(),
+                redacted: self.inner.shared.archive.redactor.is_enabled(),
                 spooled: out.spooled.clone(),
                 delivered_from_spool: out
                     .delivered
@@ -402,11 +407,11 @@ impl CompactManager {
     /// hands the events to the exporters, redacted, preceded once per
     /// manager by `compact.redaction_disabled` when redaction is off.
     pub(super) async fn emit(&self, session: &Session, events: Vec<Event>, archived: bool) {
-        let st = &self.inner.archive;
-        if !archived && st.archiver.is_none() && !self.inner.dispatcher.is_enabled() {
+        let st = &self.inner.shared.archive;
+        if !archived && st.archiver.is_none() && !self.inner.shared.dispatcher.is_enabled() {
             // No exporter and no archive: nobody reads these events, so they
             // are counted, not redacted.
-            self.inner.dispatcher.emit_all(events);
+            self.inner.shared.dispatcher.emit_all(events);
             return;
         }
         let session_id = session.id().as_str();
@@ -485,7 +490,7 @@ impl CompactManager {
         }
         // A preflight's events are complete here: a live viewer should see
         // them now, not after the dispatcher's batch timer.
-        self.inner.dispatcher.emit_all_now(emitted);
+        self.inner.shared.dispatcher.emit_all_now(emitted);
     }
 }
 

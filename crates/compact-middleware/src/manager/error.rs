@@ -37,6 +37,17 @@ pub enum CompactError {
     /// The session store failed (connection, I/O, an unreadable record).
     #[error("session state: {0}")]
     State(String),
+    /// A call's strategy overlay cannot be applied: an agent the
+    /// configuration does not name, or a configuration the overlays make
+    /// invalid.
+    #[error("{field}: {message}")]
+    Overlay {
+        /// Where, in the call's terms: `agent`, or `config.` and the
+        /// dotted key (`config.policy.trigger_pct`).
+        field: String,
+        /// What is wrong with it.
+        message: String,
+    },
 }
 
 impl CompactError {
@@ -49,6 +60,7 @@ impl CompactError {
             CompactError::InvalidSession(_) => "InvalidSession",
             CompactError::Internal(_) => "Internal",
             CompactError::State(_) => "State",
+            CompactError::Overlay { .. } => "Overlay",
         }
     }
 

@@ -1,4 +1,4 @@
-//! The manager's memory layers: the summarizer the configuration
+//! The manager's memory: the summarizer the configuration
 //! selects, the memory store, the sliding window applied to the
 //! input, and the instructions injection (memory files, cross-session
 //! memory, the sliding-window memory).
@@ -17,7 +17,7 @@ use crate::memory::{
 use crate::model::Message;
 use crate::summarize::{OpenAiSummarizer, Summarizer};
 
-/// What the manager holds for the memory layers.
+/// What the manager holds for memory (docs/memory.md).
 #[derive(Default)]
 pub(super) struct MemoryRuntime {
     pub(super) store: Option<Arc<dyn MemoryStore>>,

@@ -8,6 +8,7 @@ mod archive;
 mod error;
 mod hook;
 mod memory;
+mod overlay;
 mod persist;
 mod preflight;
 mod repair;
@@ -33,6 +34,7 @@ use crate::trigger::Forced;
 
 pub use error::CompactError;
 pub use hook::{BeforeModelCall, ModelCallContext};
+pub use overlay::{ConfigSource, Overlays};
 pub use report::{Continuation, PreflightOutcome, Report};
 pub use session::Session;
 pub use status::{BreakerStatus, Layer, Layers, SessionStatus, SummaryStatus};
@@ -62,6 +64,10 @@ pub struct PreflightRequest {
     /// (`docs/tokens.md`, usage anchoring). What the last request held is our previous
     /// output when the session recognises it, else everything before the last reply.
     pub usage: Option<usize>,
+    /// The call's strategy overlays (its agent's, its own): applied with the
+    /// session's conversation overlay over the configuration, for this call
+    /// only (docs/design.md §5, precedence).
+    pub overlays: Overlays,
 }
 
 /// Builds a [`CompactManager`].
@@ -85,7 +91,7 @@ impl Builder {
         self
     }
 
-    /// Uses `store` for the memory layers instead of opening `memory.store_path`.
+    /// Uses `store` as the memory store instead of opening `memory.store_path`.
     pub fn memory_store(mut self, store: Arc<dyn crate::memory::MemoryStore>) -> Self {
         self.memory_store = Some(store);
         self
@@ -116,13 +122,8 @@ impl Builder {
     }
 
     /// Resolves the model limits and starts the dispatcher, the archive
-    /// and the memory layers; fails on a configuration that cannot be used.
+    /// and the memory; fails on a configuration that cannot be used.
     pub fn build(self) -> Result<CompactManager, CompactError> {
-        let limits = ModelLimits::from_config(&self.config).map_err(CompactError::Config)?;
-        let counter = match limits.chars_per_token {
-            Some(cpt) => tokens::ratio_counter(cpt),
-            None => tokens::counter(self.config.tokenizer, limits.encoding),
-        };
         let cache = self
             .cache
             .unwrap_or_else(|| Arc::new(CountCache::new(COUNT_CACHE_CAPACITY)));
@@ -160,32 +161,69 @@ impl Builder {
             )
         };
         let archive = archive::ArchiveState::build(&self.config, self.archive)?;
-        let summarizer = match self.summarizer {
-            Some(s) => s,
-            None => memory::configured_summarizer(&self.config)?,
+        let shared = Arc::new(Shared {
+            dispatcher,
+            sessions: Mutex::new(HashMap::new()),
+            archive,
+            store: self.store,
+            cache,
+            summarizer: self.summarizer,
+        });
+        let engine = Engine::build(&self.config, &shared, self.memory_store)?;
+        Ok(CompactManager::assemble(self.config, engine, shared))
+    }
+}
+
+/// What one configuration's calls use: the model limits, the estimator,
+/// the summarizer and the memory. A call with strategy overlays
+/// runs on the engine of its effective configuration (`overlay.rs`).
+struct Engine {
+    limits: ModelLimits,
+    estimator: Estimator,
+    summarizer: Arc<dyn Summarizer>,
+    memory: memory::MemoryRuntime,
+}
+
+impl Engine {
+    fn build(
+        config: &Config,
+        shared: &Shared,
+        memory_store: Option<Arc<dyn crate::memory::MemoryStore>>,
+    ) -> Result<Self, CompactError> {
+        let limits = ModelLimits::from_config(config).map_err(CompactError::Config)?;
+        let counter = match limits.chars_per_token {
+            Some(cpt) => tokens::ratio_counter(cpt),
+            None => tokens::counter(config.tokenizer, limits.encoding),
         };
-        let estimator = Estimator::new(counter, cache);
-        let memory = memory::MemoryRuntime::build(
-            &self.config,
-            self.memory_store,
-            &summarizer,
-            &estimator,
-            &limits,
-        )?;
-        Ok(CompactManager {
-            inner: Arc::new(Inner {
-                config: self.config,
-                limits,
-                estimator,
-                summarizer,
-                memory,
-                dispatcher,
-                sessions: Mutex::new(HashMap::new()),
-                archive,
-                store: self.store,
-            }),
+        let summarizer = match &shared.summarizer {
+            Some(s) => s.clone(),
+            None => memory::configured_summarizer(config)?,
+        };
+        let estimator = Estimator::new(counter, shared.cache.clone());
+        let memory =
+            memory::MemoryRuntime::build(config, memory_store, &summarizer, &estimator, &limits)?;
+        Ok(Self {
+            limits,
+            estimator,
+            summarizer,
+            memory,
         })
     }
+}
+
+/// What every configuration's calls of one manager share: the dispatcher,
+/// the sessions (map and store), the archive, the count cache, and the
+/// summarizer the builder was given.
+struct Shared {
+    dispatcher: Dispatcher,
+    /// Every session's state, one record each behind its own lock.
+    sessions: Mutex<HashMap<SessionId, Arc<tokio::sync::Mutex<Session>>>>,
+    archive: archive::ArchiveState,
+    /// Where session state outlives this manager, if anywhere.
+    store: Option<Arc<dyn SessionStore>>,
+    cache: Arc<CountCache>,
+    /// The builder's summarizer, used whatever the configuration says.
+    summarizer: Option<Arc<dyn Summarizer>>,
 }
 
 /// Compacts agent context before model calls. Cheap to clone; share one
@@ -201,12 +239,10 @@ struct Inner {
     estimator: Estimator,
     summarizer: Arc<dyn Summarizer>,
     memory: memory::MemoryRuntime,
-    dispatcher: Dispatcher,
-    /// Every session's state, one record each behind its own lock.
-    sessions: Mutex<HashMap<SessionId, Arc<tokio::sync::Mutex<Session>>>>,
-    archive: archive::ArchiveState,
-    /// Where session state outlives this manager, if anywhere.
-    store: Option<Arc<dyn SessionStore>>,
+    /// The managers of the effective configurations that overlays asked
+    /// for, built once each (empty in such a manager itself).
+    overlaid: overlay::Overlaid,
+    shared: Arc<Shared>,
 }
 
 impl std::fmt::Debug for CompactManager {
@@ -220,6 +256,22 @@ impl std::fmt::Debug for CompactManager {
 }
 
 impl CompactManager {
+    /// A manager for `config` on `engine`, sharing `shared` with every
+    /// manager built for an overlay of it.
+    fn assemble(config: Config, engine: Engine, shared: Arc<Shared>) -> Self {
+        CompactManager {
+            inner: Arc::new(Inner {
+                config,
+                limits: engine.limits,
+                estimator: engine.estimator,
+                summarizer: engine.summarizer,
+                memory: engine.memory,
+                overlaid: overlay::Overlaid::default(),
+                shared,
+            }),
+        }
+    }
+
     /// A builder from a validated configuration.
     pub fn builder(config: Config) -> Builder {
         Builder {
@@ -257,7 +309,7 @@ impl CompactManager {
 
     /// The event dispatcher (for stats, flushing at shutdown).
     pub fn dispatcher(&self) -> &Dispatcher {
-        &self.inner.dispatcher
+        &self.inner.shared.dispatcher
     }
 
     /// The token estimate of a request, without touching any session.
@@ -353,6 +405,7 @@ impl CompactManager {
     fn session_handle(&self, id: SessionId) -> Arc<tokio::sync::Mutex<Session>> {
         let mut map = self
             .inner
+            .shared
             .sessions
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -369,6 +422,7 @@ impl CompactManager {
         let Ok(id) = SessionId::parse(id) else { return };
         let mut map = self
             .inner
+            .shared
             .sessions
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -378,6 +432,7 @@ impl CompactManager {
     /// How many sessions the manager holds state for.
     pub fn session_count(&self) -> usize {
         self.inner
+            .shared
             .sessions
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -14,7 +14,7 @@ use crate::state::{
 };
 
 use super::session::{Breaker, LastCall, Secrets, Session, SummaryState};
-use super::status::{LastCall as LastReportCall, LastReport, Layers};
+use super::status::{LastOutcome, LastReport, Layers};
 use super::{CompactError, CompactManager};
 
 impl From<StateError> for CompactError {
@@ -34,10 +34,24 @@ fn from_ms(ms: u64) -> SystemTime {
     UNIX_EPOCH + Duration::from_millis(ms)
 }
 
+/// Lets a session go without writing it (a call that ended before its
+/// steps): a failure only means the store's lock ends with the connection.
+pub(super) async fn release_quietly(guard: Option<Box<dyn SessionGuard>>) {
+    if let Some(guard) = guard
+        && let Err(e) = guard.release().await
+    {
+        tracing::warn!(error = %e, "session store: releasing a session failed");
+    }
+}
+
 impl CompactManager {
     /// `memory` when sessions live in this manager only, else the store's kind.
     pub(super) fn state_store_kind(&self) -> &'static str {
-        self.inner.store.as_ref().map_or("memory", |s| s.kind())
+        self.inner
+            .shared
+            .store
+            .as_ref()
+            .map_or("memory", |s| s.kind())
     }
 
     /// Holds the session in the store and brings `session` up to the stored
@@ -47,7 +61,7 @@ impl CompactManager {
         id: &SessionId,
         session: &mut Session,
     ) -> Result<Option<Box<dyn SessionGuard>>, CompactError> {
-        let Some(store) = &self.inner.store else {
+        let Some(store) = &self.inner.shared.store else {
             return Ok(None);
         };
         let mut guard = store.lock(id).await?;
@@ -101,6 +115,7 @@ impl CompactManager {
     ) {
         let mut map = self
             .inner
+            .shared
             .sessions
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -119,7 +134,7 @@ impl CompactManager {
         let handle = self.session_handle(id.clone());
         let mut session = handle.lock().await;
         let mut existed = session.is_known();
-        if let Some(store) = &self.inner.store {
+        if let Some(store) = &self.inner.shared.store {
             let mut guard = store.lock(&id).await?;
             existed |= guard.delete().await?;
             guard.release().await?;
@@ -241,7 +256,7 @@ pub(super) fn from_record(id: SessionId, r: SessionRecord) -> Session {
     s.conversation = r.conversation;
     s.ledger = r.ledger;
     s.estimate_error = r.estimate_error;
-    s.last_report = r.last_report.map(|report| LastReportCall {
+    s.last_report = r.last_report.map(|report| LastOutcome {
         report: LastReport::Stored(report),
         layers: r
             .layers

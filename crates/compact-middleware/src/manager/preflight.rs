@@ -30,14 +30,18 @@ impl CompactManager {
         let handle = self.session_handle(id.clone());
         let mut session = handle.lock().await;
         let guard = self.load_session(&id, &mut session).await?;
-        let mut trail = Trail::open(&mut session, &self.inner.config.telemetry.agent_name);
-        let result = self.run_steps(&mut session, &mut trail, req, started).await;
+        // The call runs on the manager of its overlays' configuration
+        // (`overlay.rs`), read from the session just loaded.
+        let (this, sources, guard) = self.overlaid(&session, &req.overlays, guard).await?;
+        let mut trail = Trail::open(&mut session, &this.inner.config.telemetry.agent_name);
+        let result = this.run_steps(&mut session, &mut trail, req, started).await;
+        let result = result.map(|o| o.with_sources(sources));
         let closed = trail.close(result.as_ref().map(|o| &o.report));
         // Still under the session lock, so this session's archive writes
         // stay in order.
-        self.emit(&session, closed.events, closed.archived).await;
+        this.emit(&session, closed.events, closed.archived).await;
         if let Ok(outcome) = &result {
-            self.remember_report(&mut session, outcome);
+            this.remember_report(&mut session, outcome);
         }
         if let Some(guard) = guard {
             self.save_session(guard, &mut session).await?;
@@ -56,7 +60,7 @@ impl CompactManager {
             outcome.report.breakdown.tools_schema,
             outcome.report.tokens_after,
         );
-        session.last_report = Some(super::status::LastCall {
+        session.last_report = Some(super::status::LastOutcome {
             report: super::status::LastReport::Typed(Box::new(outcome.report.clone())),
             layers,
         });
@@ -77,6 +81,7 @@ impl CompactManager {
             note,
             strict,
             usage,
+            overlays: _,
         } = req;
 
         let (messages, injected) = self.prepare(session, messages).await;

@@ -114,6 +114,10 @@ pub struct Report {
     pub injected: Vec<String>,
     /// Wall-clock time of the preflight, in microseconds.
     pub duration_us: u64,
+    /// Which strategy level set each key the call's overlays overrode
+    /// (empty without overlays).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub config_sources: Vec<super::ConfigSource>,
 }
 
 /// The values a report is made of, before compaction.
@@ -171,6 +175,7 @@ impl Report {
             fallbacks: Vec::new(),
             injected: f.injected,
             duration_us: 0,
+            config_sources: Vec::new(),
         }
     }
 

@@ -48,7 +48,7 @@ pub struct Session {
     /// The conversation's strategy layer (docs/design.md §5, precedence).
     pub(super) conversation: Option<serde_json::Value>,
     /// What the last preflight reported, and the layers of its output.
-    pub(super) last_report: Option<super::status::LastCall>,
+    pub(super) last_report: Option<super::status::LastOutcome>,
     /// The version of the stored record this state was loaded from or
     /// saved as (a session store's etag); `None` when never stored.
     pub(super) etag: Option<crate::state::Etag>,

@@ -44,9 +44,11 @@ pub struct Layers {
     pub total_tokens: usize,
 }
 
-/// What the last preflight of a session did.
+/// What the last preflight of a session did (its report and the layers of
+/// its output): the last outcome, not the last call that
+/// `session::LastCall` recognises the next call by.
 #[derive(Debug, Clone)]
-pub(super) struct LastCall {
+pub(super) struct LastOutcome {
     pub(super) report: LastReport,
     pub(super) layers: Layers,
 }

@@ -1,4 +1,4 @@
-//! Memory layers around the compaction pipeline (docs/design.md §5 step 2,
+//! Memory around the compaction pipeline (docs/design.md §5 step 2,
 //! `docs/memory.md`):
 //!
 //! - [`MemoryStore`]: the store of the sliding-window summaries and the

@@ -18,10 +18,9 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use tokio_postgres::{Client, NoTls, Row};
+use tokio_postgres::{Client, Row};
 
 use super::store::{MemoryError, MemoryRecord, MemoryStatus, MemoryStore, SessionMemory};
-use crate::config::redact_url_password;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS compact_memory (
@@ -94,14 +93,10 @@ impl std::fmt::Debug for PostgresMemoryStore {
 }
 
 fn db(what: &str, e: tokio_postgres::Error) -> MemoryError {
-    let detail = match e.as_db_error() {
-        Some(d) => format!("{}: {}", d.code().code(), d.message()),
-        None => match std::error::Error::source(&e) {
-            Some(source) => format!("{e}: {source}"),
-            None => e.to_string(),
-        },
-    };
-    MemoryError::Store(format!("postgres {what}: {detail}"))
+    MemoryError::Store(format!(
+        "postgres {what}: {}",
+        crate::db::postgres_detail(&e)
+    ))
 }
 
 fn record(row: &Row) -> Result<MemoryRecord, MemoryError> {
@@ -127,13 +122,7 @@ impl PostgresMemoryStore {
     /// Connects to `url` (`postgres://user:password@host:port/db`), creating
     /// the tables if they are missing. Callable from any thread.
     pub fn connect(url: &str) -> Result<Self, MemoryError> {
-        let label = redact_url_password(url);
-        let mut config: tokio_postgres::Config = url
-            .parse()
-            .map_err(|e| MemoryError::Store(format!("{label}: not a PostgreSQL URL: {e}")))?;
-        if config.get_connect_timeout().is_none() {
-            config.connect_timeout(Duration::from_secs(10));
-        }
+        let (config, label) = crate::db::postgres_config(url).map_err(MemoryError::Store)?;
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("compact-memory-pg")
@@ -150,25 +139,12 @@ impl PostgresMemoryStore {
         };
         store.run(|inner| async move {
             let client = inner.client().await?;
-            client
-                .batch_execute("BEGIN")
+            crate::db::postgres_schema(&client, SCHEMA_LOCK, SCHEMA)
                 .await
-                .map_err(|e| db("schema", e))?;
-            client
-                .execute(
-                    "SELECT pg_advisory_xact_lock($1, $2)",
-                    &[&SCHEMA_LOCK.0, &SCHEMA_LOCK.1],
-                )
-                .await
-                .map_err(|e| db("schema", e))?;
-            client
-                .batch_execute(SCHEMA)
-                .await
-                .map_err(|e| db("creating the memory tables", e))?;
-            client
-                .batch_execute("COMMIT")
-                .await
-                .map_err(|e| db("schema", e))
+                .map_err(|(what, e)| match what {
+                    "creating" => db("creating the memory tables", e),
+                    other => db(other, e),
+                })
         })?;
         Ok(store)
     }
@@ -238,22 +214,9 @@ impl Inner {
         {
             return Ok(client.clone());
         }
-        let (client, connection) = self.config.connect(NoTls).await.map_err(|e| {
-            MemoryError::Store(format!(
-                "postgres {}: cannot connect: {}",
-                self.label,
-                match std::error::Error::source(&e) {
-                    Some(source) => format!("{e}: {source}"),
-                    None => e.to_string(),
-                }
-            ))
-        })?;
-        let label = self.label.clone();
-        tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                tracing::debug!(url = %label, error = %e, "postgres memory connection closed");
-            }
-        });
+        let client = crate::db::postgres_connect(&self.config, &self.label)
+            .await
+            .map_err(MemoryError::Store)?;
         let client = Arc::new(client);
         *self
             .client

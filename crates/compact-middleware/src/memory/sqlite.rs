@@ -77,21 +77,10 @@ impl SqliteStore {
     /// Opens (creating if needed) the store at `path`; `:memory:` is a
     /// private in-memory store. Parent directories are created.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, MemoryError> {
-        let path = path.as_ref();
-        let conn = if path.as_os_str() == ":memory:" {
-            Connection::open_in_memory().map_err(db)?
-        } else {
-            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| MemoryError::Store(format!("{}: {e}", parent.display())))?;
-            }
-            let conn = Connection::open(path).map_err(db)?;
-            // WAL lets readers proceed while a background summary commits.
-            conn.pragma_update(None, "journal_mode", "WAL")
-                .map_err(db)?;
-            conn
-        };
-        conn.busy_timeout(Duration::from_secs(5)).map_err(db)?;
+        // WAL (for a file) lets readers proceed while a background summary
+        // commits.
+        let (conn, _) = crate::db::open_sqlite(path.as_ref(), Duration::from_secs(5))
+            .map_err(MemoryError::Store)?;
         conn.pragma_update(None, "foreign_keys", "ON").map_err(db)?;
         conn.execute_batch(SCHEMA).map_err(db)?;
         Ok(Self {

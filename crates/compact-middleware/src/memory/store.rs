@@ -103,7 +103,7 @@ pub enum MemoryError {
     },
 }
 
-/// Storage for the memory layers. Implementations must make [`begin`]
+/// Storage for memory (docs/memory.md). Implementations must make [`begin`]
 /// atomic: at most one `processing` row per conversation, even across
 /// processes sharing the store.
 ///

@@ -11,14 +11,11 @@
 //! small idle list for the next lock.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
-
-use tokio_postgres::{Client, NoTls};
+use tokio_postgres::Client;
 
 use super::{Etag, Fetched, SessionGuard, SessionRecord, SessionStore, StateError, new_etag};
 use crate::BoxFuture;
 use crate::archive::SessionId;
-use crate::config::redact_url_password;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS compact_sessions (
@@ -59,16 +56,10 @@ impl std::fmt::Debug for PostgresSessionStore {
 }
 
 fn db(what: &str, e: tokio_postgres::Error) -> StateError {
-    // The database's own message (e.g. "relation … does not exist") is
-    // more useful than the client's generic "db error".
-    let detail = match e.as_db_error() {
-        Some(d) => format!("{}: {}", d.code().code(), d.message()),
-        None => match std::error::Error::source(&e) {
-            Some(source) => format!("{e}: {source}"),
-            None => e.to_string(),
-        },
-    };
-    StateError::Backend(format!("postgres {what}: {detail}"))
+    StateError::Backend(format!(
+        "postgres {what}: {}",
+        crate::db::postgres_detail(&e)
+    ))
 }
 
 impl PostgresSessionStore {
@@ -76,13 +67,7 @@ impl PostgresSessionStore {
     /// the `compact_sessions` table if it is missing. Needs a tokio runtime:
     /// each connection runs as a task on it.
     pub async fn connect(url: &str) -> Result<Self, StateError> {
-        let label = redact_url_password(url);
-        let mut config: tokio_postgres::Config = url
-            .parse()
-            .map_err(|e| StateError::Config(format!("{label}: not a PostgreSQL URL: {e}")))?;
-        if config.get_connect_timeout().is_none() {
-            config.connect_timeout(Duration::from_secs(10));
-        }
+        let (config, label) = crate::db::postgres_config(url).map_err(StateError::Config)?;
         let store = Self {
             inner: Arc::new(Inner {
                 config,
@@ -91,25 +76,12 @@ impl PostgresSessionStore {
             }),
         };
         let client = store.inner.connect().await?;
-        client
-            .batch_execute("BEGIN")
+        crate::db::postgres_schema(&client, SCHEMA_LOCK, SCHEMA)
             .await
-            .map_err(|e| db("schema", e))?;
-        client
-            .execute(
-                "SELECT pg_advisory_xact_lock($1, $2)",
-                &[&SCHEMA_LOCK.0, &SCHEMA_LOCK.1],
-            )
-            .await
-            .map_err(|e| db("schema", e))?;
-        client
-            .batch_execute(SCHEMA)
-            .await
-            .map_err(|e| db("creating compact_sessions", e))?;
-        client
-            .batch_execute("COMMIT")
-            .await
-            .map_err(|e| db("schema", e))?;
+            .map_err(|(what, e)| match what {
+                "creating" => db("creating compact_sessions", e),
+                other => db(other, e),
+            })?;
         prefer_lz4(&client, &store.inner.label).await;
         store.inner.put_back(client);
         Ok(store)
@@ -153,23 +125,9 @@ async fn prefer_lz4(client: &Client, label: &str) {
 
 impl Inner {
     async fn connect(&self) -> Result<Client, StateError> {
-        let (client, connection) = self.config.connect(NoTls).await.map_err(|e| {
-            StateError::Backend(format!(
-                "postgres {}: cannot connect: {}",
-                self.label,
-                match std::error::Error::source(&e) {
-                    Some(source) => format!("{e}: {source}"),
-                    None => e.to_string(),
-                }
-            ))
-        })?;
-        let label = self.label.clone();
-        tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                tracing::debug!(url = %label, error = %e, "postgres connection closed");
-            }
-        });
-        Ok(client)
+        crate::db::postgres_connect(&self.config, &self.label)
+            .await
+            .map_err(StateError::Backend)
     }
 
     /// An idle connection that is still open, or a new one.

@@ -54,17 +54,11 @@ impl SqliteSessionStore {
     /// included; `:memory:` is a private in-memory database.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StateError> {
         let path = path.as_ref();
-        let (conn, lock_dir) = if path.as_os_str() == ":memory:" {
-            (Connection::open_in_memory().map_err(db)?, None)
+        let (conn, in_memory) =
+            crate::db::open_sqlite(path, Duration::from_secs(10)).map_err(StateError::Config)?;
+        let lock_dir = if in_memory {
+            None
         } else {
-            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| StateError::Config(format!("{}: {e}", parent.display())))?;
-            }
-            let conn = Connection::open(path)
-                .map_err(|e| StateError::Config(format!("{}: {e}", path.display())))?;
-            conn.pragma_update(None, "journal_mode", "WAL")
-                .map_err(db)?;
             // WAL with NORMAL survives a killed process (the WAL is in the
             // OS's cache); only a power loss can lose the last commits.
             conn.pragma_update(None, "synchronous", "NORMAL")
@@ -72,9 +66,8 @@ impl SqliteSessionStore {
             let dir = filelock::lock_dir(path);
             std::fs::create_dir_all(&dir)
                 .map_err(|e| StateError::Config(format!("{}: {e}", dir.display())))?;
-            (conn, Some(dir))
+            Some(dir)
         };
-        conn.busy_timeout(Duration::from_secs(10)).map_err(db)?;
         conn.execute_batch(SCHEMA).map_err(db)?;
         Ok(Self {
             inner: Arc::new(Inner {

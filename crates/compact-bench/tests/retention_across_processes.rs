@@ -14,8 +14,9 @@
 //! Both calling modes: the agent feeds our provider-clean output back, or
 //! resends its raw history.
 
-#[path = "../crates/compact-middleware/tests/postgres_support/mod.rs"]
+#[path = "../../compact-middleware/tests/postgres_support/mod.rs"]
 mod postgres_support;
+#[path = "../../../tests/support/mod.rs"]
 mod support;
 
 use std::io::Write;
@@ -198,7 +199,7 @@ fn cli(c: &Case, mode: CallingMode, dir: &Path) -> Run {
     let mut run = Run::default();
     for t in 0..TURNS {
         let items = next_input(c, mode, run.outputs.last(), t);
-        let mut child = Command::new(env!("CARGO_BIN_EXE_compact"))
+        let mut child = Command::new(support::compact_bin())
             .args(["preflight", "--session", "s", "--report", "--format"])
             .arg(format_name(c.wire))
             .arg("--max-context-tokens")

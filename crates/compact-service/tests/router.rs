@@ -1,0 +1,439 @@
+//! The session API through its router, in process (`tower::ServiceExt::
+//! oneshot`): the body shapes and their errors, overlays applied by the
+//! manager with one session between plain and overlaid calls, and the
+//! OpenAPI document, which names every route the server answers. The
+//! binary's own tests (`tests/sidecar_http.rs`) keep the HTTP contract
+//! over a real listener, replicas and tokens.
+
+use std::collections::BTreeSet;
+
+use ariadne_server::{AppState, ServerConfig};
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode};
+use compact_middleware::config::Config;
+use compact_service::{Service, router};
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+struct App {
+    router: Router,
+    _dir: tempfile::TempDir,
+    _stop: tokio::sync::watch::Sender<bool>,
+}
+
+/// The server and the service on a fresh data directory, sessions in
+/// memory, no archive.
+fn app(yaml: &str) -> App {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut config = Config::from_yaml_str(yaml).expect("config");
+    config.max_context_tokens = Some(3000);
+    config.storage.adapter = compact_middleware::config::StorageAdapterKind::None;
+    config.server.limits.preflight_body_bytes = 200_000;
+    // No part here connects anywhere (memory sessions, no archive, no
+    // exporter), so the runtime `Parts::new` asks for is never used.
+    let parts = tokio::task::block_in_place(|| {
+        let rt = tokio::runtime::Runtime::new().expect("runtime");
+        compact_wiring::Parts::new(&config, &rt)
+    })
+    .expect("parts");
+    let service = Service::new(config, parts).expect("service");
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let server = AppState::new(
+        ServerConfig {
+            data_dir: dir.path().join("server"),
+            ..ServerConfig::default()
+        },
+        stopped,
+    )
+    .expect("server state");
+    App {
+        router: router(server, service),
+        _dir: dir,
+        _stop: stop,
+    }
+}
+
+async fn call(app: &App, method: Method, uri: &str, body: Option<Value>) -> (StatusCode, Value) {
+    let body = match body {
+        Some(v) => Body::from(v.to_string()),
+        None => Body::empty(),
+    };
+    let req = Request::builder()
+        .method(method)
+        .uri(uri)
+        .header("content-type", "application/json")
+        .body(body)
+        .expect("request");
+    let res = app.router.clone().oneshot(req).await.expect("answer");
+    let status = res.status();
+    let bytes = res.into_body().collect().await.expect("body").to_bytes();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+async fn raw(app: &App, uri: &str, body: &'static str) -> (StatusCode, Value) {
+    let req = Request::builder()
+        .method(Method::POST)
+        .uri(uri)
+        .body(Body::from(body))
+        .expect("request");
+    let res = app.router.clone().oneshot(req).await.expect("answer");
+    let status = res.status();
+    let bytes = res.into_body().collect().await.expect("body").to_bytes();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+fn path(body: &Value) -> Option<&str> {
+    body["details"][0]["path"].as_str()
+}
+
+fn turn(messages: &mut Vec<Value>, t: usize) {
+    let id = format!("call_{t}");
+    messages.push(json!({"role": "user", "content": format!("Turn {t}: ticket OPS-{t} belongs to team-{t}. {}", "lorem ".repeat(60))}));
+    messages.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "read", "arguments": "{}"}}]}));
+    messages.push(json!({"role": "tool", "tool_call_id": id, "content": "log line ".repeat(80)}));
+    messages.push(json!({"role": "assistant", "content": format!("OPS-{t} handled.")}));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_are_typed_and_refusals_name_their_json_path() {
+    let app = app("");
+    let url = "/v1/preflight";
+    // Not JSON, not an object, a field of the wrong type, a missing field.
+    let (s, body) = raw(&app, url, "{not json").await;
+    assert_eq!((s, path(&body)), (StatusCode::BAD_REQUEST, Some("$")));
+    assert_eq!(body["error"], "Validation failed");
+    assert!(
+        body["details"][0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("invalid JSON"))
+    );
+    let (s, body) = raw(&app, url, "[1, 2]").await;
+    assert_eq!(
+        (s, path(&body)),
+        (StatusCode::BAD_REQUEST, Some("$")),
+        "{body}"
+    );
+    let (s, body) = call(
+        &app,
+        Method::POST,
+        url,
+        Some(json!({"session_id": 5, "messages": []})),
+    )
+    .await;
+    assert_eq!(
+        (s, path(&body)),
+        (StatusCode::BAD_REQUEST, Some("$.session_id")),
+        "{body}"
+    );
+    let (s, body) = call(
+        &app,
+        Method::POST,
+        url,
+        Some(json!({"session_id": "a", "messages": [], "keep_meta": "yes"})),
+    )
+    .await;
+    assert_eq!(
+        (s, path(&body)),
+        (StatusCode::BAD_REQUEST, Some("$.keep_meta")),
+        "{body}"
+    );
+    let (s, body) = call(&app, Method::POST, url, Some(json!({"messages": []}))).await;
+    assert_eq!(
+        (s, path(&body)),
+        (StatusCode::BAD_REQUEST, Some("$.session_id")),
+        "{body}"
+    );
+    let (s, body) = call(&app, Method::POST, url, Some(json!({"session_id": "a"}))).await;
+    assert_eq!(
+        (s, path(&body)),
+        (StatusCode::BAD_REQUEST, Some("$.messages")),
+        "{body}"
+    );
+    // Errors of the library keep their paths: the session id, a message of
+    // `input`, the usage, an overlay key, an unknown agent.
+    let (s, body) = call(
+        &app,
+        Method::POST,
+        url,
+        Some(json!({"session_id": "../x", "messages": []})),
+    )
+    .await;
+    assert_eq!(
+        (s, path(&body)),
+        (StatusCode::BAD_REQUEST, Some("$.session_id")),
+        "{body}"
+    );
+    let (s, body) = call(&app, Method::POST, url, Some(json!({"session_id": "a", "input": [{"role": "user", "content": "hi"}, {"role": "bogus"}]}))).await;
+    assert_eq!(
+        (s, path(&body)),
+        (StatusCode::BAD_REQUEST, Some("$.input[1].role")),
+        "{body}"
+    );
+    let (s, body) = call(
+        &app,
+        Method::POST,
+        url,
+        Some(json!({"session_id": "a", "messages": [], "usage": {"input_tokens": "many"}})),
+    )
+    .await;
+    assert_eq!(
+        (s, path(&body)),
+        (StatusCode::BAD_REQUEST, Some("$.usage.input_tokens")),
+        "{body}"
+    );
+    let (s, body) = call(
+        &app,
+        Method::POST,
+        url,
+        Some(json!({"session_id": "a", "messages": [], "config": {"state": {"store": "memory"}}})),
+    )
+    .await;
+    assert_eq!(
+        (s, path(&body)),
+        (StatusCode::BAD_REQUEST, Some("$.config.state")),
+        "{body}"
+    );
+    let (s, body) = call(
+        &app,
+        Method::POST,
+        "/v1/sessions/a/compact",
+        Some(json!({"messages": [], "agent": "nobody"})),
+    )
+    .await;
+    assert_eq!(
+        (s, path(&body)),
+        (StatusCode::BAD_REQUEST, Some("$.agent")),
+        "{body}"
+    );
+    // A history whose pinned part cannot fit: 422 with guidance.
+    let big = json!([{"role": "system", "content": "pinned ".repeat(5000)}, {"role": "user", "content": "hi"}]);
+    let (s, body) = call(
+        &app,
+        Method::POST,
+        url,
+        Some(json!({"session_id": "e", "messages": big})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["error"], "InsufficientBudget");
+    assert!(body["guidance"].as_str().is_some_and(|g| !g.is_empty()));
+    // Past the body limit: 413.
+    let huge = json!({"session_id": "big", "messages": [{"role": "user", "content": "x".repeat(250_000)}]});
+    let (s, _) = call(&app, Method::POST, url, Some(huge)).await;
+    assert_eq!(s, StatusCode::PAYLOAD_TOO_LARGE);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overlays_apply_in_the_manager_and_share_the_session() {
+    let app =
+        app("agents:\n  terse:\n    policy:\n      keep_recent_turns: 2\n      mode: compact\n");
+    // The conversation's overlay, patched twice: merged.
+    let (s, body) = call(
+        &app,
+        Method::PATCH,
+        "/v1/conversations/c1/memory",
+        Some(json!({"policy": {"mode": "summarize"}})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    let (s, body) = call(
+        &app,
+        Method::PATCH,
+        "/v1/conversations/c1/memory",
+        Some(json!({"compact_keep": 3})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    assert_eq!(
+        body["memory"],
+        json!({"policy": {"mode": "summarize", "keep_recent_turns": 3}})
+    );
+    let (s, body) = call(
+        &app,
+        Method::PATCH,
+        "/v1/conversations/c1/memory",
+        Some(json!({"policy": {"trigger_pct": 7}})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        path(&body).is_some_and(|p| p.starts_with("$.policy")),
+        "{body}"
+    );
+    let (s, body) = call(
+        &app,
+        Method::PATCH,
+        "/v1/conversations/c1/memory",
+        Some(json!([1])),
+    )
+    .await;
+    assert_eq!(
+        (s, path(&body)),
+        (StatusCode::BAD_REQUEST, Some("$")),
+        "{body}"
+    );
+
+    // Calls with and without overlays continue one session.
+    let mut fed = vec![json!({"role": "system", "content": "You are a coding agent."})];
+    let mut versions = Vec::new();
+    for t in 0..10 {
+        turn(&mut fed, t);
+        let mut body = json!({"session_id": "c1", "messages": fed});
+        if t % 2 == 1 {
+            body["config"] = json!({"policy": {"target_pct": 0.45}});
+            body["agent"] = json!("terse");
+        }
+        let (s, out) = call(&app, Method::POST, "/v1/preflight", Some(body)).await;
+        assert_eq!(s, StatusCode::OK, "turn {t}: {out}");
+        let report = &out["report"];
+        let level = |key: &str| {
+            report["config_sources"]
+                .as_array()
+                .expect("config_sources")
+                .iter()
+                .find(|s| s["key"] == key)
+                .map(|s| s["level"].clone())
+        };
+        // The conversation's overlay applies to every call of the session.
+        assert_eq!(
+            level("policy.mode"),
+            Some(json!("conversation")),
+            "turn {t}"
+        );
+        assert_eq!(report["mode"], "summarize");
+        if t % 2 == 1 {
+            assert_eq!(level("policy.target_pct"), Some(json!("request")));
+            assert_eq!(
+                level("policy.keep_recent_turns"),
+                Some(json!("conversation"))
+            );
+        } else {
+            assert_eq!(level("policy.target_pct"), None);
+        }
+        if t > 0 {
+            assert_ne!(report["continuation"], "fresh", "turn {t}: {report}");
+        }
+        if let Some(v) = report["summary_version"].as_u64() {
+            versions.push(v);
+        }
+        fed = out["messages"].as_array().expect("messages").clone();
+    }
+    assert!(versions.len() >= 2, "{versions:?}");
+    let expected: Vec<u64> = (1..=versions.len() as u64).collect();
+    assert_eq!(versions, expected, "one chain, one step at a time");
+
+    // What the session remembers, and forgetting it.
+    let (s, status) = call(&app, Method::GET, "/v1/sessions/c1", None).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(status["known"], true);
+    assert_eq!(status["conversation"]["policy"]["mode"], "summarize");
+    let (s, body) = call(&app, Method::DELETE, "/v1/sessions/c1", None).await;
+    assert_eq!(
+        (s, &body),
+        (
+            StatusCode::OK,
+            &json!({"session_id": "c1", "deleted": true})
+        )
+    );
+    let (_, status) = call(&app, Method::GET, "/v1/sessions/c1", None).await;
+    assert_eq!(status["known"], false);
+}
+
+/// Every `.route("PATH", METHOD(...))` a router of this server declares.
+fn declared_routes(source: &str) -> BTreeSet<(String, String)> {
+    let mut out = BTreeSet::new();
+    let mut rest = source;
+    while let Some(i) = rest.find(".route(") {
+        rest = &rest[i + ".route(".len()..];
+        let Some(open) = rest.find('"') else { break };
+        let Some(close) = rest[open + 1..].find('"') else {
+            break;
+        };
+        let path = rest[open + 1..open + 1 + close].to_owned();
+        let after = rest[open + 1 + close + 1..].trim_start_matches([',', ' ', '\n']);
+        let method: String = after
+            .chars()
+            .take_while(|c| c.is_ascii_lowercase())
+            .collect();
+        out.insert((method, path));
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openapi_document_has_every_route() {
+    let app = app("");
+    let (s, doc) = call(&app, Method::GET, "/openapi.json", None).await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(
+        doc["openapi"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("3.1")),
+        "{}",
+        doc["openapi"]
+    );
+    let documented: BTreeSet<(String, String)> = doc["paths"]
+        .as_object()
+        .expect("paths")
+        .iter()
+        .flat_map(|(path, ops)| {
+            ops.as_object()
+                .expect("operations")
+                .keys()
+                .map(move |m| (m.clone(), path.clone()))
+        })
+        .collect();
+    // The routes as the code declares them: this crate's and the trace
+    // server's (its UI pages are not part of the API).
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let mut declared = BTreeSet::new();
+    for file in ["compact-service/src/routes.rs", "ariadne-server/src/app.rs"] {
+        let source = std::fs::read_to_string(format!("{root}/{file}")).expect(file);
+        declared.extend(declared_routes(&source));
+    }
+    assert!(declared.len() >= 18, "{declared:?}");
+    let missing: Vec<_> = declared.difference(&documented).collect();
+    assert!(
+        missing.is_empty(),
+        "routes without a document entry: {missing:?}"
+    );
+    let stale: Vec<_> = documented.difference(&declared).collect();
+    assert!(
+        stale.is_empty(),
+        "documented routes the server does not declare: {stale:?}"
+    );
+    // Each documented route answers (not 404/405) through the router.
+    for (method, path) in &documented {
+        let uri = path
+            .replace("{id}", "s")
+            .replace("{trace_id}", "s")
+            .replace("{span_id}", "x");
+        let method = Method::from_bytes(method.to_uppercase().as_bytes()).expect("method");
+        if uri == "/events" {
+            continue; // a stream that never ends by itself
+        }
+        let req = Request::builder()
+            .method(method.clone())
+            .uri(&uri)
+            .header("content-type", "application/json")
+            .body(Body::from("{}"))
+            .expect("request");
+        let res = app.router.clone().oneshot(req).await.expect("answer");
+        assert_ne!(
+            res.status(),
+            StatusCode::METHOD_NOT_ALLOWED,
+            "{method} {uri}"
+        );
+        if !uri.starts_with("/api/") {
+            assert_ne!(res.status(), StatusCode::NOT_FOUND, "{method} {uri}");
+        }
+    }
+}
