@@ -77,4 +77,25 @@ fn main() {
         "meets_targets: {}  wall: {} s",
         doc["meets_targets"], doc["wall_secs"]
     );
+    println!("\n{:<20} {:<9} {:>7} {:>6} {:>6} {:>6} | by kind", "corpus", "split", "window", "u+a", "tool", "insuff");
+    let num = |v: &Value| v.as_f64().map_or("-".to_string(), |p| format!("{p:.1}"));
+    for row in doc["by_corpus"].as_array().into_iter().flatten() {
+        for (w, c) in row["by_window"].as_object().into_iter().flatten() {
+            let kinds: Vec<String> = c["by_kind_pct"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(k, v)| format!("{k} {}", num(v)))
+                .collect();
+            println!(
+                "{:<20} {:<9} {w:>7} {:>6} {:>6} {:>6} | {}",
+                row["corpus"].as_str().unwrap_or(""),
+                row["split"].as_str().unwrap_or(""),
+                num(&c["user_assistant_pct"]),
+                num(&c["tool_pct"]),
+                c["insufficient_budget"].to_string(),
+                kinds.join(", ")
+            );
+        }
+    }
 }

@@ -232,6 +232,7 @@ fn the_retention_suite_runs_the_named_corpora_and_names_their_split() {
         corpora: vec![(Corpus::CiLogs, Format::Chat)],
         corpus_seeds: vec![SEED_SPLIT.tune[0], SEED_SPLIT.held_out[0]],
         fixtures: false,
+        trajectories: false,
         windows: vec![1_000_000],
         threads: 2,
         ..Options::quick()

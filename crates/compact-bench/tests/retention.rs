@@ -324,6 +324,7 @@ fn the_suite_reports_every_window_and_mode() {
         corpus_seeds: Vec::new(),
         shape: SMALL,
         fixtures: false,
+        trajectories: false,
         windows: vec![8_000, 32_000],
         threads: 2,
     };

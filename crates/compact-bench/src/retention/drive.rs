@@ -70,6 +70,10 @@ pub struct RunOutcome {
     /// Per fact: a supersession whose replaced statement is in the final
     /// context while the new one is not (the context states a stale value).
     pub stale: Vec<bool>,
+    /// The final context fits the window. A run whose last call failed
+    /// leaves what the agent sent, which may not: then the model cannot be
+    /// called with it, and no fact counts as retained.
+    pub final_fits: bool,
     /// The final context.
     pub context: Vec<Message>,
 }
@@ -183,6 +187,10 @@ pub async fn measure(
     }
     out.final_tokens = last_tokens.unwrap_or_else(|| manager.estimate(&context, &[]).t_est);
     (out.retained, out.stale) = check(&context, t);
+    out.final_fits = out.final_tokens <= window;
+    if !out.final_fits {
+        out.retained.iter_mut().for_each(|k| *k = false);
+    }
     out.context = context;
     out
 }

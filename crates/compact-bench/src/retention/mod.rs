@@ -49,6 +49,9 @@ pub struct Options {
     pub shape: SessionShape,
     /// Also the hand-written fixtures.
     pub fixtures: bool,
+    /// Also the real agent trajectories of `../shared/real-trajectories`
+    /// ([`corpus::trajectories`]), when that directory is there.
+    pub trajectories: bool,
     /// Context windows, in tokens.
     pub windows: Vec<usize>,
     /// Runs in parallel (each on its own thread).
@@ -79,6 +82,7 @@ impl Options {
                 .collect(),
             shape: SessionShape::FULL,
             fixtures: true,
+            trajectories: true,
             windows: WINDOWS.to_vec(),
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
         }
@@ -168,6 +172,19 @@ pub fn run_with(opts: &Options) -> Value {
             Err(e) => problems.push(e.to_string()),
         }
     }
+    let mut trajectories = "not asked for".to_string();
+    if opts.trajectories {
+        match corpus::trajectories::dir() {
+            None => trajectories = "skipped: ../shared/real-trajectories not found".into(),
+            Some(dir) => match corpus::trajectories::load_dir(&dir) {
+                Ok(t) => {
+                    trajectories = format!("{} runs from {}", t.len(), dir.display());
+                    transcripts.extend(t);
+                }
+                Err(e) => problems.push(e.to_string()),
+            },
+        }
+    }
     let keep_recent_turns = Config::default().policy.keep_recent_turns;
     let runs = run_all(&transcripts, &opts.windows, opts.threads);
     let runs = match runs {
@@ -193,6 +210,7 @@ pub fn run_with(opts: &Options) -> Value {
         "turns": [opts.shape.turns.0, opts.shape.turns.1],
         "output_chars": [opts.shape.output_chars.0, opts.shape.output_chars.1],
         "fixtures": opts.fixtures,
+        "trajectories": trajectories,
         "corpora": opts.corpora.iter().map(|(c, w)| json!({"corpus": c.name(), "wire": w})).collect::<Vec<_>>(),
         "corpus_seeds": opts.corpus_seeds.iter().map(|&s| json!({"seed": s, "split": Split::of_seed(s).name()})).collect::<Vec<_>>(),
         "problems": problems,

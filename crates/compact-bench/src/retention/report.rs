@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use super::drive::{CallingMode, RunOutcome};
-use crate::corpus::{Fact, FactKind, Location, Transcript};
+use crate::corpus::{Fact, FactKind, Location, Split, Transcript};
 
 /// A window class and the share of facts it must retain.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -105,6 +105,9 @@ struct Cell {
     max_summary_tokens: usize,
     summary_cap: usize,
     runs_over_summary_cap: usize,
+    /// Runs whose last call failed, leaving a context over the window (the
+    /// model cannot be called: nothing counts as retained).
+    ending_over: usize,
     continuations: BTreeMap<String, usize>,
 }
 
@@ -121,6 +124,7 @@ impl Cell {
         self.max_summary_tokens = self.max_summary_tokens.max(o.max_summary_tokens);
         self.summary_cap = self.summary_cap.max(o.summary_cap);
         self.runs_over_summary_cap += usize::from(o.max_summary_tokens > o.summary_cap);
+        self.ending_over += usize::from(!o.final_fits);
         for (k, n) in &o.continuations {
             *self.continuations.entry(k.clone()).or_default() += n;
         }
@@ -161,6 +165,25 @@ impl Cell {
             && self.nested_summaries == 0
     }
 
+    /// The figures a corpus table needs: kept by location and kind, and
+    /// what went wrong.
+    fn brief_json(&self) -> Value {
+        let kinds: Map<String, Value> = FactKind::ALL
+            .iter()
+            .filter_map(|k| Some((k.name().to_string(), json!(self.by_kind.get(k)?.pct()))))
+            .collect();
+        json!({
+            "user_assistant_pct": self.user_assistant.pct(),
+            "tool_pct": self.tool.pct(),
+            "facts": self.all.json(),
+            "by_kind_pct": kinds,
+            "runs": self.runs,
+            "insufficient_budget": self.insufficient_budget,
+            "runs_ending_over_the_window": self.ending_over,
+            "nested_summary_headers": self.nested_summaries,
+        })
+    }
+
     fn json(&self) -> Value {
         let map = |m: Vec<(&str, Tally)>| -> Value {
             Value::Object(
@@ -192,6 +215,7 @@ impl Cell {
             "max_summary_tokens": self.max_summary_tokens,
             "summary_cap": self.summary_cap,
             "runs_over_summary_cap": self.runs_over_summary_cap,
+            "runs_ending_over_the_window": self.ending_over,
             "continuations": self.continuations,
         })
     }
@@ -278,7 +302,63 @@ pub fn build(
             )
         })
         .collect();
+    // Per corpus and split (held out first: those are the figures to
+    // quote), per window, both modes: a corpus unlike the one the engine
+    // was tuned on must be read on its own, not inside an average.
+    let mut by_corpus: BTreeMap<(Split, String), BTreeMap<usize, Cell>> = BTreeMap::new();
+    let mut by_split: BTreeMap<Split, BTreeMap<usize, Cell>> = BTreeMap::new();
+    for r in runs {
+        let t = &transcripts[r.transcript];
+        let split = t.split;
+        by_corpus
+            .entry((split, t.source.clone()))
+            .or_default()
+            .entry(r.window)
+            .or_default()
+            .add(r, t, keep_recent_turns);
+        by_split
+            .entry(split)
+            .or_default()
+            .entry(r.window)
+            .or_default()
+            .add(r, t, keep_recent_turns);
+    }
+    let split_order = |s: Split| usize::from(s != Split::HeldOut);
+    let mut corpus_rows: Vec<(Split, String, Value)> = by_corpus
+        .into_iter()
+        .map(|((split, source), cells)| {
+            let windows: Map<String, Value> = cells
+                .iter()
+                .map(|(w, c)| (w.to_string(), c.brief_json()))
+                .collect();
+            (split, source, Value::Object(windows))
+        })
+        .collect();
+    corpus_rows.sort_by_key(|(split, source, _)| (split_order(*split), source.clone()));
+    let corpus_json: Vec<Value> = corpus_rows
+        .into_iter()
+        .map(|(split, source, windows)| {
+            json!({"corpus": source, "split": split.name(), "by_window": windows})
+        })
+        .collect();
+    let mut split_rows: Vec<(Split, Value)> = by_split
+        .into_iter()
+        .map(|(split, cells)| {
+            let windows: Map<String, Value> = cells
+                .iter()
+                .map(|(w, c)| (w.to_string(), c.brief_json()))
+                .collect();
+            (split, Value::Object(windows))
+        })
+        .collect();
+    split_rows.sort_by_key(|(split, _)| split_order(*split));
+    let split_json: Map<String, Value> = split_rows
+        .into_iter()
+        .map(|(split, v)| (split.name().to_string(), v))
+        .collect();
     json!({
+        "by_corpus": corpus_json,
+        "by_split": split_json,
         "windows": windows,
         "calling_modes": CallingMode::ALL.iter().map(|m| m.name()).collect::<Vec<_>>(),
         "keep_recent_turns": keep_recent_turns,
