@@ -77,7 +77,10 @@ fn main() {
         "meets_targets: {}  wall: {} s",
         doc["meets_targets"], doc["wall_secs"]
     );
-    println!("\n{:<20} {:<9} {:>7} {:>6} {:>6} {:>6} | by kind", "corpus", "split", "window", "u+a", "tool", "insuff");
+    println!(
+        "\n{:<20} {:<9} {:>7} {:>6} {:>6} {:>6} | by kind",
+        "corpus", "split", "window", "u+a", "tool", "insuff"
+    );
     let num = |v: &Value| v.as_f64().map_or("-".to_string(), |p| format!("{p:.1}"));
     for row in doc["by_corpus"].as_array().into_iter().flatten() {
         for (w, c) in row["by_window"].as_object().into_iter().flatten() {

@@ -128,6 +128,9 @@ pub(crate) fn rank(it: &Item, first_goal: bool, templated: bool) -> u8 {
 /// the usual kind, rank lower than they first looked.
 fn rank_in(ledger: &Ledger, it: &Item, first_goal: bool) -> u8 {
     let r = rank(it, first_goal, templated(ledger, it));
+    if it.weak {
+        return r.min(BULK + 1);
+    }
     if !it.from_tool && it.kind == Kind::Fact && ledger.names_only_the_usual(&it.text) {
         return r.min(4);
     }

@@ -66,6 +66,9 @@ pub(crate) static TOKEN: LazyLock<Regex> = LazyLock::new(|| {
         r"|(?P<abs>(?:\.{1,2}/|~/|/)[A-Za-z0-9_.@+-]+(?:/[A-Za-z0-9_.@+-]+)*/?)",
         r"|(?P<rel>(?-u:\b)[A-Za-z0-9_@+-][A-Za-z0-9_.@+-]*(?:/[A-Za-z0-9_.@+-]+)+/?)",
         r"|(?P<bare>(?-u:\b)[A-Za-z0-9_-][A-Za-z0-9_.-]*\.(?:rs|toml|yaml|yml|json|jsonl|md|py|pyi|ts|tsx|js|jsx|mjs|go|java|kt|c|h|cc|cpp|hpp|cs|rb|php|sh|sql|proto|lock|txt|log|csv|xml|html|css|ini|cfg|conf|env|tf|tfvars|gradle|swift|vue|ipynb|parquet|pdf)(?-u:\b))",
+        // Dates and timestamps (`2023-08-15`, `2025-10-09T23:49:00Z`): a
+        // value in any language.
+        r"|(?P<date>(?-u:\b)\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?(?-u:\b)Z?)",
         r"|(?P<ip>(?-u:\b)\d{1,3}(?:\.\d{1,3}){3}(?::\d{2,5})?(?-u:\b))",
         r"|(?P<ver>(?-u:\b)v\d+(?:\.\d+){1,3}(?:-[0-9A-Za-z]+(?:\.[0-9A-Za-z]+)*)?(?-u:\b)|(?-u:\b)\d+\.\d+\.\d+(?:-[0-9A-Za-z]+(?:\.[0-9A-Za-z]+)*)?(?-u:\b))",
         r"|(?P<ticket>(?-u:\b)[A-Z][A-Z0-9]{0,9}(?:-[A-Z][A-Z0-9]{0,9}){0,2}-\d{1,6}(?-u:\b))",
@@ -241,6 +244,13 @@ pub(crate) fn is_error(line: &str) -> bool {
     ERROR.is_match(&NOT_ERROR.replace_all(line, ""))
 }
 
+/// A date or a timestamp (`2023-08-15`, `2025-10-09T23:49:00Z`): the
+/// `date` alternative of [`TOKEN`].
+pub(crate) fn is_date(token: &str) -> bool {
+    let b = token.as_bytes();
+    b.len() >= 10 && b[..4].iter().all(u8::is_ascii_digit) && b[4] == b'-' && b[7] == b'-'
+}
+
 /// Validates a raw token match and says what it is; `None` for false
 /// positives the regex alone cannot exclude (no lookbehind in `regex`).
 pub(crate) fn classify_token<'t>(
@@ -254,6 +264,9 @@ pub(crate) fn classify_token<'t>(
         return None;
     }
     if token.starts_with("arXiv:") || (token.starts_with("10.") && token.contains('/')) {
+        return Some((Kind::Entity, token));
+    }
+    if is_date(token) {
         return Some((Kind::Entity, token));
     }
     let lower_word = |sep: u8| {

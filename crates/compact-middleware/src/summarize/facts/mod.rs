@@ -117,6 +117,10 @@ pub(crate) struct Item {
     /// For an item of the artifact trail: what was done, how it ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trail: Option<trail::Trail>,
+    /// A tool fact that names something without standing out (a sentence
+    /// of a record's free text): kept when there is room.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub weak: bool,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -395,6 +399,7 @@ impl Ledger {
             superseded_by: None,
             shape,
             trail: None,
+            weak: false,
         });
         self.index.insert(key, i);
         if let Some(k) = bulk_shape {

@@ -11,6 +11,13 @@ use super::lexicon::{
 use super::shape::OutputShapes;
 use super::{Kind, Ledger, MAX_SENTENCE, clip};
 
+/// What asks for something later rather than now.
+static DEFERRED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    super::lexicon::re(
+        r"(?i)(?-u:\b)(?:remind|later|once (?:we|you|it|this)|after (?:we|you|that|this)|when (?:we|you)(?:'re| are)? done|afterwards|don't forget|do not forget|make sure to|at the end|tomorrow|next week|by (?:monday|tuesday|wednesday|thursday|friday|eod|end of day))(?-u:\b)",
+    )
+});
+
 /// Most identifiers listed on their own per message.
 const IDENTIFIERS_PER_MESSAGE: usize = 40;
 
@@ -40,6 +47,14 @@ impl Ledger {
             if in_fence {
                 fence.push_str(line);
                 fence.push('\n');
+                continue;
+            }
+            // A markdown table's row is data laid out, not a sentence.
+            let row = line.trim();
+            if row.len() > 2 && row.starts_with('|') && row.ends_with('|') {
+                for (_, _, token) in identifiers(row) {
+                    shapes.note(token);
+                }
                 continue;
             }
             for sentence in split_sentences(line) {
@@ -95,12 +110,19 @@ impl Ledger {
         let stated = matches!(kind, Some(Kind::Constraint | Kind::Decision | Kind::Action));
         let question = sentence.trim_end().ends_with('?');
         if voice == Voice::Principal && is_request(sentence) && (!stated || question) {
-            // "Can you see what fails?" asks; it reports nothing.
+            // "Can you see what fails?" asks; it reports nothing (the
+            // request is the turn's goal). A request for later about
+            // something named ("remind me to send it to ana@example.com
+            // once we're done") is an open action on that thing.
+            if !found.is_empty() && DEFERRED.is_match(sentence) {
+                self.add(Kind::Action, &clip(sentence, MAX_SENTENCE), false);
+            }
             return;
         }
         let specific = !found.is_empty()
             || !apis.is_empty()
             || QUANTITY.is_match(sentence)
+            || super::tool::COUNT.is_match(sentence)
             || NAMED_NUMBER.is_match(sentence)
             || QUOTED.is_match(sentence);
         if kind == Some(Kind::Error) && !specific {

@@ -23,7 +23,7 @@ use serde_json::Value;
 
 use super::lexicon::{
     CALL, CONSTRAINT, DECISION, DECL, DIFF_FILE, ERROR, NAMED_NUMBER, QUANTITY, identifiers,
-    is_error, split_sentences, strip_marker, window,
+    is_date, is_error, split_sentences, strip_marker, window,
 };
 use super::shape::{KeyMap, OutputShapes, shape_key};
 use super::{Kind, Ledger, clip, strip_timestamp};
@@ -61,6 +61,8 @@ struct Reading<'a> {
     digitless: HashMap<u8, KeyMap<()>>,
     salient_left: usize,
     cues_left: usize,
+    /// Free-text facts that name something without standing out.
+    weak_left: usize,
     /// Line shapes already recorded as salient.
     taken: Vec<u64>,
 }
@@ -111,7 +113,7 @@ fn states_something(unit: &str) -> bool {
 
 /// Counts of things (`40 connections`, `3 replicas`): a measure, like a
 /// quantity with a unit.
-static COUNT: LazyLock<Regex> = LazyLock::new(|| {
+pub(crate) static COUNT: LazyLock<Regex> = LazyLock::new(|| {
     // A constant pattern; a typo is caught by the first test that reads a
     // tool output, never by user input.
     #[allow(clippy::expect_used)]
@@ -254,6 +256,7 @@ impl Ledger {
             digitless: HashMap::new(),
             salient_left: SALIENT_PER_OUTPUT,
             cues_left: CUES_PER_OUTPUT,
+            weak_left: SALIENT_PER_OUTPUT,
             taken: Vec::new(),
         };
         // Every line is tokenized once; the passes below reuse it. The
@@ -311,6 +314,11 @@ impl Ledger {
     /// the session's earlier output, and it is not one of many names of a
     /// kind in a listing.
     fn stands_out(&self, r: &Reading<'_>, t: &Token<'_>) -> bool {
+        // A timestamp tells when, in every record of a log or a listing:
+        // it stands out of nothing.
+        if is_date(t.text) {
+            return false;
+        }
         // A tool naming itself (`read_file` in its own output) says nothing.
         if t.kind.is_some()
             && (t.text.len() < 4 || r.label.get(1..r.label.len().saturating_sub(2)) == Some(t.text))
@@ -371,7 +379,9 @@ impl Ledger {
         } else {
             unit.to_owned()
         };
-        self.record(kind, &format!("{}{text}", r.label), true, true, Some(shape));
+        if let Some(i) = self.record(kind, &format!("{}{text}", r.label), true, true, Some(shape)) {
+            self.items[i].weak = false;
+        }
     }
 
     /// Decides on one unit of text: kept when it stands out or names what
@@ -403,6 +413,51 @@ impl Ledger {
         } else if r.cues_left > 0 && states_something(unit) {
             r.cues_left -= 1;
             self.keep(r, unit, shape);
+        }
+    }
+
+    /// A sentence of free text inside structured output (a JSON string
+    /// that is a sentence): read as prose, a fact when it names something
+    /// (an identifier, a date, a quantity, a count), unless it is the
+    /// template of a table's rows (`repeated`).
+    fn consider_free_text(&mut self, r: &mut Reading<'_>, sentence: &str, repeated: bool) {
+        let unit = strip_marker(sentence);
+        if unit.len() < MIN_LINE || r.salient_left == 0 || is_our_mark(unit) {
+            return;
+        }
+        let shape = shape_key(unit);
+        if r.taken.contains(&shape) {
+            return;
+        }
+        if repeated && !self.names_mentioned(r, unit) {
+            return;
+        }
+        let left = r.salient_left;
+        self.consider(r, unit, None);
+        if r.salient_left < left {
+            return;
+        }
+        // Nothing in it stands out, but it names something: a fact of the
+        // record, kept when there is room (below the salient ones).
+        let specific = identifiers(unit).next().is_some()
+            || QUANTITY.is_match(unit)
+            || NAMED_NUMBER.is_match(unit)
+            || COUNT.is_match(unit);
+        if specific && r.weak_left > 0 {
+            r.weak_left -= 1;
+            let text = clip(unit, MAX_TOOL_LINE);
+            if let Some(i) = self.record(
+                Kind::Fact,
+                &format!("{}{text}", r.label),
+                true,
+                true,
+                Some(shape),
+            ) {
+                // Said again as a salient fact elsewhere, it stays one.
+                if self.items[i].first == self.seq {
+                    self.items[i].weak = true;
+                }
+            }
         }
     }
 
@@ -458,6 +513,7 @@ impl Ledger {
             return;
         }
         match v {
+            Value::Array(items) if rows_of_one_table(items) => self.read_json_rows(items, r),
             Value::Array(items) => {
                 for item in items {
                     self.read_json(item, r);
@@ -473,7 +529,7 @@ impl Ledger {
                         Value::String(text) if text.split_whitespace().count() >= 4 => {
                             for line in text.lines() {
                                 for s in split_sentences(line) {
-                                    self.consider(r, s, None);
+                                    self.consider_free_text(r, s, false);
                                 }
                             }
                         }
@@ -499,12 +555,116 @@ impl Ledger {
                 }
                 if !pairs.is_empty() {
                     pairs.truncate(6);
+                    // Say which record it is about.
+                    if let Some((k, name)) = name_field(map)
+                        && !pairs.iter().any(|p| p.starts_with(&format!("{k}: ")))
+                    {
+                        pairs.insert(0, format!("{k}: {name}"));
+                    }
                     let line = pairs.join(", ");
                     let shape = shape_key(&line);
                     self.keep(r, &line, shape);
                 }
             }
             _ => {}
+        }
+    }
+
+    /// The rows of one table as a JSON array of objects with the same
+    /// fields: a value repeated as the same field across the rows is the
+    /// table's data, not a fact per row. A row is kept, named by its name
+    /// field, when a cell of it is an outlier in its column (the one
+    /// exception code among nulls, the one `held` among `delivered`) or
+    /// names what the conversation mentioned; free text in a row is read
+    /// as prose.
+    fn read_json_rows(&mut self, items: &[Value], r: &mut Reading<'_>) {
+        let rows: Vec<&serde_json::Map<String, Value>> =
+            items.iter().filter_map(Value::as_object).collect();
+        let n = rows.len();
+        let mut keys: Vec<&String> = Vec::new();
+        for row in &rows {
+            for k in row.keys() {
+                if !keys.contains(&k) {
+                    keys.push(k);
+                }
+            }
+        }
+        let cell = |row: &serde_json::Map<String, Value>, k: &str| -> Option<String> {
+            match row.get(k) {
+                None | Some(Value::Null) => Some(String::new()),
+                Some(Value::String(t)) if t.split_whitespace().count() < 4 => Some(t.clone()),
+                Some(Value::Number(x)) => Some(x.to_string()),
+                Some(Value::Bool(b)) => Some(b.to_string()),
+                _ => None,
+            }
+        };
+        let columns: Vec<Option<Column>> = keys
+            .iter()
+            .map(|k| {
+                let cells: Vec<String> = rows.iter().filter_map(|row| cell(row, k)).collect();
+                (cells.len() == n).then(|| Column::of(cells.iter()))
+            })
+            .collect();
+        // The shapes of the rows' free text: a sentence every other row
+        // repeats with its own values is the table's template, not a fact.
+        let mut sentence_shapes: HashMap<u64, usize> = HashMap::new();
+        for row in &rows {
+            for v in row.values() {
+                if let Value::String(text) = v
+                    && text.split_whitespace().count() >= 4
+                {
+                    for line in text.lines() {
+                        for s in split_sentences(line) {
+                            *sentence_shapes
+                                .entry(shape_key(strip_marker(s)))
+                                .or_default() += 1;
+                        }
+                    }
+                }
+            }
+        }
+        for row in &rows {
+            if r.salient_left == 0 {
+                return;
+            }
+            let mut pairs: Vec<String> = Vec::new();
+            for (k, col) in keys.iter().zip(&columns) {
+                match (row.get(k.as_str()), col) {
+                    (Some(Value::String(text)), _) if text.split_whitespace().count() >= 4 => {
+                        for line in text.lines() {
+                            for s in split_sentences(line) {
+                                let repeated = sentence_shapes
+                                    .get(&shape_key(strip_marker(s)))
+                                    .is_some_and(|&n| n > 1);
+                                self.consider_free_text(r, s, repeated);
+                            }
+                        }
+                    }
+                    (Some(v @ (Value::Array(_) | Value::Object(_))), _) => self.read_json(v, r),
+                    (Some(_), Some(col)) => {
+                        let Some(c) = cell(row, k) else { continue };
+                        if c.is_empty() || c.len() > 120 {
+                            continue;
+                        }
+                        if col.is_outlier(&c, n) || self.names_mentioned(r, &c) {
+                            pairs.push(format!("{k}: {c}"));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if pairs.is_empty() {
+                continue;
+            }
+            pairs.truncate(5);
+            if let Some((k, name)) = name_field(row)
+                && !pairs.iter().any(|p| p.starts_with(&format!("{k}: ")))
+            {
+                pairs.insert(0, format!("{k}: {name}"));
+            }
+            let line = clip(&pairs.join(", "), MAX_TOOL_LINE);
+            let shape = shape_key(&line);
+            self.keep(r, &line, shape);
         }
     }
 
@@ -644,6 +804,64 @@ impl Ledger {
             }
         }
     }
+}
+
+/// Whether a JSON array is the rows of one table: three or more objects
+/// that share most of their fields.
+fn rows_of_one_table(items: &[Value]) -> bool {
+    if items.len() < 3 || !items.iter().all(Value::is_object) {
+        return false;
+    }
+    let Some(first) = items[0].as_object() else {
+        return false;
+    };
+    let shared = |o: &serde_json::Map<String, Value>| {
+        let common = o.keys().filter(|k| first.contains_key(*k)).count();
+        common * 2 >= o.len().max(first.len())
+    };
+    items.iter().filter_map(Value::as_object).all(shared)
+}
+
+/// The field that names a record: `name`, `title`, an `…_name` or `…_id`,
+/// a customer or consignee; else its first short text that is not a number.
+fn name_field(map: &serde_json::Map<String, Value>) -> Option<(&str, &str)> {
+    fn text(v: &Value) -> Option<&str> {
+        v.as_str().filter(|t| !t.is_empty() && t.len() <= 80)
+    }
+    const NAMES: &[&str] = &[
+        "name",
+        "title",
+        "customer",
+        "consignee",
+        "account",
+        "company",
+        "client",
+        "user",
+        "service",
+        "host",
+        "id",
+        "key",
+    ];
+    let by_name = NAMES.iter().find_map(|n| {
+        map.iter()
+            .find(|(k, _)| k.as_str() == *n)
+            .and_then(|(k, v)| Some((k.as_str(), text(v)?)))
+    });
+    by_name
+        .or_else(|| {
+            map.iter().find_map(|(k, v)| {
+                (k.ends_with("_name") || k.ends_with("_id"))
+                    .then(|| Some((k.as_str(), text(v)?)))
+                    .flatten()
+            })
+        })
+        .or_else(|| {
+            map.iter().find_map(|(k, v)| {
+                let t = text(v)?;
+                (t.split_whitespace().count() <= 4 && t.parse::<f64>().is_err())
+                    .then_some((k.as_str(), t))
+            })
+        })
 }
 
 /// How a table's lines split into cells.
