@@ -12,11 +12,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use compact_middleware::config::{Config, SummarizerKind, SummarizerSettings};
+use compact_middleware::model::{Format, Request};
 use compact_middleware::pipeline::summarize_with_fallbacks;
 use compact_middleware::summarize::{
-    OpenAiConfig, OpenAiSummarizer, Strategy, SummarizeError, Summarizer, SummaryEntry,
+    FactLedger, OpenAiConfig, OpenAiSummarizer, Strategy, SummarizeError, Summarizer, SummaryEntry,
     SummaryRequest, TokenCountFn,
 };
+use compact_middleware::tokens::{Backend, Encoding, REPLY_PRIMING, count_item, counter};
 use compact_middleware::{CompactManager, Message};
 use fake_openai::{FakeServer, Reply, answer, ok, status};
 use serde_json::json;
@@ -875,4 +877,361 @@ async fn a_model_that_omits_facts_cannot_make_the_summary_forget_them() {
         summary.contains("investigate the NET retries"),
         "the model's own text is kept:\n{summary}"
     );
+}
+
+// ------------------------------------- the summarizer's window at any length
+
+/// Tokens of a request the server received, counted as the crate counts a
+/// chat request: each message with its framing, the reply priming, and
+/// the completion it asks for (`max_tokens`).
+fn request_tokens(r: &fake_openai::Recorded) -> usize {
+    let c = counter(Backend::Bpe, Encoding::O200k);
+    let body = r.json();
+    let messages = body["messages"].as_array().expect("messages");
+    messages
+        .iter()
+        .map(|m| count_item(c, m.as_object().expect("message object")))
+        .sum::<usize>()
+        + REPLY_PRIMING
+        + body["max_tokens"].as_u64().expect("max_tokens") as usize
+}
+
+/// A scripted model that reads its prompt: a summary request gets a short
+/// summary naming only the last ticket of the conversation (it omits
+/// almost every fact); a repair request gets the summary back with the
+/// missing facts copied in. Every answer starts with `Model summary m{N}:`,
+/// N the request's index, so a committed summary shows whose text it is.
+fn reading_model() -> Reply {
+    Reply::Computed(Arc::new(|i, body| {
+        let prompt = body["messages"][1]["content"].as_str().unwrap_or_default();
+        if let Some((head, missing)) = prompt.split_once("--- MISSING FACTS ---") {
+            let summary = head
+                .split_once("--- SUMMARY ---")
+                .map_or("", |(_, s)| s)
+                .lines()
+                .find(|l| l.starts_with("Model summary"))
+                .unwrap_or_default()
+                .split_once(": ")
+                .map_or("", |(_, rest)| rest)
+                .to_owned();
+            let facts: Vec<&str> = missing
+                .lines()
+                .filter_map(|l| l.strip_prefix("- "))
+                .collect();
+            return ok(&format!(
+                "Model summary m{i}: {summary}\nAlso: {}",
+                facts.join("; ")
+            ));
+        }
+        let conversation = prompt
+            .split_once("--- CONVERSATION HISTORY ---")
+            .map_or(prompt, |(_, c)| c);
+        let ticket = conversation
+            .rfind("NET-")
+            .map(|at| {
+                conversation[at..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                    .collect::<String>()
+            })
+            .unwrap_or_else(|| "none".into());
+        ok(&format!(
+            "Model summary m{i}: the agent works through the NET retry tickets; last seen {ticket}."
+        ))
+    }))
+}
+
+/// One round of a coding agent: a request with a constraint and a
+/// reserved port, a test run and its log, a decision.
+fn agent_round(i: usize) -> Vec<Message> {
+    let log: String = (0..30)
+        .map(|j| {
+            if j == 17 {
+                format!(
+                    "test net::case_{i}::sub_{j} ... FAILED (timeout after {} ms)\n",
+                    900 + i
+                )
+            } else {
+                format!(
+                    "test net::case_{i}::sub_{j} ... ok ({} ms)\n",
+                    3 + (i * 7 + j) % 40
+                )
+            }
+        })
+        .collect();
+    let call = format!("call_{i}");
+    let v = vec![
+        json!({"role": "user", "content": format!(
+            "Turn {i}: look at NET-{i} next. The retry budget for NET-{i} must stay under {} ms, and port {} is reserved for its canary. {}",
+            100 + i,
+            9000 + i,
+            "Some context about the flaky test and the CI runners. ".repeat(6)
+        )}),
+        json!({"role": "assistant", "content": null, "tool_calls": [{"id": call, "type": "function", "function": {"name": "run_tests", "arguments": format!("{{\"filter\":\"net::case_{i}\"}}")}}]}),
+        json!({"role": "tool", "tool_call_id": call, "content": log}),
+        json!({"role": "assistant", "content": format!(
+            "We decided to pin backoff_{i} to {} ms instead of the real sleep; case_{i} passes on runner web-{i}.",
+            10 + i
+        )}),
+    ];
+    Request::from_value(serde_json::Value::Array(v), Format::Chat)
+        .expect("chat messages")
+        .messages
+}
+
+#[tokio::test]
+async fn a_long_history_never_overflows_a_small_summarizer_window() {
+    const WINDOW: usize = 3_000;
+    const ROUNDS: usize = 95;
+    let server = FakeServer::start(vec![]).await;
+    server.set_default(reading_model());
+    let yaml = format!(
+        "model: gpt-4o\nmax_context_tokens: 12000\npolicy:\n  keep_recent_turns: 1\n  keep_tool_io_pairs: 0\nsummarizer:\n  kind: openai\n  base_url: {}\n  model: summ-model\n  retries: 0\n  retry_backoff_ms: 1\n  context_window: {WINDOW}\n",
+        server.base_url()
+    );
+    let manager = CompactManager::builder(Config::from_yaml_str(&yaml).expect("config"))
+        .without_config_exporters()
+        .without_storage()
+        .build()
+        .expect("manager");
+    let mut history = vec![Message::system("You are a coding agent.")];
+    let (mut compactions, mut kept) = (0usize, 0usize);
+    let mut missed = Vec::new();
+    for i in 0..ROUNDS {
+        history.extend(agent_round(i));
+        let before = server.hits();
+        let out = manager
+            .manual_compact("long", history.clone(), "turn by turn")
+            .await
+            .unwrap_or_else(|e| panic!("round {i}: {e}"));
+        history = out.messages.clone();
+        let after = server.hits();
+        if out.report.summary_version.is_none() {
+            continue;
+        }
+        compactions += 1;
+        let summary = out
+            .messages
+            .iter()
+            .map(Message::plain_text)
+            .find(|t| t.starts_with("COMPACT-SUMMARY v"))
+            .unwrap_or_else(|| panic!("round {i}: no summary message"));
+        // The model was asked and its last answer is what was committed.
+        if after > before && summary.contains(&format!("Model summary m{}:", after - 1)) {
+            kept += 1;
+        } else {
+            missed.push((i, out.report.fallbacks.clone()));
+        }
+    }
+    let sizes: Vec<usize> = server.requests().iter().map(request_tokens).collect();
+    let largest = sizes.iter().copied().max().unwrap_or(0);
+    eprintln!(
+        "{} requests over {compactions} compactions; largest {largest} tokens (window {WINDOW}); model text kept in {kept}/{compactions}",
+        sizes.len()
+    );
+    assert!(compactions >= ROUNDS - 5, "only {compactions} compactions");
+    for (n, s) in sizes.iter().enumerate() {
+        assert!(
+            *s <= WINDOW,
+            "request {n} needs {s} tokens of a {WINDOW}-token window"
+        );
+    }
+    assert!(missed.is_empty(), "model text not kept in {missed:?}");
+}
+
+/// A span that states `n` facts: constraints with a ticket, a port and a
+/// quantity each, and decisions naming a branch.
+fn many_facts(n: usize) -> Vec<SummaryEntry> {
+    (0..n)
+        .map(|i| {
+            if i % 2 == 0 {
+                SummaryEntry::new(
+                    "user",
+                    format!(
+                        "Deploys of OPS-{i} must never use port {} or exceed {} MB.",
+                        7000 + i,
+                        100 + i
+                    ),
+                )
+            } else {
+                SummaryEntry::new(
+                    "assistant",
+                    format!("We decided to ship OPS-{i} from branch fix/ops-{i}."),
+                )
+            }
+        })
+        .collect()
+}
+
+fn ledger_of(entries: &[SummaryEntry]) -> Arc<FactLedger> {
+    let mut ledger = FactLedger::new();
+    ledger.absorb(entries);
+    Arc::new(ledger)
+}
+
+#[tokio::test]
+async fn a_big_previous_summary_and_facts_list_are_cut_to_fit_never_the_instructions() {
+    const WINDOW: usize = 2_048;
+    let server = FakeServer::start(vec![]).await;
+    server.set_default(reading_model());
+    let mut st = settings(&server.base_url());
+    st.context_window = WINDOW;
+    let s = build(&st);
+    let entries = many_facts(120);
+    // A previous summary written for a far larger window: ~6k tokens.
+    let previous = (0..300)
+        .map(|i| {
+            format!(
+                "- Earlier note {i}: host web-{i} answered on port {}.",
+                8000 + i
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let req = SummaryRequest {
+        previous: Some(previous),
+        entries: entries.clone(),
+        strategy: Strategy::TaskState,
+        max_tokens: 1_500,
+        count_tokens: o200k(),
+        ledger: Some(ledger_of(&entries)),
+    };
+    let summary = s.summarize(&req).await.expect("summary");
+    assert!(
+        summary.text.starts_with("Model summary m"),
+        "{}",
+        summary.text
+    );
+    let sent = server.requests();
+    assert!(sent.len() > 1, "a span this long is split");
+    for (n, r) in sent.iter().enumerate() {
+        let tokens = request_tokens(r);
+        assert!(tokens <= WINDOW, "request {n}: {tokens} tokens");
+        let prompt = r.user_prompt();
+        // The instructions are whole in every request.
+        assert!(prompt.contains("Do not invent details. Copy identifiers exactly as written."));
+        assert!(prompt.contains("--- CONVERSATION HISTORY ---"));
+    }
+    let first = sent[0].user_prompt();
+    assert!(
+        first.contains("Earlier note 0:"),
+        "the previous summary's head is kept"
+    );
+    assert!(first.contains("[trimmed to fit the summarizer's window]"));
+    assert!(!first.contains("Earlier note 299:"));
+    // The facts list goes with the last part, shortened by rank.
+    let last = sent[sent.len() - 1].user_prompt();
+    assert!(last.contains("Facts that must appear verbatim in the new summary:"));
+    let listed = last
+        .split_once("Facts that must appear verbatim in the new summary:")
+        .map_or(0, |(_, rest)| {
+            rest.split("--- CONVERSATION HISTORY ---")
+                .next()
+                .unwrap_or_default()
+                .lines()
+                .filter(|l| l.starts_with("- "))
+                .count()
+        });
+    assert!(listed > 0 && listed < 120, "{listed} facts listed");
+    for r in &sent[..sent.len() - 1] {
+        assert!(!r.user_prompt().contains("Facts that must appear verbatim"));
+    }
+}
+
+#[tokio::test]
+async fn a_model_summary_that_omits_facts_is_kept_and_the_facts_are_added_by_rank() {
+    let entries = many_facts(60);
+    let server = FakeServer::start(vec![ok(
+        "Goals: keep the OPS deploys safe. The team moved several tickets to fix branches.",
+    )])
+    .await;
+    let s = build(&settings(&server.base_url()));
+    let req = SummaryRequest {
+        previous: None,
+        entries: entries.clone(),
+        strategy: Strategy::TaskState,
+        // Room for the model's text and some of the facts, not all 60.
+        max_tokens: 400,
+        count_tokens: o200k(),
+        ledger: Some(ledger_of(&entries)),
+    };
+    let out = summarize_with_fallbacks(&s, &req, replaced(&req), false).await;
+    assert!(out.fallbacks.is_empty(), "{:?}", out.fallbacks);
+    assert!(!out.primary_failed);
+    let (summary, by) = out.summary.expect("committed");
+    assert_eq!(by, "openai");
+    assert!(
+        summary.text.starts_with(
+            "Goals: keep the OPS deploys safe. The team moved several tickets to fix branches."
+        ),
+        "{}",
+        summary.text
+    );
+    assert!(
+        summary
+            .text
+            .contains("\n\nFacts the summary above omits, kept verbatim:\n")
+    );
+    assert!(summary.tokens <= 400);
+    assert_eq!(
+        summary.tokens,
+        bpe_openai::o200k_base().count(&summary.text)
+    );
+    let facts = summary.facts.expect("facts report");
+    assert!(facts.kept > 0, "{facts:?}");
+    assert!(facts.dropped > 0, "{facts:?}");
+    assert_eq!(facts.kept + facts.dropped, 60, "{facts:?}");
+    assert_eq!(facts.dropped_keys.len(), facts.dropped.min(50));
+    // Constraints rank above decisions, and recent above old: every
+    // decision goes before a constraint does, the oldest constraints next.
+    assert!(summary.text.contains("Constraints:"), "{}", summary.text);
+    assert!(!summary.text.contains("decided"), "{}", summary.text);
+    assert!(facts.dropped > 30, "{facts:?}");
+    assert!(summary.text.contains("OPS-58"), "{}", summary.text);
+    assert!(!summary.text.contains("OPS-0 "), "{}", summary.text);
+    // What is shown is what the report does not call dropped.
+    for k in &facts.dropped_keys {
+        assert!(!summary.text.contains(k.trim_end_matches('…')), "{k}");
+    }
+}
+
+#[tokio::test]
+async fn errors_refusals_and_empty_answers_still_fall_back_to_extractive() {
+    let entries = many_facts(10);
+    let refusal = answer(
+        json!({"role": "assistant", "content": null, "refusal": "I can't help with that."}),
+        "stop",
+    );
+    let cases: Vec<(Vec<Reply>, &str)> = vec![
+        (vec![status(500)], "Http"),
+        (vec![refusal.clone(), refusal], "Refusal"),
+        (
+            vec![answer(json!({"role": "assistant", "content": " "}), "stop")],
+            "Empty",
+        ),
+    ];
+    for (script, kind) in cases {
+        let server = FakeServer::start(script).await;
+        let mut st = settings(&server.base_url());
+        st.retries = 0;
+        let s = build(&st);
+        let req = SummaryRequest {
+            previous: None,
+            entries: entries.clone(),
+            strategy: Strategy::TaskState,
+            max_tokens: 600,
+            count_tokens: o200k(),
+            ledger: Some(ledger_of(&entries)),
+        };
+        let out = summarize_with_fallbacks(&s, &req, replaced(&req), false).await;
+        let (summary, by) = out.summary.expect("extractive");
+        assert_eq!(by, "extractive", "{kind}");
+        assert!(out.primary_failed, "{kind}");
+        let last = out.fallbacks.last().expect("fallbacks");
+        assert_eq!(
+            (last.error_type.as_str(), last.fallback.as_str()),
+            (kind, "extractive")
+        );
+        assert!(summary.text.contains("OPS-0"), "{kind}: {}", summary.text);
+    }
 }
