@@ -636,9 +636,12 @@ fn templates_can_be_overridden_from_a_file() {
 
 // ------------------------------------------------- manager: events and breaker
 
+/// A manager whose summarizer is the scripted server. Repair requests are
+/// off: these tests pin one request per compaction (repairs have tests of
+/// their own).
 fn manager_config(base_url: &str, yaml_extra: &str) -> Config {
     let yaml = format!(
-        "model: gpt-4o\nmax_context_tokens: 8000\npolicy:\n  keep_recent_turns: 1\n  keep_tool_io_pairs: 0\n  max_compact_failures: 2\n{yaml_extra}summarizer:\n  kind: openai\n  base_url: {base_url}\n  model: summ-model\n  retries: 0\n  retry_backoff_ms: 1\n  breaker_cooldown_secs: 1\n"
+        "model: gpt-4o\nmax_context_tokens: 8000\npolicy:\n  keep_recent_turns: 1\n  keep_tool_io_pairs: 0\n  max_compact_failures: 2\n{yaml_extra}summarizer:\n  kind: openai\n  base_url: {base_url}\n  model: summ-model\n  retries: 0\n  retry_backoff_ms: 1\n  breaker_cooldown_secs: 1\n  repair: false\n"
     );
     Config::from_yaml_str(&yaml).expect("config")
 }
@@ -1016,17 +1019,23 @@ async fn a_long_history_never_overflows_a_small_summarizer_window() {
             .map(Message::plain_text)
             .find(|t| t.starts_with("COMPACT-SUMMARY v"))
             .unwrap_or_else(|| panic!("round {i}: no summary message"));
-        // The model was asked and its last answer is what was committed.
-        if after > before && summary.contains(&format!("Model summary m{}:", after - 1)) {
+        // The model was asked and one of its answers (the summary's last
+        // part, or a repair's) is what was committed.
+        if (before..after).any(|k| summary.contains(&format!("Model summary m{k}:"))) {
             kept += 1;
         } else {
             missed.push((i, out.report.fallbacks.clone()));
         }
     }
-    let sizes: Vec<usize> = server.requests().iter().map(request_tokens).collect();
+    let sent = server.requests();
+    let sizes: Vec<usize> = sent.iter().map(request_tokens).collect();
     let largest = sizes.iter().copied().max().unwrap_or(0);
+    let repairs = sent
+        .iter()
+        .filter(|r| r.user_prompt().contains("--- MISSING FACTS ---"))
+        .count();
     eprintln!(
-        "{} requests over {compactions} compactions; largest {largest} tokens (window {WINDOW}); model text kept in {kept}/{compactions}",
+        "{} requests ({repairs} repairs) over {compactions} compactions; largest {largest} tokens (window {WINDOW}); model text kept in {kept}/{compactions}",
         sizes.len()
     );
     assert!(compactions >= ROUNDS - 5, "only {compactions} compactions");
@@ -1040,15 +1049,17 @@ async fn a_long_history_never_overflows_a_small_summarizer_window() {
 }
 
 /// A span that states `n` facts: constraints with a ticket, a port and a
-/// quantity each, and decisions naming a branch.
+/// quantity each, and decisions naming a branch, each in a message with
+/// some talk around it (no fact in that).
 fn many_facts(n: usize) -> Vec<SummaryEntry> {
+    let talk = " Thanks for looking into the rollout so quickly. Let me know how it goes.";
     (0..n)
         .map(|i| {
             if i % 2 == 0 {
                 SummaryEntry::new(
                     "user",
                     format!(
-                        "Deploys of OPS-{i} must never use port {} or exceed {} MB.",
+                        "Deploys of OPS-{i} must never use port {} or exceed {} MB.{talk}",
                         7000 + i,
                         100 + i
                     ),
@@ -1056,11 +1067,18 @@ fn many_facts(n: usize) -> Vec<SummaryEntry> {
             } else {
                 SummaryEntry::new(
                     "assistant",
-                    format!("We decided to ship OPS-{i} from branch fix/ops-{i}."),
+                    format!("We decided to ship OPS-{i} from branch fix/ops-{i}.{talk}"),
                 )
             }
         })
         .collect()
+}
+
+/// The fact a [`many_facts`] message states.
+fn fact_of(e: &SummaryEntry) -> &str {
+    e.text
+        .split_once(" Thanks")
+        .map_or(e.text.as_str(), |(f, _)| f)
 }
 
 fn ledger_of(entries: &[SummaryEntry]) -> Arc<FactLedger> {
@@ -1107,10 +1125,19 @@ async fn a_big_previous_summary_and_facts_list_are_cut_to_fit_never_the_instruct
     for (n, r) in sent.iter().enumerate() {
         let tokens = request_tokens(r);
         assert!(tokens <= WINDOW, "request {n}: {tokens} tokens");
-        let prompt = r.user_prompt();
+    }
+    // The summary requests (a repair request may follow them).
+    let sent: Vec<_> = sent
+        .into_iter()
+        .filter(|r| r.user_prompt().contains("--- CONVERSATION HISTORY ---"))
+        .collect();
+    assert!(sent.len() > 1, "a span this long is split");
+    for r in &sent {
         // The instructions are whole in every request.
-        assert!(prompt.contains("Do not invent details. Copy identifiers exactly as written."));
-        assert!(prompt.contains("--- CONVERSATION HISTORY ---"));
+        assert!(
+            r.user_prompt()
+                .contains("Do not invent details. Copy identifiers exactly as written.")
+        );
     }
     let first = sent[0].user_prompt();
     assert!(
@@ -1234,4 +1261,209 @@ async fn errors_refusals_and_empty_answers_still_fall_back_to_extractive() {
         );
         assert!(summary.text.contains("OPS-0"), "{kind}: {}", summary.text);
     }
+}
+
+// ------------------------------------------------------------------ repair
+
+fn facts_request(entries: &[SummaryEntry], max_tokens: usize) -> SummaryRequest {
+    SummaryRequest {
+        previous: None,
+        entries: entries.to_vec(),
+        strategy: Strategy::TaskState,
+        max_tokens,
+        count_tokens: o200k(),
+        ledger: Some(ledger_of(entries)),
+    }
+}
+
+/// The `- fact` lines of a repair request's prompt.
+fn listed_missing(r: &fake_openai::Recorded) -> Vec<String> {
+    r.user_prompt()
+        .split_once("--- MISSING FACTS ---")
+        .map(|(_, rest)| {
+            rest.lines()
+                .filter_map(|l| l.strip_prefix("- "))
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn one_repair_request_folds_in_the_missing_facts_and_its_answer_is_committed() {
+    let entries = many_facts(12);
+    let server = FakeServer::start(vec![]).await;
+    server.set_default(reading_model());
+    let s = build(&settings(&server.base_url()));
+    let req = facts_request(&entries, 800);
+    let out = summarize_with_fallbacks(&s, &req, replaced(&req), false).await;
+    assert!(out.fallbacks.is_empty(), "{:?}", out.fallbacks);
+    let (summary, by) = out.summary.expect("committed");
+    assert_eq!(by, "openai");
+
+    let sent = server.requests();
+    assert_eq!(sent.len(), 2, "one summary request, one repair request");
+    let first = sent[0].user_prompt();
+    assert!(first.contains("--- CONVERSATION HISTORY ---"));
+    let repair = sent[1].user_prompt();
+    assert!(
+        repair.contains("--- SUMMARY ---\nModel summary m0:"),
+        "{repair}"
+    );
+    assert!(!repair.contains("--- CONVERSATION HISTORY ---"));
+    assert!(repair.contains("Do not invent details."));
+    // The facts listed are the ones the first answer left out: all twelve.
+    let listed = listed_missing(&sent[1]);
+    assert_eq!(listed.len(), 12, "{listed:?}");
+    for i in 0..12 {
+        assert!(
+            listed.iter().any(|l| l.contains(&format!("OPS-{i} "))
+                || l.ends_with(&format!("OPS-{i}"))
+                || l.contains(&format!("OPS-{i}."))),
+            "OPS-{i} not listed: {listed:?}"
+        );
+    }
+    // The repaired answer carries them all: committed as is, nothing added.
+    assert!(
+        summary.text.starts_with("Model summary m1:"),
+        "{}",
+        summary.text
+    );
+    assert!(!summary.text.contains("Facts the summary above omits"));
+    let facts = summary.facts.expect("facts report");
+    assert_eq!((facts.kept, facts.dropped), (12, 0), "{facts:?}");
+    // Usage is summed over both requests.
+    assert_eq!(summary.prompt_tokens, Some(2 * 321));
+}
+
+#[tokio::test]
+async fn no_repair_when_it_is_off_or_few_facts_are_missing_and_fit() {
+    let entries = many_facts(12);
+    // Off: one request, the missing facts added after the model's text.
+    let server = FakeServer::start(vec![]).await;
+    server.set_default(reading_model());
+    let mut st = settings(&server.base_url());
+    st.repair = false;
+    let req = facts_request(&entries, 800);
+    let out = summarize_with_fallbacks(&build(&st), &req, replaced(&req), false).await;
+    assert_eq!(server.hits(), 1);
+    let (summary, _) = out.summary.expect("committed");
+    assert!(summary.text.starts_with("Model summary m0:"));
+    assert!(
+        summary
+            .text
+            .contains("Facts the summary above omits, kept verbatim:")
+    );
+    assert_eq!(summary.facts.map(|f| (f.kept, f.dropped)), Some((12, 0)));
+
+    // On, but the model kept ten of the twelve and the two left fit.
+    let kept: Vec<String> = entries[..10]
+        .iter()
+        .map(|e| fact_of(e).to_owned())
+        .collect();
+    let server = FakeServer::start(vec![ok(&kept.join("\n"))]).await;
+    let s = build(&settings(&server.base_url()));
+    let out = summarize_with_fallbacks(&s, &req, replaced(&req), false).await;
+    assert_eq!(
+        server.hits(),
+        1,
+        "two missing facts of twelve are not too many"
+    );
+    let (summary, _) = out.summary.expect("committed");
+    assert!(summary.text.starts_with(&kept.join("\n")));
+    for e in &entries[10..] {
+        assert!(summary.text.contains(fact_of(e)), "{}", summary.text);
+    }
+}
+
+#[tokio::test]
+async fn a_failed_or_useless_repair_keeps_the_models_first_summary() {
+    let entries = many_facts(12);
+    let first = "Goals: keep the OPS deploys safe.";
+    for (repair, what) in [
+        (status(500), "an HTTP error"),
+        (
+            answer(
+                json!({"role": "assistant", "content": null, "refusal": "no"}),
+                "stop",
+            ),
+            "a refusal",
+        ),
+        (ok("Goals: deploys."), "an answer with no more facts"),
+        (ok(&"Goals: OPS. ".repeat(400)), "an answer over the budget"),
+    ] {
+        let server = FakeServer::start(vec![ok(first), repair]).await;
+        let mut st = settings(&server.base_url());
+        st.retries = 0;
+        st.max_repairs = 3;
+        let req = facts_request(&entries, 800);
+        let out = summarize_with_fallbacks(&build(&st), &req, replaced(&req), false).await;
+        assert_eq!(server.hits(), 2, "{what}: one repair, then no more");
+        assert!(out.fallbacks.is_empty(), "{what}: {:?}", out.fallbacks);
+        assert!(!out.primary_failed, "{what}");
+        let (summary, by) = out.summary.expect("committed");
+        assert_eq!(by, "openai", "{what}");
+        assert!(summary.text.starts_with(first), "{what}: {}", summary.text);
+        assert_eq!(
+            summary.facts.map(|f| (f.kept, f.dropped)),
+            Some((12, 0)),
+            "{what}: the missing facts are added after the text"
+        );
+    }
+}
+
+#[tokio::test]
+async fn repairs_are_bounded_by_max_repairs() {
+    let entries = many_facts(12);
+    // Each repair folds in one more fact: never done, so only the bound
+    // stops it.
+    let one_more = |n: usize| {
+        let lines: Vec<String> = entries[..n].iter().map(|e| fact_of(e).to_owned()).collect();
+        ok(&lines.join("\n"))
+    };
+    let server = FakeServer::start(vec![one_more(1), one_more(2), one_more(3), one_more(4)]).await;
+    let mut st = settings(&server.base_url());
+    st.max_repairs = 2;
+    let req = facts_request(&entries, 800);
+    let out = summarize_with_fallbacks(&build(&st), &req, replaced(&req), false).await;
+    assert_eq!(server.hits(), 3, "the summary and two repairs");
+    let (summary, _) = out.summary.expect("committed");
+    let three: Vec<String> = entries[..3].iter().map(|e| fact_of(e).to_owned()).collect();
+    assert!(
+        summary
+            .text
+            .starts_with(&format!("{}\n\n", three.join("\n"))),
+        "the second repair's answer: {}",
+        summary.text
+    );
+    let listed: Vec<usize> = server.requests()[1..]
+        .iter()
+        .map(|r| listed_missing(r).len())
+        .collect();
+    assert_eq!(listed, [11, 10]);
+}
+
+#[test]
+fn a_repair_template_must_list_the_missing_facts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("templates.yaml");
+    let mut st = settings("http://127.0.0.1:9/v1");
+    st.templates_file = Some(path.display().to_string());
+    std::fs::write(&path, "repair: \"Fix {summary} in {max_tokens} tokens.\"\n").expect("write");
+    let err = OpenAiConfig::from_settings(&st, |_| Some(KEY.into())).expect_err("no facts");
+    assert!(err.to_string().contains("{missing_facts}"), "{err}");
+
+    std::fs::write(
+        &path,
+        "repair: \"Add these to the summary ({max_tokens} tokens):\\n{missing_facts}\\n{summary}\"\n",
+    )
+    .expect("write");
+    let s = build(&st);
+    let body = s.repair_body("m", 64, "Goals: x.", &["Port 8443 is reserved.".to_owned()]);
+    let v: serde_json::Value = serde_json::from_slice(&body).expect("json");
+    assert_eq!(
+        v["messages"][1]["content"],
+        "Add these to the summary (64 tokens):\n- Port 8443 is reserved.\nGoals: x."
+    );
+    assert_eq!(v["max_tokens"], 64);
 }

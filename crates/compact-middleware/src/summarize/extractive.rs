@@ -519,6 +519,18 @@ pub(crate) const OMITTED_HEADER: &str = "Facts the summary above omits, kept ver
 pub(crate) struct ModelFact {
     /// What the model is shown: the fact's short form.
     pub(crate) line: String,
+    /// A goal or the latest request: what was asked, which a model puts in
+    /// its own words; not counted as a fact.
+    pub(crate) narrative: bool,
+    keys: Vec<String>,
+    forms: [String; 3],
+}
+
+impl ModelFact {
+    /// Whether `text` carries the fact.
+    pub(crate) fn carried_by(&self, text: &str) -> bool {
+        carries(text, &self.keys, &self.forms)
+    }
 }
 
 /// A model summary completed from the ledger.
@@ -532,7 +544,8 @@ pub(crate) struct Completed {
     /// What the completed summary keeps of the ledger.
     pub(crate) report: FactsReport,
     /// Facts the extractive summary would carry: what the model was asked
-    /// to keep.
+    /// to keep (goals and the latest request, which a model words its own
+    /// way, not counted).
     pub(crate) must: usize,
     /// Of those, the ones the model's text leaves out.
     pub(crate) must_missing: usize,
@@ -553,6 +566,7 @@ fn carries(text: &str, keys: &[String], forms: &[String; 3]) -> bool {
 /// A fact as the LLM path ranks it.
 struct Ranked {
     item: usize,
+    narrative: bool,
     section: usize,
     header: &'static str,
     forms: [String; 3],
@@ -581,6 +595,7 @@ fn ranked(ledger: &Ledger, strategy: Strategy) -> Vec<Ranked> {
             rank,
             Ranked {
                 item: i,
+                narrative: it.kind.is_narrative(),
                 section,
                 header,
                 forms: forms(it),
@@ -607,6 +622,9 @@ pub(crate) fn model_facts(ledger: &Ledger, req: &SummaryRequest) -> Vec<ModelFac
         .filter(|r| carries(&extractive, &r.keys, &r.forms))
         .map(|r| ModelFact {
             line: r.forms[Size::Short as usize].clone(),
+            narrative: r.narrative,
+            keys: r.keys,
+            forms: r.forms,
         })
         .collect()
 }
@@ -766,7 +784,7 @@ pub(crate) fn complete_model_summary(
     let (mut must_n, mut must_missing, mut must_dropped) = (0, 0, 0);
     for (r, row) in rows.iter().enumerate() {
         let carried = by_model[r] || shown[r].is_some();
-        if must[r] {
+        if must[r] && !row.narrative {
             must_n += 1;
             if !by_model[r] {
                 must_missing += 1;

@@ -103,6 +103,14 @@ pub struct OpenAiConfig {
     pub tool_output_max_chars: usize,
     /// Prompt templates.
     pub templates: Templates,
+    /// Ask the model to fold in the facts its summary left out when too
+    /// many are missing (`summarizer.repair`).
+    pub repair: bool,
+    /// Most repair requests per summary.
+    pub max_repairs: usize,
+    /// Share of the facts to keep that may be missing before a repair is
+    /// asked (one that does not fit beside the text always counts).
+    pub repair_missing_pct: f64,
 }
 
 impl fmt::Debug for OpenAiConfig {
@@ -118,6 +126,9 @@ impl fmt::Debug for OpenAiConfig {
             .field("retries", &self.retries)
             .field("fallback_model", &self.fallback_model)
             .field("context_window", &self.context_window)
+            .field("repair", &self.repair)
+            .field("max_repairs", &self.max_repairs)
+            .field("repair_missing_pct", &self.repair_missing_pct)
             .finish_non_exhaustive()
     }
 }
@@ -166,6 +177,9 @@ impl OpenAiConfig {
             context_window: s.context_window,
             tool_output_max_chars: s.tool_output_max_chars,
             templates,
+            repair: s.repair,
+            max_repairs: s.max_repairs,
+            repair_missing_pct: s.repair_missing_pct,
         })
     }
 }
@@ -232,6 +246,30 @@ struct Answer {
     text: String,
     model: String,
     usage: Usage,
+}
+
+/// What a summary's requests cost, summed, and the model that wrote the
+/// text kept.
+struct Spent {
+    prompt_tokens: u64,
+    completion_tokens: u64,
+    model: String,
+}
+
+impl Spent {
+    fn add(&mut self, answer: &Answer) {
+        self.prompt_tokens += answer.usage.prompt_tokens.unwrap_or(0);
+        self.completion_tokens += answer.usage.completion_tokens.unwrap_or(0);
+    }
+}
+
+/// The share of `whole` that `part` is; 0 of nothing.
+fn missing_share(part: usize, whole: usize) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
+    }
 }
 
 /// Why one HTTP attempt failed, and whether retrying may help.
@@ -308,6 +346,28 @@ impl OpenAiSummarizer {
             .config
             .templates
             .render(strategy, cap, previous, &render_entries(entries));
+        self.body(model, &user, cap)
+    }
+
+    /// The body of a repair request: `summary` and the facts it left out.
+    pub fn repair_body(
+        &self,
+        model: &str,
+        max_tokens: usize,
+        summary: &str,
+        missing: &[String],
+    ) -> Vec<u8> {
+        let cap = self.completion_cap(max_tokens);
+        let user = self
+            .config
+            .templates
+            .render_repair(cap, summary, &fact_lines(missing));
+        self.body(model, &user, cap)
+    }
+
+    /// A chat-completions body: the system message, `user`, the sampling
+    /// settings and `max_tokens`.
+    fn body(&self, model: &str, user: &str, max_tokens: usize) -> Vec<u8> {
         let body = ChatRequest {
             model,
             messages: [
@@ -317,12 +377,12 @@ impl OpenAiSummarizer {
                 },
                 ChatMessage {
                     role: "user",
-                    content: &user,
+                    content: user,
                 },
             ],
             temperature: self.config.temperature,
             seed: self.config.seed,
-            max_tokens: cap,
+            max_tokens,
             n: 1,
             stream: false,
         };
@@ -473,26 +533,20 @@ impl OpenAiSummarizer {
     }
 
     /// `max_tokens` for one request, checked against the window with the
-    /// exact counter on the very text sent: when the pieces counted apart
-    /// add up to less than the whole, the completion gives way.
+    /// exact counter on the very text sent (`user_for(cap)`, the user
+    /// message asking for `cap` tokens): when the pieces counted apart add
+    /// up to less than the whole, the completion gives way.
     fn fitted_cap(
         &self,
-        req: &SummaryRequest,
+        count: &TokenCountFn,
         cap: usize,
-        previous: Option<&str>,
-        entries: &[SummaryEntry],
+        user_for: impl Fn(usize) -> String,
     ) -> Result<usize, SummarizeError> {
-        let count = &req.count_tokens;
         let room = self.window_room();
-        let conversation = render_entries(entries);
         let system = count(&self.config.templates.system);
         let mut cap = cap;
         for _ in 0..4 {
-            let user = self
-                .config
-                .templates
-                .render(req.strategy, cap, previous, &conversation);
-            let total = system + count(&user) + cap;
+            let total = system + count(&user_for(cap)) + cap;
             if total <= room {
                 return Ok(cap);
             }
@@ -506,6 +560,128 @@ impl OpenAiSummarizer {
             "a summary request does not fit summarizer.context_window ({})",
             self.config.context_window
         )))
+    }
+
+    /// A repair request's `max_tokens` and the missing facts it lists
+    /// (most important first, as many as fit the window beside the
+    /// instructions and the summary, and about as many as the answer has
+    /// room for); `None` when there is no room for one.
+    fn repair_layout(
+        &self,
+        req: &SummaryRequest,
+        summary: &str,
+        missing: &[String],
+    ) -> Option<(usize, Vec<String>)> {
+        let count = &req.count_tokens;
+        let room = self.window_room();
+        let cap = self.completion_cap(req.max_tokens);
+        let fixed = count(&self.config.templates.system)
+            + count(&self.config.templates.render_repair(cap, "", ""));
+        if room < fixed + MIN_OPEN_TOKENS {
+            return None;
+        }
+        let cap = cap.min((room - fixed) / 3).max(1);
+        let summary_tokens = count(summary) + JOIN_TOKENS;
+        let left = room.checked_sub(fixed + cap + summary_tokens)?;
+        // The answer holds the summary and the facts: listing far more than
+        // it has room for would only make it overrun.
+        let answer_room = cap.saturating_sub(summary_tokens).max(cap / 3);
+        let limit = left.min(answer_room);
+        let mut listed = Vec::new();
+        let mut used = 0usize;
+        for line in missing {
+            let cost = count(&format!("- {line}")) + JOIN_TOKENS;
+            if used + cost > limit {
+                break;
+            }
+            used += cost;
+            listed.push(line.clone());
+        }
+        if listed.is_empty() {
+            return None;
+        }
+        let cap = self
+            .fitted_cap(count, cap, |c| {
+                self.config
+                    .templates
+                    .render_repair(c, summary, &fact_lines(&listed))
+            })
+            .ok()?;
+        Some((cap, listed))
+    }
+
+    /// Asks the model to fold in the facts of the ledger its summary `text`
+    /// left out, when too many are missing (more than `repair_missing_pct`
+    /// of those it was asked to keep, or some that would not fit beside
+    /// it), at most `max_repairs` times. A repair that fails, overruns the
+    /// budget or keeps no more facts is ignored: `text` stands, and the
+    /// pipeline adds what it still lacks.
+    async fn repair(
+        &self,
+        req: &SummaryRequest,
+        ledger: &super::FactLedger,
+        mut text: String,
+        spent: &mut Spent,
+    ) -> String {
+        if !self.config.repair || self.config.max_repairs == 0 {
+            return text;
+        }
+        let count = &req.count_tokens;
+        let facts = super::extractive::model_facts(&ledger.0, req);
+        for round in 0..self.config.max_repairs {
+            if count(&text) > req.max_tokens {
+                // Over budget: the fallback chain asks again with less.
+                break;
+            }
+            let now = super::extractive::complete_model_summary(&ledger.0, req, &text);
+            let too_many =
+                missing_share(now.must_missing, now.must) > self.config.repair_missing_pct;
+            if now.must_missing == 0 || !(too_many || now.must_dropped > 0) {
+                break;
+            }
+            // What was asked is in the model's words already; the facts are
+            // what it must copy.
+            let missing: Vec<String> = facts
+                .iter()
+                .filter(|f| !f.narrative && !f.carried_by(&text))
+                .map(|f| f.line.clone())
+                .collect();
+            let Some((cap, listed)) = self.repair_layout(req, &text, &missing) else {
+                break;
+            };
+            let answer = match self
+                .complete(|m| self.repair_body(m, cap, &text, &listed))
+                .await
+            {
+                Ok(answer) => answer,
+                Err(e) => {
+                    tracing::warn!(error = %e, "repair request failed; keeping the model's summary");
+                    break;
+                }
+            };
+            spent.add(&answer);
+            let tokens = count(&answer.text);
+            let after = super::extractive::complete_model_summary(&ledger.0, req, &answer.text);
+            if tokens > req.max_tokens || after.must_missing >= now.must_missing {
+                tracing::info!(
+                    tokens,
+                    budget = req.max_tokens,
+                    missing_before = now.must_missing,
+                    missing_after = after.must_missing,
+                    "repaired summary not better; keeping the model's summary"
+                );
+                break;
+            }
+            tracing::debug!(
+                round = round + 1,
+                missing_before = now.must_missing,
+                missing_after = after.must_missing,
+                "summary repaired"
+            );
+            spent.model = answer.model;
+            text = answer.text;
+        }
+        text
     }
 
     /// Posts one body, retrying retryable failures with backoff.
@@ -700,6 +876,15 @@ fn facts_block(lines: &[String], limit: usize, count: &TokenCountFn) -> (Option<
     (Some(block), used)
 }
 
+/// Facts as the prompt lists them: one `- fact` line each.
+fn fact_lines(facts: &[String]) -> String {
+    facts
+        .iter()
+        .map(|f| format!("- {f}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// `text` within `limit` tokens: whole lines from the top, then a marker.
 /// Empty when not even the marker fits.
 fn trim_to_tokens(text: &str, limit: usize, count: &TokenCountFn) -> String {
@@ -790,9 +975,11 @@ impl Summarizer for OpenAiSummarizer {
         Box::pin(async move {
             let plan = self.plan(req)?;
             let mut previous = plan.previous.clone();
-            let mut prompt_tokens = 0u64;
-            let mut completion_tokens = 0u64;
-            let mut model = self.config.model.clone();
+            let mut spent = Spent {
+                prompt_tokens: 0,
+                completion_tokens: 0,
+                model: self.config.model.clone(),
+            };
             let n = plan.parts.len();
             for (i, part) in plan.parts.iter().enumerate() {
                 // The facts the model must keep go with the last part, whose
@@ -802,14 +989,18 @@ impl Summarizer for OpenAiSummarizer {
                     (None, Some(f)) if i + 1 == n => Some(f.to_owned()),
                     (p, _) => p.map(str::to_owned),
                 };
-                let cap = self.fitted_cap(req, plan.cap, block.as_deref(), part)?;
+                let conversation = render_entries(part);
+                let cap = self.fitted_cap(&req.count_tokens, plan.cap, |c| {
+                    self.config
+                        .templates
+                        .render(req.strategy, c, block.as_deref(), &conversation)
+                })?;
                 let answer = self
                     .complete(|m| self.request_body(m, req.strategy, cap, block.as_deref(), part))
                     .await?;
                 tracing::debug!(part = i + 1, parts = n, model = %answer.model, "summary part written");
-                prompt_tokens += answer.usage.prompt_tokens.unwrap_or(0);
-                completion_tokens += answer.usage.completion_tokens.unwrap_or(0);
-                model = answer.model;
+                spent.add(&answer);
+                spent.model = answer.model;
                 // The next part's room counted this answer at `cap` tokens
                 // at most; a tokenizer that differs from ours may exceed it.
                 previous = Some(if i + 1 == n {
@@ -818,13 +1009,16 @@ impl Summarizer for OpenAiSummarizer {
                     trim_to_tokens(&answer.text, plan.cap, &req.count_tokens)
                 });
             }
-            let text = previous.unwrap_or_default();
+            let mut text = previous.unwrap_or_default();
+            if let Some(ledger) = &req.ledger {
+                text = self.repair(req, ledger, text, &mut spent).await;
+            }
             Ok(Summary {
                 tokens: (req.count_tokens)(&text),
                 text,
-                model: Some(model),
-                prompt_tokens: Some(prompt_tokens),
-                completion_tokens: Some(completion_tokens),
+                model: Some(spent.model),
+                prompt_tokens: Some(spent.prompt_tokens),
+                completion_tokens: Some(spent.completion_tokens),
                 facts: None,
             })
         })
