@@ -835,6 +835,9 @@ async fn summary_created_event_carries_model_usage_and_ratio() {
         "input_messages",
         "summary_tokens",
         "latency_ms",
+        // What the model's summary (with the facts added after it) kept.
+        "\"facts_kept\":",
+        "\"facts_dropped\":",
     ] {
         assert!(s.contains(needle), "{needle} missing in {s}");
     }

@@ -74,7 +74,7 @@ pub(crate) fn keep_facts(mut s: Summary, req: &SummaryRequest) -> Summary {
     };
     let done = crate::summarize::complete_model_summary(ledger, req, &s.text);
     if done.must_dropped > 0 {
-        tracing::info!(
+        tracing::debug!(
             must = done.must,
             missing = done.must_missing,
             dropped = done.must_dropped,
