@@ -12,11 +12,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use compact_middleware::config::{Config, SummarizerKind, SummarizerSettings};
+use compact_middleware::model::{Format, Request};
 use compact_middleware::pipeline::summarize_with_fallbacks;
 use compact_middleware::summarize::{
-    OpenAiConfig, OpenAiSummarizer, Strategy, SummarizeError, Summarizer, SummaryEntry,
+    FactLedger, OpenAiConfig, OpenAiSummarizer, Strategy, SummarizeError, Summarizer, SummaryEntry,
     SummaryRequest, TokenCountFn,
 };
+use compact_middleware::tokens::{Backend, Encoding, REPLY_PRIMING, count_item, counter};
 use compact_middleware::{CompactManager, Message};
 use fake_openai::{FakeServer, Reply, answer, ok, status};
 use serde_json::json;
@@ -634,9 +636,12 @@ fn templates_can_be_overridden_from_a_file() {
 
 // ------------------------------------------------- manager: events and breaker
 
+/// A manager whose summarizer is the scripted server. Repair requests are
+/// off: these tests pin one request per compaction (repairs have tests of
+/// their own).
 fn manager_config(base_url: &str, yaml_extra: &str) -> Config {
     let yaml = format!(
-        "model: gpt-4o\nmax_context_tokens: 8000\npolicy:\n  keep_recent_turns: 1\n  keep_tool_io_pairs: 0\n  max_compact_failures: 2\n{yaml_extra}summarizer:\n  kind: openai\n  base_url: {base_url}\n  model: summ-model\n  retries: 0\n  retry_backoff_ms: 1\n  breaker_cooldown_secs: 1\n"
+        "model: gpt-4o\nmax_context_tokens: 8000\npolicy:\n  keep_recent_turns: 1\n  keep_tool_io_pairs: 0\n  max_compact_failures: 2\n{yaml_extra}summarizer:\n  kind: openai\n  base_url: {base_url}\n  model: summ-model\n  retries: 0\n  retry_backoff_ms: 1\n  breaker_cooldown_secs: 1\n  repair: false\n"
     );
     Config::from_yaml_str(&yaml).expect("config")
 }
@@ -830,6 +835,9 @@ async fn summary_created_event_carries_model_usage_and_ratio() {
         "input_messages",
         "summary_tokens",
         "latency_ms",
+        // What the model's summary (with the facts added after it) kept.
+        "\"facts_kept\":",
+        "\"facts_dropped\":",
     ] {
         assert!(s.contains(needle), "{needle} missing in {s}");
     }
@@ -875,4 +883,590 @@ async fn a_model_that_omits_facts_cannot_make_the_summary_forget_them() {
         summary.contains("investigate the NET retries"),
         "the model's own text is kept:\n{summary}"
     );
+}
+
+// ------------------------------------- the summarizer's window at any length
+
+/// Tokens of a request the server received, counted as the crate counts a
+/// chat request: each message with its framing, the reply priming, and
+/// the completion it asks for (`max_tokens`).
+fn request_tokens(r: &fake_openai::Recorded) -> usize {
+    let c = counter(Backend::Bpe, Encoding::O200k);
+    let body = r.json();
+    let messages = body["messages"].as_array().expect("messages");
+    messages
+        .iter()
+        .map(|m| count_item(c, m.as_object().expect("message object")))
+        .sum::<usize>()
+        + REPLY_PRIMING
+        + body["max_tokens"].as_u64().expect("max_tokens") as usize
+}
+
+/// A scripted model that reads its prompt: a summary request gets a short
+/// summary naming only the last ticket of the conversation (it omits
+/// almost every fact); a repair request gets the summary back with the
+/// missing facts copied in. Every answer starts with `Model summary m{N}:`,
+/// N the request's index, so a committed summary shows whose text it is.
+fn reading_model() -> Reply {
+    Reply::Computed(Arc::new(|i, body| {
+        let prompt = body["messages"][1]["content"].as_str().unwrap_or_default();
+        if let Some((head, missing)) = prompt.split_once("--- MISSING FACTS ---") {
+            let summary = head
+                .split_once("--- SUMMARY ---")
+                .map_or("", |(_, s)| s)
+                .lines()
+                .find(|l| l.starts_with("Model summary"))
+                .unwrap_or_default()
+                .split_once(": ")
+                .map_or("", |(_, rest)| rest)
+                .to_owned();
+            let facts: Vec<&str> = missing
+                .lines()
+                .filter_map(|l| l.strip_prefix("- "))
+                .collect();
+            return ok(&format!(
+                "Model summary m{i}: {summary}\nAlso: {}",
+                facts.join("; ")
+            ));
+        }
+        let conversation = prompt
+            .split_once("--- CONVERSATION HISTORY ---")
+            .map_or(prompt, |(_, c)| c);
+        let ticket = conversation
+            .rfind("NET-")
+            .map(|at| {
+                conversation[at..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                    .collect::<String>()
+            })
+            .unwrap_or_else(|| "none".into());
+        ok(&format!(
+            "Model summary m{i}: the agent works through the NET retry tickets; last seen {ticket}."
+        ))
+    }))
+}
+
+/// One round of a coding agent: a request with a constraint and a
+/// reserved port, a test run and its log, a decision.
+fn agent_round(i: usize) -> Vec<Message> {
+    let log: String = (0..30)
+        .map(|j| {
+            if j == 17 {
+                format!(
+                    "test net::case_{i}::sub_{j} ... FAILED (timeout after {} ms)\n",
+                    900 + i
+                )
+            } else {
+                format!(
+                    "test net::case_{i}::sub_{j} ... ok ({} ms)\n",
+                    3 + (i * 7 + j) % 40
+                )
+            }
+        })
+        .collect();
+    let call = format!("call_{i}");
+    let v = vec![
+        json!({"role": "user", "content": format!(
+            "Turn {i}: look at NET-{i} next. The retry budget for NET-{i} must stay under {} ms, and port {} is reserved for its canary. {}",
+            100 + i,
+            9000 + i,
+            "Some context about the flaky test and the CI runners. ".repeat(6)
+        )}),
+        json!({"role": "assistant", "content": null, "tool_calls": [{"id": call, "type": "function", "function": {"name": "run_tests", "arguments": format!("{{\"filter\":\"net::case_{i}\"}}")}}]}),
+        json!({"role": "tool", "tool_call_id": call, "content": log}),
+        json!({"role": "assistant", "content": format!(
+            "We decided to pin backoff_{i} to {} ms instead of the real sleep; case_{i} passes on runner web-{i}.",
+            10 + i
+        )}),
+    ];
+    Request::from_value(serde_json::Value::Array(v), Format::Chat)
+        .expect("chat messages")
+        .messages
+}
+
+#[tokio::test]
+async fn a_long_history_never_overflows_a_small_summarizer_window() {
+    const WINDOW: usize = 3_000;
+    const ROUNDS: usize = 95;
+    let server = FakeServer::start(vec![]).await;
+    server.set_default(reading_model());
+    let yaml = format!(
+        "model: gpt-4o\nmax_context_tokens: 12000\npolicy:\n  keep_recent_turns: 1\n  keep_tool_io_pairs: 0\nsummarizer:\n  kind: openai\n  base_url: {}\n  model: summ-model\n  retries: 0\n  retry_backoff_ms: 1\n  context_window: {WINDOW}\n",
+        server.base_url()
+    );
+    let manager = CompactManager::builder(Config::from_yaml_str(&yaml).expect("config"))
+        .without_config_exporters()
+        .without_storage()
+        .build()
+        .expect("manager");
+    let mut history = vec![Message::system("You are a coding agent.")];
+    let (mut compactions, mut kept) = (0usize, 0usize);
+    let mut missed = Vec::new();
+    for i in 0..ROUNDS {
+        history.extend(agent_round(i));
+        let before = server.hits();
+        let out = manager
+            .manual_compact("long", history.clone(), "turn by turn")
+            .await
+            .unwrap_or_else(|e| panic!("round {i}: {e}"));
+        history = out.messages.clone();
+        let after = server.hits();
+        if out.report.summary_version.is_none() {
+            continue;
+        }
+        compactions += 1;
+        let summary = out
+            .messages
+            .iter()
+            .map(Message::plain_text)
+            .find(|t| t.starts_with("COMPACT-SUMMARY v"))
+            .unwrap_or_else(|| panic!("round {i}: no summary message"));
+        // The model was asked and one of its answers (the summary's last
+        // part, or a repair's) is what was committed.
+        if (before..after).any(|k| summary.contains(&format!("Model summary m{k}:"))) {
+            kept += 1;
+        } else {
+            missed.push((i, out.report.fallbacks.clone()));
+        }
+    }
+    let sent = server.requests();
+    let sizes: Vec<usize> = sent.iter().map(request_tokens).collect();
+    let largest = sizes.iter().copied().max().unwrap_or(0);
+    let repairs = sent
+        .iter()
+        .filter(|r| r.user_prompt().contains("--- MISSING FACTS ---"))
+        .count();
+    eprintln!(
+        "{} requests ({repairs} repairs) over {compactions} compactions; largest {largest} tokens (window {WINDOW}); model text kept in {kept}/{compactions}",
+        sizes.len()
+    );
+    assert!(compactions >= ROUNDS - 5, "only {compactions} compactions");
+    for (n, s) in sizes.iter().enumerate() {
+        assert!(
+            *s <= WINDOW,
+            "request {n} needs {s} tokens of a {WINDOW}-token window"
+        );
+    }
+    assert!(missed.is_empty(), "model text not kept in {missed:?}");
+}
+
+/// A span that states `n` facts: constraints with a ticket, a port and a
+/// quantity each, and decisions naming a branch, each in a message with
+/// some talk around it (no fact in that).
+fn many_facts(n: usize) -> Vec<SummaryEntry> {
+    let talk = " Thanks for looking into the rollout so quickly. Let me know how it goes.";
+    (0..n)
+        .map(|i| {
+            if i % 2 == 0 {
+                SummaryEntry::new(
+                    "user",
+                    format!(
+                        "Deploys of OPS-{i} must never use port {} or exceed {} MB.{talk}",
+                        7000 + i,
+                        100 + i
+                    ),
+                )
+            } else {
+                SummaryEntry::new(
+                    "assistant",
+                    format!("We decided to ship OPS-{i} from branch fix/ops-{i}.{talk}"),
+                )
+            }
+        })
+        .collect()
+}
+
+/// The fact a [`many_facts`] message states.
+fn fact_of(e: &SummaryEntry) -> &str {
+    e.text
+        .split_once(" Thanks")
+        .map_or(e.text.as_str(), |(f, _)| f)
+}
+
+fn ledger_of(entries: &[SummaryEntry]) -> Arc<FactLedger> {
+    let mut ledger = FactLedger::new();
+    ledger.absorb(entries);
+    Arc::new(ledger)
+}
+
+#[tokio::test]
+async fn a_big_previous_summary_and_facts_list_are_cut_to_fit_never_the_instructions() {
+    const WINDOW: usize = 2_048;
+    let server = FakeServer::start(vec![]).await;
+    server.set_default(reading_model());
+    let mut st = settings(&server.base_url());
+    st.context_window = WINDOW;
+    let s = build(&st);
+    let entries = many_facts(120);
+    // A previous summary written for a far larger window: ~6k tokens.
+    let previous = (0..300)
+        .map(|i| {
+            format!(
+                "- Earlier note {i}: host web-{i} answered on port {}.",
+                8000 + i
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let req = SummaryRequest {
+        previous: Some(previous),
+        entries: entries.clone(),
+        strategy: Strategy::TaskState,
+        max_tokens: 1_500,
+        count_tokens: o200k(),
+        ledger: Some(ledger_of(&entries)),
+    };
+    let summary = s.summarize(&req).await.expect("summary");
+    assert!(
+        summary.text.starts_with("Model summary m"),
+        "{}",
+        summary.text
+    );
+    let sent = server.requests();
+    assert!(sent.len() > 1, "a span this long is split");
+    for (n, r) in sent.iter().enumerate() {
+        let tokens = request_tokens(r);
+        assert!(tokens <= WINDOW, "request {n}: {tokens} tokens");
+    }
+    // The summary requests (a repair request may follow them).
+    let sent: Vec<_> = sent
+        .into_iter()
+        .filter(|r| r.user_prompt().contains("--- CONVERSATION HISTORY ---"))
+        .collect();
+    assert!(sent.len() > 1, "a span this long is split");
+    for r in &sent {
+        // The instructions are whole in every request.
+        assert!(
+            r.user_prompt()
+                .contains("Do not invent details. Copy identifiers exactly as written.")
+        );
+    }
+    let first = sent[0].user_prompt();
+    assert!(
+        first.contains("Earlier note 0:"),
+        "the previous summary's head is kept"
+    );
+    assert!(first.contains("[trimmed to fit the summarizer's window]"));
+    assert!(!first.contains("Earlier note 299:"));
+    // The facts list goes with the last part, shortened by rank.
+    let last = sent[sent.len() - 1].user_prompt();
+    assert!(last.contains("Facts that must appear verbatim in the new summary:"));
+    let listed = last
+        .split_once("Facts that must appear verbatim in the new summary:")
+        .map_or(0, |(_, rest)| {
+            rest.split("--- CONVERSATION HISTORY ---")
+                .next()
+                .unwrap_or_default()
+                .lines()
+                .filter(|l| l.starts_with("- "))
+                .count()
+        });
+    assert!(listed > 0 && listed < 120, "{listed} facts listed");
+    for r in &sent[..sent.len() - 1] {
+        assert!(!r.user_prompt().contains("Facts that must appear verbatim"));
+    }
+}
+
+#[tokio::test]
+async fn a_model_summary_that_omits_facts_is_kept_and_the_facts_are_added_by_rank() {
+    let entries = many_facts(60);
+    let server = FakeServer::start(vec![ok(
+        "Goals: keep the OPS deploys safe. The team moved several tickets to fix branches.",
+    )])
+    .await;
+    let s = build(&settings(&server.base_url()));
+    let req = SummaryRequest {
+        previous: None,
+        entries: entries.clone(),
+        strategy: Strategy::TaskState,
+        // Room for the model's text and some of the facts, not all 60.
+        max_tokens: 400,
+        count_tokens: o200k(),
+        ledger: Some(ledger_of(&entries)),
+    };
+    let out = summarize_with_fallbacks(&s, &req, replaced(&req), false).await;
+    assert!(out.fallbacks.is_empty(), "{:?}", out.fallbacks);
+    assert!(!out.primary_failed);
+    let (summary, by) = out.summary.expect("committed");
+    assert_eq!(by, "openai");
+    assert!(
+        summary.text.starts_with(
+            "Goals: keep the OPS deploys safe. The team moved several tickets to fix branches."
+        ),
+        "{}",
+        summary.text
+    );
+    assert!(
+        summary
+            .text
+            .contains("\n\nFacts the summary above omits, kept verbatim:\n")
+    );
+    assert!(summary.tokens <= 400);
+    assert_eq!(
+        summary.tokens,
+        bpe_openai::o200k_base().count(&summary.text)
+    );
+    let facts = summary.facts.expect("facts report");
+    assert!(facts.kept > 0, "{facts:?}");
+    assert!(facts.dropped > 0, "{facts:?}");
+    assert_eq!(facts.kept + facts.dropped, 60, "{facts:?}");
+    assert_eq!(facts.dropped_keys.len(), facts.dropped.min(50));
+    // Constraints rank above decisions, and recent above old: every
+    // decision goes before a constraint does, the oldest constraints next.
+    assert!(summary.text.contains("Constraints:"), "{}", summary.text);
+    assert!(!summary.text.contains("decided"), "{}", summary.text);
+    assert!(facts.dropped > 30, "{facts:?}");
+    assert!(summary.text.contains("OPS-58"), "{}", summary.text);
+    assert!(!summary.text.contains("OPS-0 "), "{}", summary.text);
+    // What is shown is what the report does not call dropped.
+    for k in &facts.dropped_keys {
+        assert!(!summary.text.contains(k.trim_end_matches('…')), "{k}");
+    }
+}
+
+#[tokio::test]
+async fn errors_refusals_and_empty_answers_still_fall_back_to_extractive() {
+    let entries = many_facts(10);
+    let refusal = answer(
+        json!({"role": "assistant", "content": null, "refusal": "I can't help with that."}),
+        "stop",
+    );
+    let cases: Vec<(Vec<Reply>, &str)> = vec![
+        (vec![status(500)], "Http"),
+        (vec![refusal.clone(), refusal], "Refusal"),
+        (
+            vec![answer(json!({"role": "assistant", "content": " "}), "stop")],
+            "Empty",
+        ),
+    ];
+    for (script, kind) in cases {
+        let server = FakeServer::start(script).await;
+        let mut st = settings(&server.base_url());
+        st.retries = 0;
+        let s = build(&st);
+        let req = SummaryRequest {
+            previous: None,
+            entries: entries.clone(),
+            strategy: Strategy::TaskState,
+            max_tokens: 600,
+            count_tokens: o200k(),
+            ledger: Some(ledger_of(&entries)),
+        };
+        let out = summarize_with_fallbacks(&s, &req, replaced(&req), false).await;
+        let (summary, by) = out.summary.expect("extractive");
+        assert_eq!(by, "extractive", "{kind}");
+        assert!(out.primary_failed, "{kind}");
+        let last = out.fallbacks.last().expect("fallbacks");
+        assert_eq!(
+            (last.error_type.as_str(), last.fallback.as_str()),
+            (kind, "extractive")
+        );
+        assert!(summary.text.contains("OPS-0"), "{kind}: {}", summary.text);
+    }
+}
+
+// ------------------------------------------------------------------ repair
+
+fn facts_request(entries: &[SummaryEntry], max_tokens: usize) -> SummaryRequest {
+    SummaryRequest {
+        previous: None,
+        entries: entries.to_vec(),
+        strategy: Strategy::TaskState,
+        max_tokens,
+        count_tokens: o200k(),
+        ledger: Some(ledger_of(entries)),
+    }
+}
+
+/// The `- fact` lines of a repair request's prompt.
+fn listed_missing(r: &fake_openai::Recorded) -> Vec<String> {
+    r.user_prompt()
+        .split_once("--- MISSING FACTS ---")
+        .map(|(_, rest)| {
+            rest.lines()
+                .filter_map(|l| l.strip_prefix("- "))
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn one_repair_request_folds_in_the_missing_facts_and_its_answer_is_committed() {
+    let entries = many_facts(12);
+    let server = FakeServer::start(vec![]).await;
+    server.set_default(reading_model());
+    let s = build(&settings(&server.base_url()));
+    let req = facts_request(&entries, 800);
+    let out = summarize_with_fallbacks(&s, &req, replaced(&req), false).await;
+    assert!(out.fallbacks.is_empty(), "{:?}", out.fallbacks);
+    let (summary, by) = out.summary.expect("committed");
+    assert_eq!(by, "openai");
+
+    let sent = server.requests();
+    assert_eq!(sent.len(), 2, "one summary request, one repair request");
+    let first = sent[0].user_prompt();
+    assert!(first.contains("--- CONVERSATION HISTORY ---"));
+    let repair = sent[1].user_prompt();
+    assert!(
+        repair.contains("--- SUMMARY ---\nModel summary m0:"),
+        "{repair}"
+    );
+    assert!(!repair.contains("--- CONVERSATION HISTORY ---"));
+    assert!(repair.contains("Do not invent details."));
+    // The facts listed are the ones the first answer left out: all twelve.
+    let listed = listed_missing(&sent[1]);
+    assert_eq!(listed.len(), 12, "{listed:?}");
+    for i in 0..12 {
+        assert!(
+            listed.iter().any(|l| l.contains(&format!("OPS-{i} "))
+                || l.ends_with(&format!("OPS-{i}"))
+                || l.contains(&format!("OPS-{i}."))),
+            "OPS-{i} not listed: {listed:?}"
+        );
+    }
+    // The repaired answer carries them all: committed as is, nothing added.
+    assert!(
+        summary.text.starts_with("Model summary m1:"),
+        "{}",
+        summary.text
+    );
+    assert!(!summary.text.contains("Facts the summary above omits"));
+    let facts = summary.facts.expect("facts report");
+    assert_eq!((facts.kept, facts.dropped), (12, 0), "{facts:?}");
+    // Usage is summed over both requests.
+    assert_eq!(summary.prompt_tokens, Some(2 * 321));
+}
+
+#[tokio::test]
+async fn no_repair_when_it_is_off_or_few_facts_are_missing_and_fit() {
+    let entries = many_facts(12);
+    // Off: one request, the missing facts added after the model's text.
+    let server = FakeServer::start(vec![]).await;
+    server.set_default(reading_model());
+    let mut st = settings(&server.base_url());
+    st.repair = false;
+    let req = facts_request(&entries, 800);
+    let out = summarize_with_fallbacks(&build(&st), &req, replaced(&req), false).await;
+    assert_eq!(server.hits(), 1);
+    let (summary, _) = out.summary.expect("committed");
+    assert!(summary.text.starts_with("Model summary m0:"));
+    assert!(
+        summary
+            .text
+            .contains("Facts the summary above omits, kept verbatim:")
+    );
+    assert_eq!(summary.facts.map(|f| (f.kept, f.dropped)), Some((12, 0)));
+
+    // On, but the model kept ten of the twelve and the two left fit.
+    let kept: Vec<String> = entries[..10]
+        .iter()
+        .map(|e| fact_of(e).to_owned())
+        .collect();
+    let server = FakeServer::start(vec![ok(&kept.join("\n"))]).await;
+    let s = build(&settings(&server.base_url()));
+    let out = summarize_with_fallbacks(&s, &req, replaced(&req), false).await;
+    assert_eq!(
+        server.hits(),
+        1,
+        "two missing facts of twelve are not too many"
+    );
+    let (summary, _) = out.summary.expect("committed");
+    assert!(summary.text.starts_with(&kept.join("\n")));
+    for e in &entries[10..] {
+        assert!(summary.text.contains(fact_of(e)), "{}", summary.text);
+    }
+}
+
+#[tokio::test]
+async fn a_failed_or_useless_repair_keeps_the_models_first_summary() {
+    let entries = many_facts(12);
+    let first = "Goals: keep the OPS deploys safe.";
+    for (repair, what) in [
+        (status(500), "an HTTP error"),
+        (
+            answer(
+                json!({"role": "assistant", "content": null, "refusal": "no"}),
+                "stop",
+            ),
+            "a refusal",
+        ),
+        (ok("Goals: deploys."), "an answer with no more facts"),
+        (ok(&"Goals: OPS. ".repeat(400)), "an answer over the budget"),
+    ] {
+        let server = FakeServer::start(vec![ok(first), repair]).await;
+        let mut st = settings(&server.base_url());
+        st.retries = 0;
+        st.max_repairs = 3;
+        let req = facts_request(&entries, 800);
+        let out = summarize_with_fallbacks(&build(&st), &req, replaced(&req), false).await;
+        assert_eq!(server.hits(), 2, "{what}: one repair, then no more");
+        assert!(out.fallbacks.is_empty(), "{what}: {:?}", out.fallbacks);
+        assert!(!out.primary_failed, "{what}");
+        let (summary, by) = out.summary.expect("committed");
+        assert_eq!(by, "openai", "{what}");
+        assert!(summary.text.starts_with(first), "{what}: {}", summary.text);
+        assert_eq!(
+            summary.facts.map(|f| (f.kept, f.dropped)),
+            Some((12, 0)),
+            "{what}: the missing facts are added after the text"
+        );
+    }
+}
+
+#[tokio::test]
+async fn repairs_are_bounded_by_max_repairs() {
+    let entries = many_facts(12);
+    // Each repair folds in one more fact: never done, so only the bound
+    // stops it.
+    let one_more = |n: usize| {
+        let lines: Vec<String> = entries[..n].iter().map(|e| fact_of(e).to_owned()).collect();
+        ok(&lines.join("\n"))
+    };
+    let server = FakeServer::start(vec![one_more(1), one_more(2), one_more(3), one_more(4)]).await;
+    let mut st = settings(&server.base_url());
+    st.max_repairs = 2;
+    let req = facts_request(&entries, 800);
+    let out = summarize_with_fallbacks(&build(&st), &req, replaced(&req), false).await;
+    assert_eq!(server.hits(), 3, "the summary and two repairs");
+    let (summary, _) = out.summary.expect("committed");
+    let three: Vec<String> = entries[..3].iter().map(|e| fact_of(e).to_owned()).collect();
+    assert!(
+        summary
+            .text
+            .starts_with(&format!("{}\n\n", three.join("\n"))),
+        "the second repair's answer: {}",
+        summary.text
+    );
+    let listed: Vec<usize> = server.requests()[1..]
+        .iter()
+        .map(|r| listed_missing(r).len())
+        .collect();
+    assert_eq!(listed, [11, 10]);
+}
+
+#[test]
+fn a_repair_template_must_list_the_missing_facts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("templates.yaml");
+    let mut st = settings("http://127.0.0.1:9/v1");
+    st.templates_file = Some(path.display().to_string());
+    std::fs::write(&path, "repair: \"Fix {summary} in {max_tokens} tokens.\"\n").expect("write");
+    let err = OpenAiConfig::from_settings(&st, |_| Some(KEY.into())).expect_err("no facts");
+    assert!(err.to_string().contains("{missing_facts}"), "{err}");
+
+    std::fs::write(
+        &path,
+        "repair: \"Add these to the summary ({max_tokens} tokens):\\n{missing_facts}\\n{summary}\"\n",
+    )
+    .expect("write");
+    let s = build(&st);
+    let body = s.repair_body("m", 64, "Goals: x.", &["Port 8443 is reserved.".to_owned()]);
+    let v: serde_json::Value = serde_json::from_slice(&body).expect("json");
+    assert_eq!(
+        v["messages"][1]["content"],
+        "Add these to the summary (64 tokens):\n- Port 8443 is reserved.\nGoals: x."
+    );
+    assert_eq!(v["max_tokens"], 64);
 }

@@ -44,6 +44,16 @@ pub(super) fn at_least_u64(min: u64) -> impl FnOnce(&u64, &()) -> garde::Result 
     }
 }
 
+pub(super) fn at_most_count(max: usize) -> impl FnOnce(&usize, &()) -> garde::Result {
+    move |value, _| {
+        if *value <= max {
+            Ok(())
+        } else {
+            Err(Error::new(format!("must be at most {max} (got {value})")))
+        }
+    }
+}
+
 pub(super) fn opt_at_least(min: usize) -> impl FnOnce(&Option<usize>, &()) -> garde::Result {
     move |value, ctx| value.map_or(Ok(()), |v| at_least(min)(&v, ctx))
 }

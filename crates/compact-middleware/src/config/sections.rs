@@ -68,7 +68,23 @@ pub struct SummarizerSettings {
     /// skipped for this long (circuit breaker).
     #[garde(skip)]
     pub breaker_cooldown_secs: u64,
+    /// When the model's summary leaves out too many of the facts it was
+    /// asked to keep, ask it to fold them in (a repair request).
+    #[garde(skip)]
+    pub repair: bool,
+    /// Most repair requests per summary.
+    #[garde(custom(rules::at_most_count(MAX_REPAIRS)))]
+    pub max_repairs: usize,
+    /// A repair is asked when more than this share of the facts the model
+    /// was asked to keep is missing from its summary (or when some of them
+    /// do not fit beside it).
+    #[garde(custom(rules::fraction))]
+    pub repair_missing_pct: f64,
 }
+
+/// Upper bound of `summarizer.max_repairs`: each repair is a model call
+/// inside a preflight.
+pub(crate) const MAX_REPAIRS: usize = 3;
 
 impl Default for SummarizerSettings {
     fn default() -> Self {
@@ -88,6 +104,9 @@ impl Default for SummarizerSettings {
             context_window: 128_000,
             tool_output_max_chars: 2_000,
             breaker_cooldown_secs: 300,
+            repair: true,
+            max_repairs: 1,
+            repair_missing_pct: 0.5,
         }
     }
 }

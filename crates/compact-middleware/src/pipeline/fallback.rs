@@ -2,7 +2,9 @@
 //! history"), in one place:
 //!
 //! 1. the configured summarizer; a summary is committed only if it is
-//!    non-empty, within its budget and smaller than what it replaces;
+//!    non-empty, within its budget and smaller than what it replaces; the
+//!    facts of the ledger it leaves out are then added after its text, as
+//!    many as fit by rank (never a reason to fall back);
 //! 2. over budget: retried with `max_tokens` halved, at most twice;
 //! 3. a refusal: retried once with the `brief` strategy;
 //! 4. anything else (or the above exhausted, or the circuit breaker open):
@@ -60,44 +62,29 @@ pub(crate) fn validate(
     Ok(())
 }
 
-/// A model summary must keep every fact the extractive summary would
-/// keep: the missing ones are appended under `Facts:`; when that does not
-/// fit the budget the summary is rejected (the chain falls back to the
-/// extractive one). So a model summary never retains less.
-pub(crate) fn keep_facts(mut s: Summary, req: &SummaryRequest) -> Result<Summary, SummarizeError> {
+/// A model summary keeps the model's text. The facts of the ledger it
+/// leaves out are added after it, under a header of their own, by the
+/// extractive summary's rule (each at its key, the least important dropped
+/// when they do not all fit, then grown while they fit); the ones that do
+/// not fit are reported as dropped. Missing facts are never a reason to
+/// throw the model's answer away: the user paid for it.
+pub(crate) fn keep_facts(mut s: Summary, req: &SummaryRequest) -> Summary {
     let Some(ledger) = &req.ledger else {
-        return Ok(s);
+        return s;
     };
-    let must = crate::summarize::must_keep(ledger, req);
-    let missing: Vec<&String> = must.iter().filter(|f| !carries(&s.text, f)).collect();
-    if missing.is_empty() {
-        return Ok(s);
+    let done = crate::summarize::complete_model_summary(ledger, req, &s.text);
+    if done.must_dropped > 0 {
+        tracing::debug!(
+            must = done.must,
+            missing = done.must_missing,
+            dropped = done.must_dropped,
+            "model summary kept; some facts it left out did not fit beside it"
+        );
     }
-    let mut text = s.text.trim_end().to_owned();
-    text.push_str("\nFacts:");
-    for f in &missing {
-        text.push_str("\n- ");
-        text.push_str(f);
-    }
-    let tokens = (req.count_tokens)(&text);
-    if tokens > req.max_tokens {
-        return Err(SummarizeError::LostFacts {
-            missing: missing.len(),
-        });
-    }
-    s.text = text;
-    s.tokens = tokens;
-    Ok(s)
-}
-
-/// Whether `text` carries the fact `line`: every identifier, quantity and
-/// number of the fact appears in it; a fact without any must appear whole.
-fn carries(text: &str, line: &str) -> bool {
-    let keys = crate::summarize::fact_keys(line);
-    if keys.is_empty() {
-        return text.contains(line);
-    }
-    keys.iter().all(|k| text.contains(k.as_str()))
+    s.text = done.text;
+    s.tokens = done.tokens;
+    s.facts = Some(done.report);
+    s
 }
 
 fn record(out: &mut Vec<Fallback>, e: &SummarizeError, fallback: &str) {
@@ -141,7 +128,7 @@ pub async fn summarize_with_fallbacks(
         loop {
             let result = match summarizer.summarize(&attempt).await {
                 Ok(s) => validate(&s, req.max_tokens, replaced_tokens, has_input)
-                    .and_then(|()| keep_facts(s, req)),
+                    .map(|()| keep_facts(s, req)),
                 Err(e) => Err(e),
             };
             match result {

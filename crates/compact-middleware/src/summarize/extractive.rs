@@ -506,3 +506,325 @@ pub(crate) fn must_keep(ledger: &Ledger, req: &SummaryRequest) -> Vec<String> {
         .map(str::to_owned)
         .collect()
 }
+
+// ------------------------------------------------------------ the LLM path
+//
+// A model summary keeps the model's text; what it left out of the ledger is
+// added after it by the rule above (every fact at its key, lowest ranks
+// dropped first, then grown), and the model is told beforehand which facts
+// to keep. Written apart from `fit` so that the two can change separately.
+
+/// Heads the facts a model summary left out, added after its text.
+pub(crate) const OMITTED_HEADER: &str = "Facts the summary above omits, kept verbatim:";
+
+/// A fact a model summary is asked to keep.
+#[derive(Debug, Clone)]
+pub(crate) struct ModelFact {
+    /// What the model is shown: the fact's short form.
+    pub(crate) line: String,
+    /// A goal or the latest request: what was asked, which a model puts in
+    /// its own words; not counted as a fact.
+    pub(crate) narrative: bool,
+    keys: Vec<String>,
+    forms: [String; 3],
+}
+
+impl ModelFact {
+    /// Whether `text` carries the fact.
+    pub(crate) fn carried_by(&self, text: &str) -> bool {
+        carries(text, &self.keys, &self.forms)
+    }
+}
+
+/// A model summary completed from the ledger.
+#[derive(Debug, Clone)]
+pub(crate) struct Completed {
+    /// The model's text, then, under [`OMITTED_HEADER`], the facts it left
+    /// out that fit the budget beside it.
+    pub(crate) text: String,
+    /// `count_tokens(text)`.
+    pub(crate) tokens: usize,
+    /// What the completed summary keeps of the ledger.
+    pub(crate) report: FactsReport,
+    /// Facts the extractive summary would carry: what the model was asked
+    /// to keep (goals and the latest request, which a model words its own
+    /// way, not counted).
+    pub(crate) must: usize,
+    /// Of those, the ones the model's text leaves out.
+    pub(crate) must_missing: usize,
+    /// Of those, the ones that did not fit beside the model's text either.
+    pub(crate) must_dropped: usize,
+}
+
+/// Whether `text` carries a fact: every identifier, quantity and number
+/// of it appears in `text`; a fact without any, one of its forms whole.
+fn carries(text: &str, keys: &[String], forms: &[String; 3]) -> bool {
+    if keys.is_empty() {
+        forms.iter().any(|f| text.contains(f.as_str()))
+    } else {
+        keys.iter().all(|k| text.contains(k.as_str()))
+    }
+}
+
+/// A fact as the LLM path ranks it.
+struct Ranked {
+    item: usize,
+    narrative: bool,
+    section: usize,
+    header: &'static str,
+    forms: [String; 3],
+    keys: Vec<String>,
+}
+
+/// The live statements above the bulk that `strategy` has a section for,
+/// most important first (then most recently mentioned), as `fit` orders
+/// them.
+fn ranked(ledger: &Ledger, strategy: Strategy) -> Vec<Ranked> {
+    let items = &ledger.items[..];
+    let goal = first_goal(items);
+    let mut rows: Vec<(u8, Ranked)> = Vec::new();
+    for (i, it) in items.iter().enumerate() {
+        if it.superseded_by.is_some() || !it.kind.is_statement() {
+            continue;
+        }
+        let rank = rank_in(ledger, it, goal == Some(i));
+        if rank <= BULK {
+            continue;
+        }
+        let Some((section, header, _)) = section_of(strategy, it.kind) else {
+            continue;
+        };
+        rows.push((
+            rank,
+            Ranked {
+                item: i,
+                narrative: it.kind.is_narrative(),
+                section,
+                header,
+                forms: forms(it),
+                keys: fact_keys(&it.text),
+            },
+        ));
+    }
+    rows.sort_by(|(ra, a), (rb, b)| {
+        let (x, y) = (&items[a.item], &items[b.item]);
+        rb.cmp(ra)
+            .then(y.last.cmp(&x.last))
+            .then(y.first.cmp(&x.first))
+            .then(a.item.cmp(&b.item))
+    });
+    rows.into_iter().map(|(_, r)| r).collect()
+}
+
+/// The facts a model summary must keep, most important first: those the
+/// extractive summary within `req.max_tokens` carries.
+pub(crate) fn model_facts(ledger: &Ledger, req: &SummaryRequest) -> Vec<ModelFact> {
+    let extractive = fit(ledger, req).text;
+    ranked(ledger, req.strategy)
+        .into_iter()
+        .filter(|r| carries(&extractive, &r.keys, &r.forms))
+        .map(|r| ModelFact {
+            line: r.forms[Size::Short as usize].clone(),
+            narrative: r.narrative,
+            keys: r.keys,
+            forms: r.forms,
+        })
+        .collect()
+}
+
+/// Completes the model's summary `model_text` (already within
+/// `req.max_tokens`) with the facts of the ledger it leaves out, by the
+/// extractive rule: each at its key first, the least important dropped
+/// until they fit the room left, then grown to their short form and their
+/// full sentence while they fit. The model's text is never cut.
+pub(crate) fn complete_model_summary(
+    ledger: &Ledger,
+    req: &SummaryRequest,
+    model_text: &str,
+) -> Completed {
+    let items = &ledger.items[..];
+    let count = |t: &str| (req.count_tokens)(t);
+    let rows = ranked(ledger, req.strategy);
+    let extractive = fit(ledger, req).text;
+    let must: Vec<bool> = rows
+        .iter()
+        .map(|r| carries(&extractive, &r.keys, &r.forms))
+        .collect();
+    let base = model_text.trim_end();
+    let by_model: Vec<bool> = rows
+        .iter()
+        .map(|r| carries(base, &r.keys, &r.forms))
+        .collect();
+    // The facts left out, most important first.
+    let missing: Vec<usize> = (0..rows.len()).filter(|&r| !by_model[r]).collect();
+    let head = format!("{base}\n\n{OMITTED_HEADER}\n");
+    let room = req.max_tokens.saturating_sub(count(&head));
+
+    // Estimated costs: a line per fact and size, a header per section.
+    let sections = rows.iter().map(|r| r.section + 1).max().unwrap_or(0);
+    let mut header_cost = vec![0usize; sections];
+    for r in &rows {
+        header_cost[r.section] = count(&format!("{}\n", r.header));
+    }
+    let cost = |r: usize, s: Size| count(&format!("- {}\n", rows[r].forms[s as usize]));
+    let costs: Vec<[usize; 3]> = (0..rows.len())
+        .map(|r| {
+            if by_model[r] {
+                [0; 3]
+            } else {
+                [
+                    cost(r, Size::Key),
+                    cost(r, Size::Short),
+                    cost(r, Size::Full),
+                ]
+            }
+        })
+        .collect();
+    let mut shown: Vec<Option<Size>> = vec![None; rows.len()];
+    let mut per_section = vec![0usize; sections];
+    let mut total = 0usize;
+    let mut set =
+        |r: usize, size: Option<Size>, shown: &mut Vec<Option<Size>>, total: &mut usize| {
+            let sec = rows[r].section;
+            let before = shown[r].map_or(0, |s| costs[r][s as usize]);
+            let after = size.map_or(0, |s| costs[r][s as usize]);
+            *total = *total + after - before;
+            match (shown[r].is_some(), size.is_some()) {
+                (false, true) => {
+                    if per_section[sec] == 0 {
+                        *total += header_cost[sec];
+                    }
+                    per_section[sec] += 1;
+                }
+                (true, false) => {
+                    per_section[sec] -= 1;
+                    if per_section[sec] == 0 {
+                        *total -= header_cost[sec];
+                    }
+                }
+                _ => {}
+            }
+            shown[r] = size;
+        };
+    // 1. Every missing fact at its key; drop the least important until
+    // they fit.
+    for &r in &missing {
+        set(r, Some(Size::Key), &mut shown, &mut total);
+    }
+    for &r in missing.iter().rev() {
+        if total <= room {
+            break;
+        }
+        set(r, None, &mut shown, &mut total);
+    }
+    // 2. Grow, most important first: all to their short form, then all to
+    // their full sentence.
+    for size in [Size::Short, Size::Full] {
+        for &r in &missing {
+            let Some(current) = shown[r] else { continue };
+            if current >= size {
+                continue;
+            }
+            let grown = total - costs[r][current as usize] + costs[r][size as usize];
+            if grown <= room {
+                set(r, Some(size), &mut shown, &mut total);
+            }
+        }
+    }
+    // 3. Exact count; give back in reverse order of what was granted.
+    let render_with = |shown: &[Option<Size>]| -> (String, usize) {
+        let mut texts: Vec<Option<String>> = vec![None; items.len()];
+        for (r, s) in shown.iter().enumerate() {
+            if let Some(s) = s {
+                texts[rows[r].item] = Some(rows[r].forms[*s as usize].clone());
+            }
+        }
+        let section = render(items, &texts, req.strategy);
+        let text = if section.is_empty() {
+            base.to_owned()
+        } else {
+            format!("{head}{section}")
+        };
+        let tokens = count(&text);
+        (text, tokens)
+    };
+    let mut best = render_with(&shown);
+    if best.1 > req.max_tokens {
+        let mut order: Vec<(usize, Option<Size>)> = Vec::new();
+        for size in [Size::Short, Size::Key] {
+            order.extend(missing.iter().rev().map(|&r| (r, Some(size))));
+        }
+        order.extend(missing.iter().rev().map(|&r| (r, None)));
+        let mut steps = order.into_iter();
+        while best.1 > req.max_tokens {
+            let over = best.1 - req.max_tokens;
+            let mut freed = 0;
+            for (r, size) in steps.by_ref() {
+                let Some(current) = shown[r] else { continue };
+                if size.is_some_and(|s| s >= current) {
+                    continue;
+                }
+                let before = total;
+                set(r, size, &mut shown, &mut total);
+                freed += before - total;
+                if freed >= over {
+                    break;
+                }
+            }
+            best = render_with(&shown);
+            if freed == 0 {
+                break;
+            }
+        }
+        if best.1 > req.max_tokens {
+            // Nothing fits beside the model's text: it stays alone.
+            shown.iter_mut().for_each(|s| *s = None);
+            best = render_with(&shown);
+        }
+    }
+
+    let mut report = FactsReport::default();
+    let (mut must_n, mut must_missing, mut must_dropped) = (0, 0, 0);
+    for (r, row) in rows.iter().enumerate() {
+        let carried = by_model[r] || shown[r].is_some();
+        if must[r] && !row.narrative {
+            must_n += 1;
+            if !by_model[r] {
+                must_missing += 1;
+                if shown[r].is_none() {
+                    must_dropped += 1;
+                }
+            }
+        }
+        let it = &items[row.item];
+        if it.kind.is_narrative() {
+            continue;
+        }
+        if carried {
+            report.kept += 1;
+            if shown[r].is_some_and(|s| s != Size::Full && costs[r][s as usize] < costs[r][2]) {
+                report.shrunk += 1;
+            }
+        } else {
+            report.dropped += 1;
+            if report.dropped_keys.len() < MAX_DROPPED_KEYS {
+                report.dropped_keys.push(clip(&it.text, 80));
+            }
+        }
+    }
+    report.superseded = ledger
+        .items
+        .iter()
+        .filter(|it| {
+            it.superseded_by.is_some() && it.kind.is_statement() && !it.kind.is_narrative()
+        })
+        .count();
+    Completed {
+        text: best.0,
+        tokens: best.1,
+        report,
+        must: must_n,
+        must_missing,
+        must_dropped,
+    }
+}

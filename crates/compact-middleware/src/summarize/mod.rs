@@ -25,6 +25,16 @@ pub fn must_keep(ledger: &FactLedger, req: &SummaryRequest) -> Vec<String> {
     extractive::must_keep(&ledger.0, req)
 }
 
+/// A model's summary `text` completed from `ledger`: the facts it leaves
+/// out added after it by the extractive rule (`pipeline/fallback.rs`).
+pub(crate) fn complete_model_summary(
+    ledger: &FactLedger,
+    req: &SummaryRequest,
+    text: &str,
+) -> extractive::Completed {
+    extractive::complete_model_summary(&ledger.0, req, text)
+}
+
 /// The identifiers, quantities and numbers of a fact line: what must be in
 /// a summary for it to carry the fact.
 pub fn fact_keys(line: &str) -> Vec<String> {
@@ -302,7 +312,9 @@ pub enum SummarizeError {
     #[error("summarizer answered with a tool call instead of a summary")]
     ToolCall,
     /// The summary left out facts of the ledger, and they do not fit when
-    /// appended.
+    /// appended. Kept for callers that match on it; the built-in chain no
+    /// longer rejects a model summary for this: the facts that fit are
+    /// added after the model's text and the rest reported as dropped.
     #[error("summary lost {missing} facts of the ledger that do not fit when appended")]
     LostFacts {
         /// Facts missing from the summary.

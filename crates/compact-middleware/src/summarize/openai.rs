@@ -10,11 +10,19 @@
 //!
 //! # Input budget
 //!
-//! Tool outputs in the span are clipped to `tool_output_max_chars` (head and
-//! tail kept). When the rendered span would overflow the summarizer model's
-//! `context_window` (minus the completion and the prompt skeleton), it is
-//! split into parts; each part is summarized with the previous part's summary
-//! as its previous summary, so the last answer is the merged summary.
+//! Every request fits `context_window` (less a 5% margin and the messages'
+//! framing), counted with the request's exact counter: the prompt
+//! templates (never cut), the completion's `max_tokens` (at most a third
+//! of what the templates leave), the previous summary and the list of
+//! facts the model must keep (together at most five sixths of the rest:
+//! the list shortened by rank, the previous summary trimmed to whole lines
+//! from the top), and the span. Tool outputs in the span are clipped to
+//! `tool_output_max_chars` (head and tail kept); a span that does not fit
+//! beside the rest is split into parts, each summarized with the previous
+//! part's summary as its previous summary, so the last answer is the
+//! merged summary; the facts list goes with the last part. Each body is
+//! counted again whole before it is sent, and its `max_tokens` lowered if
+//! the pieces added up short.
 //!
 //! # Answers that are not summaries
 //!
@@ -36,12 +44,28 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::templates::{TemplateError, Templates};
-use super::{SummarizeError, Summarizer, Summary, SummaryEntry, SummaryRequest};
+use super::{SummarizeError, Summarizer, Summary, SummaryEntry, SummaryRequest, TokenCountFn};
 use crate::config::SummarizerSettings;
 
 /// Tokens kept free in the summarizer's window for message framing and the
 /// difference between our counter and the summarizer model's tokenizer.
 const WINDOW_MARGIN_PCT: f64 = 0.05;
+/// Tokens of a request's message framing: two messages and the reply
+/// priming (docs/tokens.md: 3 per message, 1 per role, 3 for the reply),
+/// with some to spare.
+const FRAMING_TOKENS: usize = 16;
+/// Tokens counted for each join of separately counted pieces (a newline):
+/// the sum of their counts then bounds the count of the whole.
+const JOIN_TOKENS: usize = 1;
+/// Fewest tokens the window must leave beside the prompt templates for a
+/// request to be worth sending (completion, previous summary and span).
+const MIN_OPEN_TOKENS: usize = 96;
+/// Fewest completion tokens a request asks for.
+const MIN_COMPLETION_TOKENS: usize = 16;
+/// Heads the facts the model must keep, in the previous-summary block.
+const FACTS_HEADER: &str = "Facts that must appear verbatim in the new summary:";
+/// Ends a previous summary trimmed to fit the window.
+const TRIM_MARKER: &str = "…[trimmed to fit the summarizer's window]";
 /// The marker put where a tool output (or an oversized message) was clipped.
 const CLIP_MARKER: &str = "\n…[clipped for summarization]…\n";
 /// Longest `Retry-After` honoured.
@@ -79,6 +103,14 @@ pub struct OpenAiConfig {
     pub tool_output_max_chars: usize,
     /// Prompt templates.
     pub templates: Templates,
+    /// Ask the model to fold in the facts its summary left out when too
+    /// many are missing (`summarizer.repair`).
+    pub repair: bool,
+    /// Most repair requests per summary.
+    pub max_repairs: usize,
+    /// Share of the facts to keep that may be missing before a repair is
+    /// asked (one that does not fit beside the text always counts).
+    pub repair_missing_pct: f64,
 }
 
 impl fmt::Debug for OpenAiConfig {
@@ -94,6 +126,9 @@ impl fmt::Debug for OpenAiConfig {
             .field("retries", &self.retries)
             .field("fallback_model", &self.fallback_model)
             .field("context_window", &self.context_window)
+            .field("repair", &self.repair)
+            .field("max_repairs", &self.max_repairs)
+            .field("repair_missing_pct", &self.repair_missing_pct)
             .finish_non_exhaustive()
     }
 }
@@ -142,6 +177,9 @@ impl OpenAiConfig {
             context_window: s.context_window,
             tool_output_max_chars: s.tool_output_max_chars,
             templates,
+            repair: s.repair,
+            max_repairs: s.max_repairs,
+            repair_missing_pct: s.repair_missing_pct,
         })
     }
 }
@@ -208,6 +246,30 @@ struct Answer {
     text: String,
     model: String,
     usage: Usage,
+}
+
+/// What a summary's requests cost, summed, and the model that wrote the
+/// text kept.
+struct Spent {
+    prompt_tokens: u64,
+    completion_tokens: u64,
+    model: String,
+}
+
+impl Spent {
+    fn add(&mut self, answer: &Answer) {
+        self.prompt_tokens += answer.usage.prompt_tokens.unwrap_or(0);
+        self.completion_tokens += answer.usage.completion_tokens.unwrap_or(0);
+    }
+}
+
+/// The share of `whole` that `part` is; 0 of nothing.
+fn missing_share(part: usize, whole: usize) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
+    }
 }
 
 /// Why one HTTP attempt failed, and whether retrying may help.
@@ -284,6 +346,28 @@ impl OpenAiSummarizer {
             .config
             .templates
             .render(strategy, cap, previous, &render_entries(entries));
+        self.body(model, &user, cap)
+    }
+
+    /// The body of a repair request: `summary` and the facts it left out.
+    pub fn repair_body(
+        &self,
+        model: &str,
+        max_tokens: usize,
+        summary: &str,
+        missing: &[String],
+    ) -> Vec<u8> {
+        let cap = self.completion_cap(max_tokens);
+        let user = self
+            .config
+            .templates
+            .render_repair(cap, summary, &fact_lines(missing));
+        self.body(model, &user, cap)
+    }
+
+    /// A chat-completions body: the system message, `user`, the sampling
+    /// settings and `max_tokens`.
+    fn body(&self, model: &str, user: &str, max_tokens: usize) -> Vec<u8> {
         let body = ChatRequest {
             model,
             messages: [
@@ -293,12 +377,12 @@ impl OpenAiSummarizer {
                 },
                 ChatMessage {
                     role: "user",
-                    content: &user,
+                    content: user,
                 },
             ],
             temperature: self.config.temperature,
             seed: self.config.seed,
-            max_tokens: cap,
+            max_tokens,
             n: 1,
             stream: false,
         };
@@ -307,48 +391,297 @@ impl OpenAiSummarizer {
     }
 
     /// The span as the summarizer sees it: tool outputs clipped, then split
-    /// into parts that each fit the summarizer's window next to the prompt,
-    /// the previous summary and the completion.
+    /// into parts that each fit the summarizer's window next to the
+    /// prompt, the previous summary (or the part before's summary), the
+    /// facts list (with the last part) and the completion. Empty when not
+    /// even the prompt templates fit the window.
     pub fn plan_parts(&self, req: &SummaryRequest) -> Vec<Vec<SummaryEntry>> {
-        let count = &req.count_tokens;
-        let cap = self.completion_cap(req.max_tokens);
-        let skeleton = count(&self.config.templates.system)
-            + count(self.config.templates.for_strategy(req.strategy));
-        // Later parts carry the previous part's summary (at most `cap`
-        // tokens); the first carries the caller's previous summary.
-        let previous = req.previous.as_deref().map_or(0, |p| count(p)).max(cap);
-        let window = self.config.context_window as f64 * (1.0 - WINDOW_MARGIN_PCT);
-        let room = (window as usize)
-            .saturating_sub(skeleton + previous + cap)
-            .max(64);
+        self.plan(req).map(|p| p.parts).unwrap_or_default()
+    }
 
-        let mut parts: Vec<Vec<SummaryEntry>> = Vec::new();
-        let mut current: Vec<SummaryEntry> = Vec::new();
+    /// Tokens a request may take in the summarizer's window, completion
+    /// included: the window less its margin and the messages' framing.
+    fn window_room(&self) -> usize {
+        let window = self.config.context_window as f64 * (1.0 - WINDOW_MARGIN_PCT);
+        (window as usize).saturating_sub(FRAMING_TOKENS)
+    }
+
+    /// Lays one summarization out in the summarizer's window. Every piece is
+    /// counted with the request's exact counter: the instructions (never
+    /// cut), the completion (at most a third of what the instructions
+    /// leave), then the previous summary and the facts list (together at
+    /// most five sixths of the rest: the facts list shortened by rank, the
+    /// previous summary trimmed), and the span in the room left, split
+    /// into parts.
+    fn plan(&self, req: &SummaryRequest) -> Result<Plan, SummarizeError> {
+        let count = &req.count_tokens;
+        let room = self.window_room();
+        let cap = self.completion_cap(req.max_tokens);
+        let fixed = count(&self.config.templates.system)
+            + count(&self.config.templates.render(req.strategy, cap, None, ""));
+        if room < fixed + MIN_OPEN_TOKENS {
+            return Err(SummarizeError::Other(format!(
+                "summarizer.context_window ({}) cannot hold the prompt templates ({fixed} tokens) and a conversation",
+                self.config.context_window
+            )));
+        }
+        let cap = cap.min((room - fixed) / 3).max(1);
+        // What the previous summary, the facts list and the span share.
+        let open = room - fixed - cap;
+        let carry = open - open / 6;
+
+        let previous = req
+            .previous
+            .as_deref()
+            .map(str::trim)
+            .filter(|p| !p.is_empty());
+        let previous_tokens = previous.map_or(0, |p| count(p));
+        // The facts list may take what the larger of the previous summary
+        // (up to half) and a later part's previous answer leaves.
+        let facts_limit = carry.saturating_sub(cap.max(previous_tokens.min(carry / 2)));
+        let lines: Vec<String> = match &req.ledger {
+            Some(ledger) => super::extractive::model_facts(&ledger.0, req)
+                .into_iter()
+                .map(|f| f.line)
+                .collect(),
+            None => Vec::new(),
+        };
+        let (facts, facts_tokens) = facts_block(&lines, facts_limit, count);
+        let previous = previous
+            .map(|p| trim_to_tokens(p, carry.saturating_sub(facts_tokens), count))
+            .filter(|p| !p.is_empty());
+        let previous_tokens = previous.as_deref().map_or(0, |p| count(p) + JOIN_TOKENS);
+
+        let first_room = open.saturating_sub(previous_tokens);
+        let rest_room = open.saturating_sub(cap + JOIN_TOKENS);
+        // Any single message fits any part, the last one's facts included.
+        let entry_max = first_room.min(rest_room).saturating_sub(facts_tokens);
+
+        let mut parts: Vec<Vec<(SummaryEntry, usize)>> = Vec::new();
+        let mut current: Vec<(SummaryEntry, usize)> = Vec::new();
         let mut used = 0usize;
         for entry in &req.entries {
             let mut entry = entry.clone();
             if entry.role == "tool" {
                 entry.text = clip_middle(&entry.text, self.config.tool_output_max_chars);
             }
-            let mut tokens = count(&render_entry(&entry));
+            let mut tokens = count(&render_entry(&entry)) + JOIN_TOKENS;
             // A single message larger than a whole part is clipped to fit.
             let mut chars = entry.text.chars().count();
-            while tokens > room && chars > 64 {
+            while tokens > entry_max && chars > 0 {
                 chars /= 2;
                 entry.text = clip_middle(&entry.text, chars);
-                tokens = count(&render_entry(&entry));
+                tokens = count(&render_entry(&entry)) + JOIN_TOKENS;
             }
-            if used + tokens > room && !current.is_empty() {
+            let limit = if parts.is_empty() {
+                first_room
+            } else {
+                rest_room
+            };
+            if used + tokens > limit && !current.is_empty() {
                 parts.push(std::mem::take(&mut current));
                 used = 0;
             }
             used += tokens;
-            current.push(entry);
+            current.push((entry, tokens));
         }
         if !current.is_empty() || parts.is_empty() {
             parts.push(current);
         }
-        parts
+        // The last part carries the facts list too: when it does not fit
+        // beside them, its tail becomes a part of its own.
+        loop {
+            let last = parts.len() - 1;
+            let limit = if last == 0 { first_room } else { rest_room };
+            let used: usize = parts[last].iter().map(|(_, t)| t).sum();
+            if used + facts_tokens <= limit {
+                break;
+            }
+            let tail_room = rest_room.saturating_sub(facts_tokens);
+            let mut tail: Vec<(SummaryEntry, usize)> = Vec::new();
+            let mut tail_used = 0usize;
+            // The part keeps at least one message, so the tail is a later
+            // part (whose room is `rest_room`) and the loop moves on.
+            while parts[last].len() > 1 {
+                let Some(&(_, t)) = parts[last].last() else {
+                    break;
+                };
+                if !tail.is_empty() && tail_used + t > tail_room {
+                    break;
+                }
+                if let Some(moved) = parts[last].pop() {
+                    tail_used += moved.1;
+                    tail.push(moved);
+                }
+            }
+            if tail.is_empty() {
+                // A single message (clipped to fit beside the facts): done.
+                break;
+            }
+            tail.reverse();
+            parts.push(tail);
+        }
+        Ok(Plan {
+            cap,
+            previous,
+            facts,
+            parts: parts
+                .into_iter()
+                .map(|p| p.into_iter().map(|(e, _)| e).collect())
+                .collect(),
+        })
+    }
+
+    /// `max_tokens` for one request, checked against the window with the
+    /// exact counter on the very text sent (`user_for(cap)`, the user
+    /// message asking for `cap` tokens): when the pieces counted apart add
+    /// up to less than the whole, the completion gives way.
+    fn fitted_cap(
+        &self,
+        count: &TokenCountFn,
+        cap: usize,
+        user_for: impl Fn(usize) -> String,
+    ) -> Result<usize, SummarizeError> {
+        let room = self.window_room();
+        let system = count(&self.config.templates.system);
+        let mut cap = cap;
+        for _ in 0..4 {
+            let total = system + count(&user_for(cap)) + cap;
+            if total <= room {
+                return Ok(cap);
+            }
+            let over = total - room;
+            if cap <= over + MIN_COMPLETION_TOKENS {
+                break;
+            }
+            cap -= over;
+        }
+        Err(SummarizeError::Other(format!(
+            "a summary request does not fit summarizer.context_window ({})",
+            self.config.context_window
+        )))
+    }
+
+    /// A repair request's `max_tokens` and the missing facts it lists
+    /// (most important first, as many as fit the window beside the
+    /// instructions and the summary, and about as many as the answer has
+    /// room for); `None` when there is no room for one.
+    fn repair_layout(
+        &self,
+        req: &SummaryRequest,
+        summary: &str,
+        missing: &[String],
+    ) -> Option<(usize, Vec<String>)> {
+        let count = &req.count_tokens;
+        let room = self.window_room();
+        let cap = self.completion_cap(req.max_tokens);
+        let fixed = count(&self.config.templates.system)
+            + count(&self.config.templates.render_repair(cap, "", ""));
+        if room < fixed + MIN_OPEN_TOKENS {
+            return None;
+        }
+        let cap = cap.min((room - fixed) / 3).max(1);
+        let summary_tokens = count(summary) + JOIN_TOKENS;
+        let left = room.checked_sub(fixed + cap + summary_tokens)?;
+        // The answer holds the summary and the facts: listing far more than
+        // it has room for would only make it overrun.
+        let answer_room = cap.saturating_sub(summary_tokens).max(cap / 3);
+        let limit = left.min(answer_room);
+        let mut listed = Vec::new();
+        let mut used = 0usize;
+        for line in missing {
+            let cost = count(&format!("- {line}")) + JOIN_TOKENS;
+            if used + cost > limit {
+                break;
+            }
+            used += cost;
+            listed.push(line.clone());
+        }
+        if listed.is_empty() {
+            return None;
+        }
+        let cap = self
+            .fitted_cap(count, cap, |c| {
+                self.config
+                    .templates
+                    .render_repair(c, summary, &fact_lines(&listed))
+            })
+            .ok()?;
+        Some((cap, listed))
+    }
+
+    /// Asks the model to fold in the facts of the ledger its summary `text`
+    /// left out, when too many are missing (more than `repair_missing_pct`
+    /// of those it was asked to keep, or some that would not fit beside
+    /// it), at most `max_repairs` times. A repair that fails, overruns the
+    /// budget or keeps no more facts is ignored: `text` stands, and the
+    /// pipeline adds what it still lacks.
+    async fn repair(
+        &self,
+        req: &SummaryRequest,
+        ledger: &super::FactLedger,
+        mut text: String,
+        spent: &mut Spent,
+    ) -> String {
+        if !self.config.repair || self.config.max_repairs == 0 {
+            return text;
+        }
+        let count = &req.count_tokens;
+        let facts = super::extractive::model_facts(&ledger.0, req);
+        for round in 0..self.config.max_repairs {
+            if count(&text) > req.max_tokens {
+                // Over budget: the fallback chain asks again with less.
+                break;
+            }
+            let now = super::extractive::complete_model_summary(&ledger.0, req, &text);
+            let too_many =
+                missing_share(now.must_missing, now.must) > self.config.repair_missing_pct;
+            if now.must_missing == 0 || !(too_many || now.must_dropped > 0) {
+                break;
+            }
+            // What was asked is in the model's words already; the facts are
+            // what it must copy.
+            let missing: Vec<String> = facts
+                .iter()
+                .filter(|f| !f.narrative && !f.carried_by(&text))
+                .map(|f| f.line.clone())
+                .collect();
+            let Some((cap, listed)) = self.repair_layout(req, &text, &missing) else {
+                break;
+            };
+            let answer = match self
+                .complete(|m| self.repair_body(m, cap, &text, &listed))
+                .await
+            {
+                Ok(answer) => answer,
+                Err(e) => {
+                    tracing::warn!(error = %e, "repair request failed; keeping the model's summary");
+                    break;
+                }
+            };
+            spent.add(&answer);
+            let tokens = count(&answer.text);
+            let after = super::extractive::complete_model_summary(&ledger.0, req, &answer.text);
+            if tokens > req.max_tokens || after.must_missing >= now.must_missing {
+                tracing::info!(
+                    tokens,
+                    budget = req.max_tokens,
+                    missing_before = now.must_missing,
+                    missing_after = after.must_missing,
+                    "repaired summary not better; keeping the model's summary"
+                );
+                break;
+            }
+            tracing::debug!(
+                round = round + 1,
+                missing_before = now.must_missing,
+                missing_after = after.must_missing,
+                "summary repaired"
+            );
+            spent.model = answer.model;
+            text = answer.text;
+        }
+        text
     }
 
     /// Posts one body, retrying retryable failures with backoff.
@@ -505,6 +838,100 @@ fn backoff(base: Duration, attempt: usize) -> Duration {
     exp + Duration::from_millis(h.finish() % (base_ms + 1))
 }
 
+/// One summarization laid out in the summarizer's window.
+struct Plan {
+    /// `max_tokens` of every request.
+    cap: usize,
+    /// The previous summary, trimmed to its share.
+    previous: Option<String>,
+    /// The facts the model must keep (header and lines), sent with the last
+    /// part.
+    facts: Option<String>,
+    /// The span, split into parts.
+    parts: Vec<Vec<SummaryEntry>>,
+}
+
+/// The facts list within `limit` tokens: its header, then the lines most
+/// important first (`lines` is in rank order) while they fit. `None` when
+/// not one fits.
+fn facts_block(lines: &[String], limit: usize, count: &TokenCountFn) -> (Option<String>, usize) {
+    let mut block = String::from(FACTS_HEADER);
+    let mut used = count(FACTS_HEADER) + 2 * JOIN_TOKENS;
+    let mut listed = 0usize;
+    for line in lines {
+        let cost = count(&format!("- {line}")) + JOIN_TOKENS;
+        if used + cost > limit {
+            // By rank: a less important fact never takes the place of a
+            // more important one that did not fit.
+            break;
+        }
+        block.push_str("\n- ");
+        block.push_str(line);
+        used += cost;
+        listed += 1;
+    }
+    if listed == 0 {
+        return (None, 0);
+    }
+    (Some(block), used)
+}
+
+/// Facts as the prompt lists them: one `- fact` line each.
+fn fact_lines(facts: &[String]) -> String {
+    facts
+        .iter()
+        .map(|f| format!("- {f}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `text` within `limit` tokens: whole lines from the top, then a marker.
+/// Empty when not even the marker fits.
+fn trim_to_tokens(text: &str, limit: usize, count: &TokenCountFn) -> String {
+    if count(text) <= limit {
+        return text.to_owned();
+    }
+    let mut budget = limit.saturating_sub(count(TRIM_MARKER) + JOIN_TOKENS);
+    // The lines are counted apart; the whole is counted again and the
+    // budget lowered by the overshoot until it fits.
+    for _ in 0..4 {
+        let mut out = String::new();
+        let mut used = 0usize;
+        for line in text.lines() {
+            let cost = count(line) + JOIN_TOKENS;
+            if used + cost > budget {
+                if out.is_empty() {
+                    // A first line longer than the whole budget keeps its head.
+                    let mut chars = line.chars().count();
+                    let mut head = line.to_owned();
+                    while chars > 0 && count(&head) > budget {
+                        chars /= 2;
+                        head = line.chars().take(chars).collect();
+                    }
+                    if !head.is_empty() {
+                        out.push_str(&head);
+                        out.push('\n');
+                    }
+                }
+                break;
+            }
+            out.push_str(line);
+            out.push('\n');
+            used += cost;
+        }
+        if out.is_empty() {
+            return String::new();
+        }
+        out.push_str(TRIM_MARKER);
+        let tokens = count(&out);
+        if tokens <= limit {
+            return out;
+        }
+        budget = budget.saturating_sub(tokens - limit);
+    }
+    String::new()
+}
+
 /// Keeps the head and tail of `text` within `max_chars` characters, the
 /// marker in between.
 pub(crate) fn clip_middle(text: &str, max_chars: usize) -> String {
@@ -546,52 +973,52 @@ impl Summarizer for OpenAiSummarizer {
         req: &'a SummaryRequest,
     ) -> crate::BoxFuture<'a, Result<Summary, SummarizeError>> {
         Box::pin(async move {
-            let parts = self.plan_parts(req);
-            let mut previous = req.previous.clone();
-            if let Some(ledger) = &req.ledger {
-                // The facts the extractive summary would keep: the model is
-                // told to keep them, and the pipeline checks it did.
-                let facts = super::extractive::must_keep(&ledger.0, req);
-                if !facts.is_empty() {
-                    let mut text = previous.take().unwrap_or_default();
-                    text.push_str("\n\nFacts that must appear verbatim in the new summary:\n");
-                    for f in &facts {
-                        text.push_str("- ");
-                        text.push_str(f);
-                        text.push('\n');
-                    }
-                    previous = Some(text.trim().to_owned());
-                }
-            }
-            let mut prompt_tokens = 0u64;
-            let mut completion_tokens = 0u64;
-            let mut model = self.config.model.clone();
-            let n = parts.len();
-            for (i, part) in parts.iter().enumerate() {
+            let plan = self.plan(req)?;
+            let mut previous = plan.previous.clone();
+            let mut spent = Spent {
+                prompt_tokens: 0,
+                completion_tokens: 0,
+                model: self.config.model.clone(),
+            };
+            let n = plan.parts.len();
+            for (i, part) in plan.parts.iter().enumerate() {
+                // The facts the model must keep go with the last part, whose
+                // answer is the summary.
+                let block = match (previous.as_deref(), plan.facts.as_deref()) {
+                    (Some(p), Some(f)) if i + 1 == n => Some(format!("{p}\n\n{f}")),
+                    (None, Some(f)) if i + 1 == n => Some(f.to_owned()),
+                    (p, _) => p.map(str::to_owned),
+                };
+                let conversation = render_entries(part);
+                let cap = self.fitted_cap(&req.count_tokens, plan.cap, |c| {
+                    self.config
+                        .templates
+                        .render(req.strategy, c, block.as_deref(), &conversation)
+                })?;
                 let answer = self
-                    .complete(|m| {
-                        self.request_body(
-                            m,
-                            req.strategy,
-                            req.max_tokens,
-                            previous.as_deref(),
-                            part,
-                        )
-                    })
+                    .complete(|m| self.request_body(m, req.strategy, cap, block.as_deref(), part))
                     .await?;
                 tracing::debug!(part = i + 1, parts = n, model = %answer.model, "summary part written");
-                prompt_tokens += answer.usage.prompt_tokens.unwrap_or(0);
-                completion_tokens += answer.usage.completion_tokens.unwrap_or(0);
-                model = answer.model;
-                previous = Some(answer.text);
+                spent.add(&answer);
+                spent.model = answer.model;
+                // The next part's room counted this answer at `cap` tokens
+                // at most; a tokenizer that differs from ours may exceed it.
+                previous = Some(if i + 1 == n {
+                    answer.text
+                } else {
+                    trim_to_tokens(&answer.text, plan.cap, &req.count_tokens)
+                });
             }
-            let text = previous.unwrap_or_default();
+            let mut text = previous.unwrap_or_default();
+            if let Some(ledger) = &req.ledger {
+                text = self.repair(req, ledger, text, &mut spent).await;
+            }
             Ok(Summary {
                 tokens: (req.count_tokens)(&text),
                 text,
-                model: Some(model),
-                prompt_tokens: Some(prompt_tokens),
-                completion_tokens: Some(completion_tokens),
+                model: Some(spent.model),
+                prompt_tokens: Some(spent.prompt_tokens),
+                completion_tokens: Some(spent.completion_tokens),
                 facts: None,
             })
         })

@@ -3,7 +3,9 @@
 //! `include_str!` and overridable by name from a YAML file.
 //!
 //! Placeholders, substituted in one pass (substituted text is never
-//! re-scanned): `{max_tokens}`, `{previous_summary}`, `{conversation}`.
+//! re-scanned): `{max_tokens}`, `{previous_summary}`, `{conversation}`; the
+//! `repair` template (a summary that left out facts, asked to fold them in)
+//! has `{max_tokens}`, `{summary}` and `{missing_facts}`.
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -14,17 +16,19 @@ const TASK_STATE: &str = include_str!("templates/task_state.txt");
 const BRIEF: &str = include_str!("templates/brief.txt");
 const DECISION_LOG: &str = include_str!("templates/decision_log.txt");
 const CODE_DELTA: &str = include_str!("templates/code_delta.txt");
+const REPAIR: &str = include_str!("templates/repair.txt");
 
 /// Shown in place of `{previous_summary}` when there is none.
 pub(crate) const NO_PREVIOUS: &str = "(none)";
 
 /// The template names a templates file may set.
-pub(crate) const NAMES: [&str; 5] = [
+pub(crate) const NAMES: [&str; 6] = [
     "system",
     "task_state",
     "brief",
     "decision_log",
     "code_delta",
+    "repair",
 ];
 
 /// A templates file could not be used.
@@ -65,9 +69,20 @@ pub enum TemplateError {
         /// The template.
         name: String,
     },
+    /// A template without a placeholder it cannot do without (`repair`
+    /// without `{missing_facts}` would ask for nothing).
+    #[error("templates file {path}: template {name:?} lacks the {{{placeholder}}} placeholder")]
+    MissingPlaceholder {
+        /// The file.
+        path: String,
+        /// The template.
+        name: String,
+        /// The placeholder, without its braces.
+        placeholder: &'static str,
+    },
 }
 
-/// The system prompt and the four strategy templates.
+/// The system prompt, the four strategy templates and the repair request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Templates {
     /// The system message of every request.
@@ -80,6 +95,9 @@ pub struct Templates {
     pub decision_log: String,
     /// `code_delta`.
     pub code_delta: String,
+    /// `repair`: the user message asking the model to fold the facts its
+    /// summary left out into it.
+    pub repair: String,
 }
 
 impl Default for Templates {
@@ -97,6 +115,7 @@ impl Templates {
             brief: BRIEF.to_owned(),
             decision_log: DECISION_LOG.to_owned(),
             code_delta: CODE_DELTA.to_owned(),
+            repair: REPAIR.to_owned(),
         }
     }
 
@@ -120,7 +139,14 @@ impl Templates {
                 message: e.to_string().lines().next().unwrap_or_default().to_owned(),
             })?;
         for (name, text) in map {
-            if name != "system"
+            if name == "repair" && !text.contains("{missing_facts}") {
+                return Err(TemplateError::MissingPlaceholder {
+                    path: origin.to_owned(),
+                    name,
+                    placeholder: "missing_facts",
+                });
+            }
+            if !matches!(name.as_str(), "system" | "repair")
                 && NAMES.contains(&name.as_str())
                 && !text.contains("{conversation}")
             {
@@ -135,6 +161,7 @@ impl Templates {
                 "brief" => &mut self.brief,
                 "decision_log" => &mut self.decision_log,
                 "code_delta" => &mut self.code_delta,
+                "repair" => &mut self.repair,
                 _ => {
                     return Err(TemplateError::UnknownName {
                         path: origin.to_owned(),
@@ -177,6 +204,20 @@ impl Templates {
                 ("max_tokens", &max),
                 ("previous_summary", previous),
                 ("conversation", conversation),
+            ],
+        )
+    }
+
+    /// The user message of a repair request: `summary` and the facts it
+    /// left out, one `- fact` line each in `missing_facts`.
+    pub fn render_repair(&self, max_tokens: usize, summary: &str, missing_facts: &str) -> String {
+        let max = max_tokens.to_string();
+        substitute(
+            &self.repair,
+            &[
+                ("max_tokens", &max),
+                ("summary", summary.trim()),
+                ("missing_facts", missing_facts),
             ],
         )
     }

@@ -27,7 +27,14 @@ pub(crate) enum Reply {
     Hang(Duration),
     /// Waits for the gate to open, then answers with the inner reply.
     Gated(Arc<Notify>, Box<Reply>),
+    /// Computed from the request: its index among the requests the server
+    /// received (0-based) and its JSON body. A scripted model that reads
+    /// its prompt, as a real one does.
+    Computed(Responder),
 }
+
+/// What a [`Reply::Computed`] calls.
+pub(crate) type Responder = Arc<dyn Fn(usize, &Value) -> Reply + Send + Sync>;
 
 /// A recorded request.
 #[derive(Clone, Debug)]
@@ -103,8 +110,9 @@ async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let reply = {
+    let (reply, index) = {
         let mut s = shared.lock().unwrap_or_else(|p| p.into_inner());
+        let index = s.requests.len();
         s.requests.push(Recorded {
             body: body.to_vec(),
             authorization: headers
@@ -112,10 +120,19 @@ async fn handle(
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned),
         });
-        s.script
+        let reply = s
+            .script
             .pop_front()
             .or_else(|| s.default.clone())
-            .unwrap_or_else(|| ok("Goals: default summary."))
+            .unwrap_or_else(|| ok("Goals: default summary."));
+        (reply, index)
+    };
+    let reply = match reply {
+        Reply::Computed(f) => {
+            let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            f(index, &body)
+        }
+        other => other,
     };
     respond(reply).await
 }
@@ -136,6 +153,9 @@ fn respond(reply: Reply) -> std::pin::Pin<Box<dyn std::future::Future<Output = R
                 gate.notified().await;
                 respond(*inner).await
             }
+            // Resolved in `handle`; one that computes another computed
+            // reply is a broken script.
+            Reply::Computed(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
         }
     })
 }
