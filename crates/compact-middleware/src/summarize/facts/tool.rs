@@ -298,6 +298,7 @@ impl Ledger {
             .then(|| serde_json::from_str::<Value>(trimmed).ok())
             .flatten()
             .or_else(|| json_fragment(trimmed));
+        let is_json = json.is_some();
         match json {
             Some(doc) => self.read_json(&doc, &mut r),
             None => {
@@ -306,7 +307,7 @@ impl Ledger {
                 }
             }
         }
-        self.read_bulk(&lines, &r);
+        self.read_bulk(&lines, &r, is_json);
         self.shapes.add(&r.shapes.counts);
     }
 
@@ -736,7 +737,7 @@ impl Ledger {
     /// The bulk of an output, at the lowest priority: error lines and
     /// measurements that are not templated, identifiers that stand out,
     /// and the files (with their declarations) of a diff.
-    fn read_bulk(&mut self, lines: &[Line<'_>], r: &Reading<'_>) {
+    fn read_bulk(&mut self, lines: &[Line<'_>], r: &Reading<'_>, json: bool) {
         let mut errors = BULK_ERRORS;
         let mut measures = BULK_MEASURES;
         let mut ids = BULK_IDENTIFIERS;
@@ -778,6 +779,10 @@ impl Ledger {
                     let text = format!("{}{}", r.label, window(trimmed, at, MAX_TOOL_LINE));
                     self.record(Kind::Error, &text, true, false, Some(shape));
                 } else if measures > 0
+                    // A JSON document's measures were read by its fields;
+                    // its lines are no sentences (a one-line document is
+                    // one long line of quotes).
+                    && !json
                     && !templated
                     && let Some(m) = QUANTITY.find(trimmed)
                 {
