@@ -371,10 +371,19 @@ impl Ledger {
         self.seq += 1;
         let key = dedupe_key(kind, text);
         let bulk_shape = (from_tool && !salient && shape.is_some()).then(|| shape::shape_key(text));
+        // A template's item found by shape must still be bulk: one that
+        // became salient since is indexed by its text only (as a ledger
+        // read back from the store indexes it), so a process that kept the
+        // ledger in memory and one that reloaded it agree.
+        let items = &self.items;
         let known = self
             .index
             .get(&key)
-            .or_else(|| bulk_shape.and_then(|k| self.bulk_by_shape.get(&k)))
+            .or_else(|| {
+                bulk_shape
+                    .and_then(|k| self.bulk_by_shape.get(&k))
+                    .filter(|&&i| items[i].from_tool && !items[i].salient)
+            })
             .copied();
         if let Some(i) = known {
             let item = &mut self.items[i];

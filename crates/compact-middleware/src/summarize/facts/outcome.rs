@@ -27,13 +27,15 @@ pub(crate) struct Outcome {
     /// The error the output ends with (an exception line, `error: …`,
     /// `command not found`).
     pub error: Option<String>,
+    /// A checker's findings (type checker, linter, compiler diagnostics).
+    pub diagnostics: Vec<String>,
     /// The result lines of a short output (or the last lines of a long one).
     pub lines: Vec<String>,
 }
 
 static RETURNCODE: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?i)<returncode>\s*(-?\d+)\s*</returncode>|(?m)^(?:exit code|exit status|process exited with code|exited with code|return code)[:\s]+(-?\d+)",
+        r"(?i)<returncode>\s*(-?\d+)\s*</returncode>|(?m)^\[?(?:exit code|exit status|process exited with code|exited with code|return code)[:\s]+(-?\d+)\]?",
     )
 });
 static WRAPPER: LazyLock<Regex> = LazyLock::new(|| {
@@ -72,9 +74,15 @@ static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
 /// Output lines that say nothing about the result.
 static NOISE: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?i)^(?:warning: running pip as|\[notice\]|collecting |downloading |using cached|requirement already satisfied|installing collected|building wheel|created wheel|stored in directory|preparing metadata|getting requirements|obtaining |[-=_*#~.]{3,}$|\s*\d+%\|)",
+        r"(?i)^(?:warning: running pip as|\[notice\]|collecting |downloading |using cached|requirement already satisfied|installing collected|building wheel|created wheel|stored in directory|preparing metadata|getting requirements|obtaining |[-=_*#~.]{3,}$|\s*\d+%\||finished `?\w+`? profile|compiling |updating |running `|note: run with|blocking waiting|fresh |checking |locking )",
     )
 });
+
+/// A diagnostic line: `path:line[:col]: error|warning|CODE …`.
+static DIAGNOSTIC: LazyLock<Regex> =
+    LazyLock::new(|| re(r"^\S+:\d+(?::\d+)?:?\s+(?:error|warning|[A-Z]{1,3}\d{2,4})\b"));
+/// Most diagnostics kept from one output.
+const MAX_DIAGNOSTICS: usize = 4;
 
 /// Most result lines kept from one output.
 const MAX_LINES: usize = 3;
@@ -128,6 +136,21 @@ pub(crate) fn read(output: &str) -> Outcome {
         .map(|l| l.trim())
         .find(|l| ERROR_LINE.is_match(l))
         .map(|l| clip(l, MAX_LINE));
+    // A checker's findings (`src/x.py:25: error: …`, `x.rs:3:1: E0425`):
+    // each is its own finding, the first few kept.
+    for l in lines
+        .iter()
+        .map(|l| l.trim())
+        .filter(|l| DIAGNOSTIC.is_match(l))
+    {
+        if o.diagnostics.len() >= MAX_DIAGNOSTICS {
+            break;
+        }
+        let l = clip(l, MAX_LINE);
+        if o.error.as_deref() != Some(l.as_str()) && !o.diagnostics.contains(&l) {
+            o.diagnostics.push(l);
+        }
+    }
     let meaningful: Vec<&str> = lines
         .iter()
         .map(|l| l.trim())
@@ -144,7 +167,10 @@ pub(crate) fn read(output: &str) -> Outcome {
             v
         };
         for l in take {
-            if o.error.as_deref() == Some(l) || o.lines.len() >= MAX_LINES {
+            if o.error.as_deref() == Some(l)
+                || o.diagnostics.iter().any(|d| d == l)
+                || o.lines.len() >= MAX_LINES
+            {
                 continue;
             }
             o.lines.push(clip(l, MAX_LINE));
@@ -197,6 +223,7 @@ impl Outcome {
         if let Some(e) = &self.error {
             parts.push(e.clone());
         }
+        parts.extend(self.diagnostics.iter().cloned());
         for l in &self.lines {
             parts.push(format!("\"{l}\""));
         }

@@ -632,11 +632,13 @@ fn classify(c: &Simple) -> (Purpose, Vec<(String, Touch)>) {
         "cd" | "pushd" | "popd" | "export" | "source" | "." | "set" | "true" | "clear" => {
             (Purpose::Other, Vec::new())
         }
-        "cat" | "head" | "tail" | "less" | "more" | "nl" | "bat" | "view" | "xxd" | "hexdump"
-        | "od" | "strings" => (
+        "head" | "tail" => (
             Purpose::View,
             files(ops(&["-n", "-c", "--lines", "--bytes"]), Touch::Viewed),
         ),
+        "cat" | "less" | "more" | "nl" | "bat" | "view" | "xxd" | "hexdump" | "od" | "strings" => {
+            (Purpose::View, files(ops(&["-w", "-s"]), Touch::Viewed))
+        }
         "sed" | "perl" | "awk" if has("-i") => {
             let ops = ops(&["-e", "-f"]);
             // The first operand is the script unless `-e` gave it.
@@ -726,6 +728,10 @@ fn classify(c: &Simple) -> (Purpose, Vec<(String, Touch)>) {
             } else {
                 (Purpose::Run, Vec::new())
             }
+        }
+        "mypy" | "ruff" | "flake8" | "pylint" | "eslint" | "tsc" | "pyright" | "black"
+        | "isort" | "rubocop" | "golangci-lint" | "shellcheck" | "clippy-driver" => {
+            (Purpose::Test, Vec::new())
         }
         "pytest" | "py.test" | "tox" | "nox" | "jest" | "mocha" | "vitest" | "rspec"
         | "phpunit" | "unittest" => (

@@ -37,6 +37,13 @@ pub(crate) struct Trail {
     /// For a command: its latest run failed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub failed: bool,
+    /// For a test command: tests that failed in an earlier run and not in
+    /// the latest (what was fixed along the way is part of the story).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed_before: Vec<String>,
+    /// For a test command: the failing ids of its latest run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_ids: Option<Vec<String>>,
 }
 
 fn is_zero(b: &u8) -> bool {
@@ -44,7 +51,9 @@ fn is_zero(b: &u8) -> bool {
 }
 
 /// Longest outcome kept, in bytes.
-const MAX_OUTCOME: usize = 240;
+const MAX_OUTCOME: usize = 320;
+/// Most earlier failures a test command keeps.
+const MAX_FAILED_BEFORE: usize = 6;
 /// Most declarations kept per file.
 const MAX_DECLS: usize = 6;
 /// Longest declaration kept, in bytes.
@@ -153,7 +162,14 @@ pub(crate) fn forms(kind: Kind, text: &str, apis: &[String], t: &Trail) -> [Stri
                     clip(status(o), 40)
                 ),
                 format!("`{}` → {}", clip_middle(text, 120), clip(o, 80)),
-                format!("`{text}` → {o}"),
+                if t.failed_before.is_empty() {
+                    format!("`{text}` → {o}")
+                } else {
+                    format!(
+                        "`{text}` → {o}; failed before: {}",
+                        t.failed_before.join(", ")
+                    )
+                },
             ],
         },
     }
@@ -268,7 +284,13 @@ impl Ledger {
         // is a finding of its own: kept as a command with its outcome.
         if looked && let Some(o) = read.as_ref().filter(|o| o.failed() || o.error.is_some()) {
             if let Some(cmd) = &call.command {
-                self.record_command(cmd, call.purpose, Some(o.render(MAX_OUTCOME)), true);
+                self.record_command(
+                    cmd,
+                    call.purpose,
+                    Some(o.render(MAX_OUTCOME)),
+                    true,
+                    Vec::new(),
+                );
             }
             return true;
         }
@@ -290,7 +312,7 @@ impl Ledger {
                 if call.purpose == Purpose::Search
                     && let Some(cmd) = &call.command
                 {
-                    self.record_command(cmd, call.purpose, None, false);
+                    self.record_command(cmd, call.purpose, None, false, Vec::new());
                 }
                 true
             }
@@ -300,8 +322,13 @@ impl Ledger {
                     return true;
                 };
                 let failed = read.as_ref().is_some_and(outcome::Outcome::failed);
+                let failing = read
+                    .as_ref()
+                    .filter(|o| o.failed())
+                    .map(|o| o.test_ids.clone())
+                    .unwrap_or_default();
                 let rendered = read.map(|o| o.render(MAX_OUTCOME));
-                self.record_command(cmd, call.purpose, rendered, failed);
+                self.record_command(cmd, call.purpose, rendered, failed, failing);
                 call.purpose != Purpose::Other
             }
         }
@@ -339,14 +366,28 @@ impl Ledger {
         purpose: Purpose,
         outcome: Option<String>,
         failed: bool,
+        failing: Vec<String>,
     ) {
         let Some(i) = self.add(Kind::Command, cmd, true) else {
             return;
         };
         let t = self.items[i].trail.get_or_insert_with(Trail::default);
         t.purpose = Some(purpose.code());
-        if outcome.is_some() {
-            t.outcome = outcome;
+        if let Some(o) = outcome {
+            // The tests the previous run failed that this one does not name.
+            if let Some(prev) = &t.failed_ids {
+                for id in prev {
+                    if !failing.contains(id) && !t.failed_before.contains(id) {
+                        t.failed_before.push(id.clone());
+                    }
+                }
+                let n = t.failed_before.len();
+                if n > MAX_FAILED_BEFORE {
+                    t.failed_before.drain(..n - MAX_FAILED_BEFORE);
+                }
+            }
+            t.failed_ids = Some(failing);
+            t.outcome = Some(o);
             t.failed = failed;
         }
     }
