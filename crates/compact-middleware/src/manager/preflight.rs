@@ -35,7 +35,8 @@ impl CompactManager {
         let closed = trail.close(result.as_ref().map(|o| &o.report));
         // Still under the session lock, so this session's archive writes
         // stay in order.
-        self.emit(&session, closed.events, closed.archived).await;
+        self.emit(&session, closed.events, closed.archived, closed.sent)
+            .await;
         if let Ok(outcome) = &result {
             self.remember_report(&mut session, outcome);
         }
@@ -79,6 +80,9 @@ impl CompactManager {
             usage,
         } = req;
 
+        if note.is_some() {
+            trail.hold();
+        }
         let (messages, injected) = self.prepare(session, messages).await;
         let mut input = session.recognise(messages);
         let repair = if strict {
@@ -119,6 +123,11 @@ impl CompactManager {
             forced,
             note.as_deref(),
         );
+        if decision.triggered {
+            // Compaction, summary and archive writes come next: the spans
+            // so far are done, so a live viewer gets them now, not then.
+            self.stream(session, trail);
+        }
 
         let limits = self.run_limits(forced);
         let mut report = Report::new(Facts {
@@ -252,6 +261,8 @@ impl CompactManager {
         if c.changed() {
             let step = self.next_step(session).await;
             trail.pruned(&c, report.tokens_before, step);
+            // The archive's fsyncs come next: the decision spans go now.
+            self.stream(session, trail);
             self.archive_compaction(session, trail, step, &input.messages, c.summary.as_ref())
                 .await;
         }
