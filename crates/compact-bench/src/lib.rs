@@ -16,6 +16,7 @@
 //! harness and `compact replay` reuse).
 
 pub mod corpus;
+mod demo_visibility;
 mod harness;
 mod preflight;
 pub mod probe;

@@ -12,6 +12,9 @@
 //!   5 000 events/s (target p99 < 50 ms).
 //! - `preflight_visibility`: preflight end → its span seen by an `/events`
 //!   subscriber, through the real dispatcher and exporter (target p99 < 50 ms).
+//! - `demo_visibility`: span end → arrival on an `/events` subscriber, with
+//!   `compact serve` and `compact demo --url` as separate processes, several
+//!   runs in a row (target p99 < 10 ms in every run; `demo_visibility.rs`).
 //! - `rss`: the process's resident memory after 1 000 000 events under the
 //!   default retention (server and client share the process, so this is an
 //!   upper bound on the server's).
@@ -62,11 +65,12 @@ impl Default for BenchOptions {
 }
 
 /// The measurements of the suite, in the order they run.
-const PARTS: [&str; 5] = [
+const PARTS: [&str; 6] = [
     "ingest",
     "ingest_by_connections",
     "sse_latency",
     "preflight_visibility",
+    "demo_visibility",
     "rss",
 ];
 
@@ -133,6 +137,9 @@ pub(crate) async fn run(opts: BenchOptions) -> Value {
                     .await
                     .unwrap_or_else(|e| json!({ "error": e })),
                 "preflight_visibility" => preflight_visibility(&opts)
+                    .await
+                    .unwrap_or_else(|e| json!({ "error": e })),
+                "demo_visibility" => crate::demo_visibility::run()
                     .await
                     .unwrap_or_else(|e| json!({ "error": e })),
                 _ if opts.rss_events > 0 => {
