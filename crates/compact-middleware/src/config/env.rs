@@ -104,6 +104,7 @@ pub(super) const LEAVES: &[Leaf] = &[
         Kind::Str,
         &["COMPACT_OTLP_ENDPOINT"],
     ),
+    leaf("telemetry.otlp_protocol", Kind::Str),
     aliased("telemetry.agent_name", Kind::Str, &["COMPACT_AGENT_NAME"]),
     leaf("telemetry.queue_capacity", Kind::UInt),
     leaf("telemetry.batch_size", Kind::UInt),
