@@ -154,6 +154,8 @@ pub(crate) struct Memory {
     by_activity: BTreeMap<u64, Arc<str>>,
     json_bytes: usize,
     totals: Counts,
+    /// The newest sequence number evicted (for replay-gap warnings).
+    evicted_through: u64,
 }
 
 /// A trace as `/api/traces` and `/api/sessions` list it.
@@ -307,6 +309,7 @@ impl Memory {
             let Some(ev) = self.events.pop_front() else {
                 break;
             };
+            self.evicted_through = self.evicted_through.max(ev.seq);
             self.json_bytes -= ev.json.len();
             self.totals.remove(ev.marks);
             if let Some(entry) = self.traces.get_mut(&ev.trace_id) {
@@ -332,6 +335,17 @@ impl Memory {
     #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
         self.events.is_empty()
+    }
+
+    /// The newest sequence number evicted (or known to be gone), 0 if none.
+    pub(crate) fn evicted_through(&self) -> u64 {
+        self.evicted_through
+    }
+
+    /// Records that every event up to `seq` is gone (a store that loaded
+    /// only its newest events).
+    pub(crate) fn forget_through(&mut self, seq: u64) {
+        self.evicted_through = self.evicted_through.max(seq);
     }
 
     /// The oldest retained sequence number.

@@ -141,6 +141,11 @@ pub(super) const LEAVES: &[Leaf] = &[
     leaf("server.limits.heartbeat_secs", Kind::UInt),
     leaf("server.retention.max_events", Kind::UInt),
     leaf("server.retention.max_age_secs", Kind::UInt),
+    leaf("server.store.backend", Kind::Str),
+    leaf("server.store.clickhouse_url", Kind::OptStr),
+    leaf("server.store.clickhouse_database", Kind::Str),
+    leaf("server.store.clickhouse_table", Kind::Str),
+    leaf("server.store.replica", Kind::OptStr),
     leaf("server.store.segment_bytes", Kind::UInt),
 ];
 
