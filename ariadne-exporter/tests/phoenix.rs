@@ -203,7 +203,10 @@ async fn phoenix_receives_our_spans_with_their_attributes() {
         Some(&json!(112_345))
     );
     // Phoenix reads the GenAI conventions into its own (OpenInference) names.
-    assert_eq!(attribute(estimate, "llm.model_name"), Some(&json!("gpt-4o")));
+    assert_eq!(
+        attribute(estimate, "llm.model_name"),
+        Some(&json!("gpt-4o"))
+    );
     assert_eq!(attribute(estimate, "usage_pct"), Some(&json!(0.877)));
     assert_eq!(
         attribute(summary, "gen_ai.request.model"),

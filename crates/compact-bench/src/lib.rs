@@ -21,6 +21,7 @@ mod harness;
 mod preflight;
 pub mod probe;
 mod reference;
+mod replicas;
 pub mod retention;
 mod rng;
 mod server;

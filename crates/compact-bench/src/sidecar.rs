@@ -134,6 +134,16 @@ pub(crate) async fn start_serve(
     store: &str,
     url: Option<&str>,
 ) -> Result<Sidecar, String> {
+    start_serve_with(bin, store, url, &[]).await
+}
+
+/// [`start_serve`] with extra environment variables (the event store's).
+pub(crate) async fn start_serve_with(
+    bin: &Path,
+    store: &str,
+    url: Option<&str>,
+    env: &[(&str, &str)],
+) -> Result<Sidecar, String> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -149,6 +159,9 @@ pub(crate) async fn start_serve(
     let mut cmd = Command::new(bin);
     if let Some(url) = url {
         cmd.env("COMPACT_STATE_URL", url);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
     }
     let child = cmd
         .args([

@@ -62,9 +62,6 @@ const REJOIN_AFTER: Duration = Duration::from_millis(1500);
 const PROMISE_AHEAD: Duration = Duration::from_millis(100);
 /// How often a follower reads the table when nothing pokes it.
 const POLL: Duration = Duration::from_millis(10);
-/// How long an ingest waits for its events to reach this replica's own
-/// index before answering anyway (they are already in ClickHouse).
-const VISIBLE_WAIT: Duration = Duration::from_secs(2);
 /// Most events one insert takes.
 const MAX_GROUP_EVENTS: usize = 20_000;
 /// How often the index applies retention, and ClickHouse's partitions are checked.
@@ -666,17 +663,14 @@ async fn insert_events(common: &Arc<Common>, group: Vec<WriteReq>) {
     }
     match result {
         Ok(()) => {
+            // Acknowledged means in ClickHouse: answer now. Waiting for our
+            // own index as well (read-your-writes) waits on the other
+            // replicas' promises: two replicas then ingested a quarter of
+            // what one does. The index follows within a poll.
             common.poke.notify_one();
-            // Answer once our own index has it (read-your-writes on this
-            // replica), or after VISIBLE_WAIT: it is in ClickHouse already.
-            let mut delivered = common.delivered.subscribe();
-            tokio::spawn(async move {
-                let _ =
-                    tokio::time::timeout(VISIBLE_WAIT, delivered.wait_for(|d| *d >= last_id)).await;
-                for (reply, start, count) in replies {
-                    let _ = reply.send(Ok((start, count)));
-                }
-            });
+            for (reply, start, count) in replies {
+                let _ = reply.send(Ok((start, count)));
+            }
         }
         Err(e) => {
             tracing::warn!(error = %e, "clickhouse insert failed; the batch is refused");
@@ -769,6 +763,11 @@ impl Follower {
 
     async fn poll(&mut self) -> Result<(), StoreError> {
         let delivered = *self.common.delivered.borrow();
+        // Our own promise as of before the query: every row of ours up to it
+        // was acknowledged before the query began, so the query sees it.
+        // Taken after the query, an insert acknowledged meanwhile would be
+        // promised but missing from what was read, and skipped for good.
+        let own_promise = self.common.clock().promise();
         // Rows a replica wrote up to the newest id we read from it came in
         // one insert or an earlier one: we have them all already.
         let mut skip = String::from("0");
@@ -818,7 +817,7 @@ impl Follower {
                 .others_max
                 .fetch_max(others_max, std::sync::atomic::Ordering::AcqRel);
         }
-        let mut upto = self.common.clock().promise().min(self.max_read);
+        let mut upto = own_promise.min(self.max_read);
         let live_since = now_us().saturating_sub(us(LIVE_FOR));
         for (name, id) in &self.seen {
             if name != me && !self.left.contains(name) && tick_of(*id) >= live_since {
