@@ -8,24 +8,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::marks::{Counts, Marks};
-
-/// What the index keeps of an event besides its JSON.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct EventMeta {
-    /// A span (`true`) or a trace.
-    pub is_span: bool,
-    /// The trace it belongs to (shared with the index's keys).
-    pub trace_id: Arc<str>,
-    /// The span's kind.
-    pub kind: Option<Box<str>>,
-    /// `started_at` in epoch ms.
-    pub started_ms: Option<i64>,
-    /// `ended_at` in epoch ms.
-    pub ended_ms: Option<i64>,
-    /// What it adds to its trace's counters.
-    pub marks: Marks,
-}
+use crate::schema::{Counts, EventMeta, Marks};
 
 /// One stored event, shared by the store, the SSE streams and the API.
 #[derive(Debug)]

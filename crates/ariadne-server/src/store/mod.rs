@@ -12,7 +12,6 @@
 
 mod clickhouse;
 mod log;
-mod marks;
 mod memory;
 
 use std::path::Path;
@@ -26,9 +25,8 @@ use tokio::sync::{broadcast, oneshot};
 
 use crate::config::{Retention, StoreOptions};
 use crate::error::StoreError;
-use crate::schema::ValidEvent;
-pub(crate) use marks::Marks;
-pub(crate) use memory::{Badge, EventMeta, Memory, StoredEvent, TraceFilter, TraceSummary};
+use crate::schema::{EventMeta, Marks, ValidEvent};
+pub(crate) use memory::{Badge, Memory, StoredEvent, TraceFilter, TraceSummary};
 
 /// A group commit takes at most this many events at once, so one huge
 /// burst does not hold every earlier request behind one giant write.
