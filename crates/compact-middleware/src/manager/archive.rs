@@ -222,6 +222,9 @@ impl CompactManager {
         } else {
             Default::default()
         };
+        // The archive's fsyncs come next: the decision spans go now, scrubbed
+        // of the fragments just learned (a summary may quote them).
+        self.stream(session, trail);
         let Some(a) = &self.inner.archive.archiver else {
             return;
         };

@@ -261,8 +261,6 @@ impl CompactManager {
         if c.changed() {
             let step = self.next_step(session).await;
             trail.pruned(&c, report.tokens_before, step);
-            // The archive's fsyncs come next: the decision spans go now.
-            self.stream(session, trail);
             self.archive_compaction(session, trail, step, &input.messages, c.summary.as_ref())
                 .await;
         }
