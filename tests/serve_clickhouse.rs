@@ -347,10 +347,23 @@ async fn a_sigkilled_replica_loses_nothing_acknowledged() {
 
     // Everything acknowledged, by either replica, is served by a and reached
     // its live stream (after the dead replica stopped being waited on).
-    let served = api_span_ids(&client, &a.base, "load").await;
+    // The dead replica is waited on until its newest row is 12.5 s old.
+    let deadline = tokio::time::Instant::now() + HANG_GUARD;
+    let served = loop {
+        let served = api_span_ids(&client, &a.base, "load").await;
+        if acked.is_subset(&served) || tokio::time::Instant::now() > deadline {
+            break served;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let mut missing: Vec<&String> = acked.difference(&served).collect();
+    missing.sort();
     assert!(
-        acked.is_subset(&served),
-        "a serves every acknowledged event"
+        missing.is_empty(),
+        "a serves every acknowledged event; missing {} of {}: {:?}",
+        missing.len(),
+        acked.len(),
+        &missing[..missing.len().min(12)]
     );
     let deadline = tokio::time::Instant::now() + HANG_GUARD;
     loop {

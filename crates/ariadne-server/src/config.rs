@@ -114,7 +114,7 @@ impl Default for Retention {
 }
 
 /// Where events are kept, and the durable log's tuning.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StoreOptions {
     /// A segment file is closed and a new one started past this size.
@@ -144,6 +144,33 @@ impl Default for StoreOptions {
             clickhouse_table: "compact_events".to_owned(),
             replica: None,
         }
+    }
+}
+
+// By hand: the ClickHouse URL may hold a password, which is never printed.
+impl std::fmt::Debug for StoreOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let url = self
+            .clickhouse_url
+            .as_deref()
+            .map(|u| match u.split_once("://") {
+                Some((scheme, rest)) => match rest.rsplit_once('@') {
+                    Some((user, host)) => {
+                        let user = user.split_once(':').map_or(user, |(name, _)| name);
+                        format!("{scheme}://{user}:***@{host}")
+                    }
+                    None => u.to_owned(),
+                },
+                None => u.to_owned(),
+            });
+        f.debug_struct("StoreOptions")
+            .field("segment_bytes", &self.segment_bytes)
+            .field("backend", &self.backend)
+            .field("clickhouse_url", &url)
+            .field("clickhouse_database", &self.clickhouse_database)
+            .field("clickhouse_table", &self.clickhouse_table)
+            .field("replica", &self.replica)
+            .finish()
     }
 }
 

@@ -27,8 +27,9 @@
 //! a heartbeat row (a promise without an event), promising up to
 //! [`PROMISE_AHEAD`] ahead so that a busy neighbour does not need one per
 //! insert. A replica whose newest row is older than [`LIVE_FOR`] is not
-//! waited on (after a SIGKILL the others stall that long at most); before
-//! it inserts again it rejoins: a heartbeat, then it reads the table's
+//! waited on (after a SIGKILL the others' live streams stall that long at
+//! most; longer than any insert may take, so a slow replica is never given
+//! up on while it still inserts); before it inserts again it rejoins: a heartbeat, then it reads the table's
 //! highest id and continues above it, so it never commits below what
 //! anyone may have delivered. A replica that stops cleanly says so with
 //! its last row.
@@ -53,10 +54,16 @@ const EPOCH_US: u64 = 1_735_689_600_000_000;
 /// Replica numbers in the low bits of every id.
 const SLOT_BITS: u32 = 4;
 const SLOTS: u64 = 1 << SLOT_BITS;
-/// A replica whose newest row is older than this is not waited on.
-const LIVE_FOR: Duration = Duration::from_secs(2);
-/// A replica that has been quiet this long rejoins before inserting (the
-/// margin covers clock differences between machines and a slow insert).
+/// Longest an insert may take; a slower one is given up (its events are
+/// refused, not acknowledged).
+const INSERT_TIMEOUT: Duration = Duration::from_secs(5);
+/// A replica whose newest row is older than this is not waited on. A
+/// replica's newest row is never older than the previous insert plus
+/// [`REJOIN_AFTER`] when the next insert starts, and that insert takes at
+/// most [`INSERT_TIMEOUT`]: so a replica still inserting is never given up
+/// on (which would let the others deliver past rows it has yet to commit).
+const LIVE_FOR: Duration = Duration::from_millis(12_500);
+/// A replica whose newest row is this old rejoins before inserting.
 const REJOIN_AFTER: Duration = Duration::from_millis(1500);
 /// How far ahead a heartbeat promises.
 const PROMISE_AHEAD: Duration = Duration::from_millis(100);
@@ -316,6 +323,9 @@ struct Clock {
     /// When we last made a row visible (`None`: never, or we may have been
     /// given up on: rejoin first).
     published_at: Option<Instant>,
+    /// The newest heartbeat id we made visible: answers waiting neighbours,
+    /// but one sent after a quiet spell does not spare the rejoin.
+    promised: u64,
 }
 
 impl Clock {
@@ -342,9 +352,11 @@ impl Clock {
         }
     }
 
+    /// Whether our newest row may be old enough that others stopped
+    /// waiting on us (judged by its id's time, as they judge it).
     fn quiet_too_long(&self) -> bool {
-        self.published_at
-            .is_none_or(|t| t.elapsed() >= REJOIN_AFTER)
+        self.published_at.is_none()
+            || now_us().saturating_sub(tick_of(self.published)) >= us(REJOIN_AFTER)
     }
 }
 
@@ -409,34 +421,8 @@ pub(crate) async fn open(
     )
     .await?;
 
-    // Who is live now, and which slot is free.
-    let since = id_of(now_us().saturating_sub(us(LIVE_FOR)), 0);
-    let body = conn
-        .run(
-            &format!(
-                "SELECT replica, max(id) FROM {} WHERE id > {since} GROUP BY replica FORMAT TSV",
-                conn.table()
-            ),
-            None,
-        )
-        .await?;
-    let mut seen: HashMap<String, u64> = HashMap::new();
-    for line in String::from_utf8_lossy(&body).lines() {
-        if let Some((name, id)) = line.split_once('\t')
-            && let Ok(id) = id.trim().parse::<u64>()
-        {
-            seen.insert(name.to_owned(), id);
-        }
-    }
     let replica = opts.replica.clone().unwrap_or_else(default_replica_name);
-    let used: HashSet<u64> = seen
-        .iter()
-        .filter(|(name, _)| **name != replica)
-        .map(|(_, id)| id & (SLOTS - 1))
-        .collect();
-    let slot = (0..SLOTS)
-        .find(|s| !used.contains(s))
-        .unwrap_or_else(|| name_hash(&replica) % SLOTS);
+    let (slot, seen, claim) = claim_slot(&conn, &replica).await?;
 
     // The newest `max_events` events (and none past the age limit) are loaded.
     let mut floor = 0u64;
@@ -461,7 +447,7 @@ pub(crate) async fn open(
         super::write(&shared.memory).forget_through(floor);
     }
 
-    let mut last = now_us();
+    let mut last = now_us().max(tick_of(claim));
     for id in seen.values() {
         last = last.max(tick_of(*id));
     }
@@ -475,6 +461,7 @@ pub(crate) async fn open(
             inflight_first: None,
             published: 0,
             published_at: None,
+            promised: 0,
         }),
         delivered,
         poke: Notify::new(),
@@ -498,6 +485,85 @@ pub(crate) async fn open(
     tokio::spawn(follower.run(stop_rx));
     tokio::spawn(write_loop(common, rx, stop_tx));
     Ok(Writer { tx })
+}
+
+/// The live replicas (newest and oldest id of each in the last
+/// [`LIVE_FOR`]).
+async fn live_replicas(conn: &Conn) -> Result<HashMap<String, (u64, u64)>, StoreError> {
+    let since = id_of(now_us().saturating_sub(us(LIVE_FOR)), 0);
+    let body = conn
+        .run(
+            &format!(
+                "SELECT replica, max(id), min(id) FROM {} WHERE id > {since} GROUP BY replica FORMAT TSV",
+                conn.table()
+            ),
+            None,
+        )
+        .await?;
+    let mut live = HashMap::new();
+    for line in String::from_utf8_lossy(&body).lines() {
+        let mut cols = line.split('\t');
+        if let (Some(name), Some(max), Some(min)) = (cols.next(), cols.next(), cols.next())
+            && let (Ok(max), Ok(min)) = (max.trim().parse::<u64>(), min.trim().parse::<u64>())
+        {
+            live.insert(name.to_owned(), (max, min));
+        }
+    }
+    Ok(live)
+}
+
+/// Takes a replica slot no live replica has: ids are unique only if slots
+/// are. A claim is a heartbeat row in the slot; when two replicas claim one
+/// slot at once, the earlier claim (the smaller oldest id, then the name)
+/// keeps it and the other claims again, so replicas starting together end
+/// up apart. Returns the slot, every replica's newest id, and our claim's id.
+async fn claim_slot(
+    conn: &Conn,
+    replica: &str,
+) -> Result<(u64, HashMap<String, u64>, u64), StoreError> {
+    let mut claim: Option<(u64, u64)> = None;
+    for _ in 0..64 {
+        let live = live_replicas(conn).await?;
+        let others: Vec<(&String, u64, u64)> = live
+            .iter()
+            .filter(|(name, _)| name.as_str() != replica)
+            .map(|(name, (max, min))| (name, max & (SLOTS - 1), *min))
+            .collect();
+        if let Some((slot, id)) = claim {
+            let beaten = others
+                .iter()
+                .any(|(name, s, first)| *s == slot && (*first, name.as_str()) < (id, replica));
+            if !beaten {
+                let seen = live.into_iter().map(|(n, (max, _))| (n, max)).collect();
+                return Ok((slot, seen, id));
+            }
+        }
+        let used: HashSet<u64> = others.iter().map(|(_, s, _)| *s).collect();
+        let slot = (0..SLOTS)
+            .find(|s| !used.contains(s))
+            .unwrap_or_else(|| name_hash(replica) % SLOTS);
+        let newest = live
+            .values()
+            .map(|(max, _)| tick_of(*max))
+            .max()
+            .unwrap_or(0);
+        let id = id_of(now_us().max(newest + 1), slot);
+        let mut body = Vec::new();
+        put_row(&mut body, id, replica, HEARTBEAT, 0, "");
+        conn.run(
+            &format!(
+                "INSERT INTO {} (id, replica, kind, received_ms, json) FORMAT RowBinary",
+                conn.table()
+            ),
+            Some(body),
+        )
+        .await?;
+        claim = Some((slot, id));
+    }
+    Err(ch_error(
+        "replica slot",
+        "no free slot could be claimed (more than 16 live replicas?)",
+    ))
 }
 
 fn default_replica_name() -> String {
@@ -571,17 +637,17 @@ async fn write_loop(
 }
 
 async fn insert(common: &Common, body: Vec<u8>) -> Result<(), StoreError> {
-    common
-        .conn
-        .run(
-            &format!(
-                "INSERT INTO {} (id, replica, kind, received_ms, json) FORMAT RowBinary",
-                common.conn.table()
-            ),
-            Some(body),
-        )
-        .await
-        .map(|_| ())
+    let query = format!(
+        "INSERT INTO {} (id, replica, kind, received_ms, json) FORMAT RowBinary",
+        common.conn.table()
+    );
+    match tokio::time::timeout(INSERT_TIMEOUT, common.conn.run(&query, Some(body))).await {
+        Ok(r) => r.map(|_| ()),
+        Err(_) => Err(ch_error(
+            "insert",
+            format!("not acknowledged within {INSERT_TIMEOUT:?}"),
+        )),
+    }
 }
 
 /// Makes sure nobody has delivered past where our next ids will be: a
@@ -684,18 +750,20 @@ async fn insert_events(common: &Arc<Common>, group: Vec<WriteReq>) {
 /// A promise without an event, for replicas waiting on us.
 async fn heartbeat(common: &Common) {
     let others = common.others_max.load(std::sync::atomic::Ordering::Acquire);
-    let (id, needed) = {
+    let (id, needed, quiet) = {
         let mut c = common.clock();
-        // Only when someone may be waiting: they have rows past our promise,
-        // and we are recent enough that they still wait on us.
-        let needed = others > c.published && !c.quiet_too_long();
+        // Only when someone may be waiting: they have rows past our promise.
+        // Even when we have been quiet: they wait on us for LIVE_FOR, and a
+        // promise is always safe to give (only an insert of events after a
+        // quiet spell needs a rejoin).
+        let needed = others > c.published.max(c.promised);
         let ahead = now_us() + us(PROMISE_AHEAD);
         let t = if needed {
             c.ticks(1, ahead.max(tick_of(others) + 1))
         } else {
             0
         };
-        (id_of(t, c.slot), needed)
+        (id_of(t, c.slot), needed, c.quiet_too_long())
     };
     if !needed {
         return;
@@ -705,8 +773,13 @@ async fn heartbeat(common: &Common) {
     match insert(common, body).await {
         Ok(()) => {
             let mut c = common.clock();
-            c.published = c.published.max(id);
-            c.published_at = Some(Instant::now());
+            c.promised = c.promised.max(id);
+            // After a quiet spell others may have delivered past where this
+            // heartbeat went: our next events still rejoin first.
+            if !quiet {
+                c.published = c.published.max(id);
+                c.published_at = Some(Instant::now());
+            }
         }
         Err(e) => tracing::debug!(error = %e, "heartbeat insert failed"),
     }
