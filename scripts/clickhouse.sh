@@ -87,7 +87,9 @@ EOF
     if [ "$(id -u)" = 0 ] && id clickhouse >/dev/null 2>&1; then
         chown -R clickhouse: "$dir"
     fi
-    as_owner bash -c "nohup '$bin' --config-file='$dir/config.xml' --pid-file='$dir/clickhouse.pid' >'$dir/stdout.log' 2>&1 &"
+    # The server's own --pid-file is not written by every version: record
+    # the PID of the process started here instead.
+    as_owner bash -c "nohup '$bin' --config-file='$dir/config.xml' >'$dir/stdout.log' 2>&1 & echo \$! >'$dir/clickhouse.pid'"
     for _ in $(seq 1 600); do
         if [ "$(curl -s "http://127.0.0.1:$http/ping" 2>/dev/null || true)" = "Ok." ]; then
             echo "http://127.0.0.1:$http"
