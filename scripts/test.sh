@@ -5,8 +5,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The servers this script starts are stopped on the way out.
+pg_dir=""
+ch_dir=""
+cleanup() {
+    if [ -n "$pg_dir" ]; then scripts/postgres.sh stop "$pg_dir"; rm -rf "$pg_dir"; fi
+    if [ -n "$ch_dir" ]; then scripts/clickhouse.sh stop "$ch_dir"; rm -rf "$ch_dir"; fi
+}
+
 # What the tests need beyond cargo: a real S3-compatible server (moto) for the
-# S3 adapter, Debian's Chromium for the timeline UI test, and PostgreSQL.
+# S3 adapter, Debian's Chromium for the timeline UI test, PostgreSQL,
+# ClickHouse and Arize Phoenix.
 if ! python3 -c 'import moto.server' 2>/dev/null; then
     python3 -m pip install --quiet 'moto[server]'
 fi
@@ -33,7 +42,37 @@ if [ -z "${COMPACT_TEST_POSTGRES_URL:-}" ]; then
     pg_dir=$(mktemp -d)
     COMPACT_TEST_POSTGRES_URL=$(scripts/postgres.sh start "$pg_dir")
     export COMPACT_TEST_POSTGRES_URL
-    trap 'scripts/postgres.sh stop "$pg_dir"; rm -rf "$pg_dir"' EXIT
+    trap cleanup EXIT
+fi
+# A real ClickHouse for the shared trace store (tests/serve_clickhouse.rs):
+# Debian's server, run by scripts/clickhouse.sh on free loopback ports.
+if ! command -v clickhouse-server >/dev/null 2>&1 && [ ! -x /usr/sbin/clickhouse-server ]; then
+    if command -v apt-get >/dev/null 2>&1; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clickhouse-server >/dev/null
+    else
+        echo "scripts/test.sh: clickhouse-server is required for the shared store tests (install it)" >&2
+        exit 1
+    fi
+fi
+if [ -z "${COMPACT_TEST_CLICKHOUSE_URL:-}" ]; then
+    ch_dir=$(mktemp -d)
+    COMPACT_TEST_CLICKHOUSE_URL=$(scripts/clickhouse.sh start "$ch_dir")
+    export COMPACT_TEST_CLICKHOUSE_URL
+    trap cleanup EXIT
+fi
+# A real OTLP backend for the exporter (ariadne-exporter/tests/phoenix.rs):
+# Arize Phoenix from PyPI in a venv of its own (its dependencies are many and
+# pinned differently from the wheel's), kept under target/ between runs.
+phoenix_venv=target/phoenix-venv
+phoenix_pin="arize-phoenix==20.26.1"
+if [ "$(cat "$phoenix_venv/.pin" 2>/dev/null)" != "$phoenix_pin" ]; then
+    rm -rf "$phoenix_venv"
+    if python3 -m venv "$phoenix_venv" && "$phoenix_venv/bin/python" -m pip install --quiet "$phoenix_pin"; then
+        echo "$phoenix_pin" > "$phoenix_venv/.pin"
+    else
+        echo "scripts/test.sh: warning: Arize Phoenix could not be installed; its test skips" >&2
+        rm -rf "$phoenix_venv"
+    fi
 fi
 # The Python tests (the wheel's, and tests/openai_agents.rs) run in a venv
 # under target/: it needs Debian's python3-venv.

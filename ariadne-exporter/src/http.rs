@@ -167,6 +167,8 @@ pub(crate) struct Sender {
     pub counters: Counters,
     pub log: FailureLog,
     pub what: &'static str,
+    /// The request bodies' `Content-Type`.
+    pub content_type: &'static str,
 }
 
 enum Attempt {
@@ -208,6 +210,7 @@ impl Sender {
             counters: Counters::default(),
             log: FailureLog::default(),
             what,
+            content_type: "application/json",
         })
     }
 
@@ -221,7 +224,7 @@ impl Sender {
             .client
             .post(self.url.clone())
             .timeout(timeout)
-            .header(CONTENT_TYPE, "application/json")
+            .header(CONTENT_TYPE, self.content_type)
             .body(body.to_vec());
         if let Some(auth) = &self.auth {
             req = req.header(AUTHORIZATION, auth.clone());

@@ -6,10 +6,12 @@
 //!   `/ingest` (`telemetry.ariadne_url`): bodies split under the 256 KiB
 //!   limit, oversized strings truncated with the server's rules, bounded
 //!   retries with backoff on 5xx and timeouts, optional bearer token.
-//! - [`OtlpExporter`] (module `otlp`): the same events as OTLP/HTTP JSON
-//!   (`ExportTraceServiceRequest`) to any OpenTelemetry collector
-//!   (`telemetry.otlp_endpoint`); [`trace_id_for`] and [`span_id_for`] are
-//!   the id mapping it uses.
+//! - [`OtlpExporter`] (module `otlp`): the same events as OTLP/HTTP
+//!   (`ExportTraceServiceRequest`), JSON or protobuf ([`OtlpProtocol`];
+//!   `protobuf`, private, writes the wire format), to any OpenTelemetry
+//!   collector or OTLP receiver (`telemetry.otlp_endpoint`), with the GenAI
+//!   semantic conventions ([`genai_attributes`]); [`trace_id_for`] and
+//!   [`span_id_for`] are the id mapping it uses.
 //! - `truncate` (private): the size rules both apply before sending.
 //! - [`HttpOptions`] and [`SendStats`] (module `http`): the shared HTTP
 //!   client options, retry loop and the rate-limited `[Ariadne]` failure log.
@@ -21,12 +23,13 @@
 mod ariadne;
 mod http;
 mod otlp;
+mod protobuf;
 pub mod tail;
 mod truncate;
 
 pub use ariadne::AriadneExporter;
 pub use http::{HttpOptions, MAX_REQUEST_TIMEOUT, SendStats};
-pub use otlp::{OtlpExporter, span_id_for, trace_id_for};
+pub use otlp::{OtlpExporter, OtlpProtocol, genai_attributes, span_id_for, trace_id_for};
 
 /// Why an exporter could not be built.
 #[derive(Debug, thiserror::Error)]

@@ -1,4 +1,5 @@
-//! [`OtlpExporter`]: events as OTLP/HTTP JSON to an OpenTelemetry collector.
+//! [`OtlpExporter`]: events as OTLP/HTTP (JSON, or protobuf through
+//! `protobuf`) to an OpenTelemetry collector or any OTLP receiver.
 //!
 //! Written by hand rather than with `opentelemetry-otlp`: our spans are
 //! already finished records with their own ids and times, while the
@@ -26,7 +27,7 @@ pub(crate) const SESSION_ATTRIBUTE: &str = "session.id";
 
 /// Ships events to an OpenTelemetry collector's OTLP/HTTP traces endpoint
 /// (`telemetry.otlp_endpoint`, e.g. `http://localhost:4318/v1/traces`) as
-/// JSON.
+/// JSON, or as protobuf ([`OtlpExporter::with_protocol`]).
 ///
 /// Mapping: one `ResourceSpans` per session with `service.name` (the
 /// exporter's), `session.id` and, when the batch has the session's trace
@@ -34,11 +35,51 @@ pub(crate) const SESSION_ATTRIBUTE: &str = "session.id";
 /// of the session id; `spanId` = our span id (16 hex digits; other ids are
 /// hashed to 8 bytes); `name`, times in Unix nanoseconds, `kind` INTERNAL,
 /// `data` as attributes (objects → `kvlistValue`, arrays → `arrayValue`),
-/// `ariadne.kind`, and status OK or ERROR. Retries as the Ariadne exporter.
+/// `ariadne.kind`, `session.id`, the OpenTelemetry GenAI semantic
+/// conventions where they apply ([`genai_attributes`]), and status OK or
+/// ERROR. Retries as the Ariadne exporter.
 #[derive(Debug)]
 pub struct OtlpExporter {
     sender: Sender,
     service_name: String,
+    protocol: OtlpProtocol,
+}
+
+/// How OTLP/HTTP bodies are encoded (OpenTelemetry's
+/// `OTEL_EXPORTER_OTLP_PROTOCOL` values).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OtlpProtocol {
+    /// `http/json`: `application/json` (this exporter's first form).
+    #[default]
+    HttpJson,
+    /// `http/protobuf`: `application/x-protobuf`, OTLP's default, and the
+    /// only form some receivers (Arize Phoenix) take.
+    HttpProtobuf,
+}
+
+impl OtlpProtocol {
+    /// The protocol's name in OpenTelemetry's configuration: `http/json`
+    /// or `http/protobuf`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OtlpProtocol::HttpJson => "http/json",
+            OtlpProtocol::HttpProtobuf => "http/protobuf",
+        }
+    }
+}
+
+impl std::str::FromStr for OtlpProtocol {
+    type Err = BuildError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "http/json" => Ok(OtlpProtocol::HttpJson),
+            "http/protobuf" => Ok(OtlpProtocol::HttpProtobuf),
+            other => Err(BuildError::Client(format!(
+                "unknown OTLP protocol {other:?} (http/json or http/protobuf)"
+            ))),
+        }
+    }
 }
 
 impl OtlpExporter {
@@ -53,7 +94,23 @@ impl OtlpExporter {
         Ok(OtlpExporter {
             sender: Sender::new(endpoint, opts, "otlp export failed")?,
             service_name: service_name.to_owned(),
+            protocol: OtlpProtocol::HttpJson,
         })
+    }
+
+    /// The same exporter sending `protocol`'s encoding.
+    pub fn with_protocol(mut self, protocol: OtlpProtocol) -> Self {
+        self.protocol = protocol;
+        self.sender.content_type = match protocol {
+            OtlpProtocol::HttpJson => "application/json",
+            OtlpProtocol::HttpProtobuf => "application/x-protobuf",
+        };
+        self
+    }
+
+    /// The encoding it sends.
+    pub fn protocol(&self) -> OtlpProtocol {
+        self.protocol
     }
 
     /// Counters so far.
@@ -109,6 +166,66 @@ fn key_values(m: &Map<String, Value>) -> Vec<Value> {
         .collect()
 }
 
+/// OpenTelemetry GenAI semantic-convention attributes (`gen_ai.*`) for one
+/// of compact's spans, from its `data`: where a span describes a model
+/// call or its input, the attribute an SRE's backend already knows.
+///
+/// - `compact.token_estimate`: the chat request the agent is about to send:
+///   `gen_ai.operation.name` `chat`, `gen_ai.request.model`, and
+///   `gen_ai.usage.input_tokens` (the estimate, `t_est`).
+/// - `compact.preflight`: `gen_ai.usage.input_tokens` = `tokens_after`, what
+///   the compacted request will cost.
+/// - `compact.summary_created` by a model (`model` set):
+///   `gen_ai.operation.name` `chat`, `gen_ai.provider.name` `openai` (the
+///   summarizer speaks the OpenAI API), `gen_ai.request.model`,
+///   `gen_ai.usage.input_tokens` / `output_tokens` as the model reported
+///   them, and `gen_ai.output.type` `text`.
+///
+/// Every span also gets `session.id` (OpenInference's and Phoenix's session
+/// grouping) and `openinference.span.kind` (`LLM` for a model's summary,
+/// `CHAIN` otherwise), so Phoenix lays our spans out like its own.
+pub fn genai_attributes(name: &str, data: &Map<String, Value>) -> Vec<(&'static str, Value)> {
+    let mut out = Vec::new();
+    let get = |k: &str| data.get(k).filter(|v| !v.is_null()).cloned();
+    match name {
+        "compact.token_estimate" => {
+            out.push(("gen_ai.operation.name", json!("chat")));
+            if let Some(m) = get("model") {
+                out.push(("gen_ai.request.model", m));
+            }
+            if let Some(t) = get("t_est") {
+                out.push(("gen_ai.usage.input_tokens", t));
+            }
+        }
+        "compact.preflight" => {
+            if let Some(t) = get("tokens_after") {
+                out.push(("gen_ai.usage.input_tokens", t));
+            }
+        }
+        "compact.summary_created" => {
+            if let Some(m) = get("model") {
+                out.push(("gen_ai.operation.name", json!("chat")));
+                out.push(("gen_ai.provider.name", json!("openai")));
+                out.push(("gen_ai.request.model", m));
+                if let Some(t) = get("prompt_tokens").or_else(|| get("input_tokens")) {
+                    out.push(("gen_ai.usage.input_tokens", t));
+                }
+                if let Some(t) = get("completion_tokens").or_else(|| get("summary_tokens")) {
+                    out.push(("gen_ai.usage.output_tokens", t));
+                }
+                out.push(("gen_ai.output.type", json!("text")));
+            }
+        }
+        _ => {}
+    }
+    let llm = name == "compact.summary_created" && data.get("model").is_some_and(|m| !m.is_null());
+    out.push((
+        "openinference.span.kind",
+        json!(if llm { "LLM" } else { "CHAIN" }),
+    ));
+    out
+}
+
 fn nanos(ts: &str) -> Option<String> {
     let ms = parse_rfc3339_millis(ts)?;
     Some((i128::from(ms) * 1_000_000).max(0).to_string())
@@ -159,6 +276,13 @@ pub(crate) fn to_otlp_request(batch: &[Event], service_name: &str) -> Value {
                 if let Some(kind) = &s.kind {
                     attrs.insert(KIND_ATTRIBUTE.to_owned(), Value::String(kind.clone()));
                 }
+                // Conventions never hide our own keys (none of ours has a dot).
+                for (k, v) in genai_attributes(s.name.as_deref().unwrap_or(""), &s.data) {
+                    attrs.entry(k.to_owned()).or_insert(v);
+                }
+                attrs
+                    .entry(SESSION_ATTRIBUTE.to_owned())
+                    .or_insert_with(|| Value::String(s.trace_id.clone()));
                 let status = match s.status {
                     SpanStatus::Ok => json!({"code": 1}),
                     SpanStatus::Error => {
@@ -218,7 +342,11 @@ impl Exporter for OtlpExporter {
                 // with their session's next spans.
                 return Ok(());
             }
-            let body = serde_json::to_vec(&to_otlp_request(batch, &self.service_name))?;
+            let request = to_otlp_request(batch, &self.service_name);
+            let body = match self.protocol {
+                OtlpProtocol::HttpJson => serde_json::to_vec(&request)?,
+                OtlpProtocol::HttpProtobuf => crate::protobuf::encode_request(&request),
+            };
             if body.len() > self.sender.opts.max_body_bytes {
                 Counters::add(&self.sender.counters.events_failed, spans);
                 let msg = format!("batch of {} bytes exceeds the body limit", body.len());

@@ -77,7 +77,9 @@ fn shown(path: &str, value: serde_json::Value) -> serde_json::Value {
         serde_json::Value::String(_) if path.ends_with("_token") => {
             serde_json::Value::String("***".into())
         }
-        serde_json::Value::String(s) if path == "state.url" => {
+        serde_json::Value::String(s)
+            if path == "state.url" || path == "server.store.clickhouse_url" =>
+        {
             serde_json::Value::String(compact_middleware::config::redact_url_password(&s))
         }
         other => other,

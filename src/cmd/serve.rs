@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use ariadne_server::ServerConfig;
 use compact_middleware::config::{
-    Config, Loaded, ServerSettings, Source, StateStoreKind, redact_url_password,
+    Config, Loaded, ServerSettings, ServerStoreBackend, Source, StateStoreKind, redact_url_password,
 };
 
 use crate::exit::{CliError, CliResult};
@@ -134,6 +134,14 @@ fn server_config(s: &ServerSettings) -> Result<ServerConfig, CliError> {
         },
         store: ariadne_server::StoreOptions {
             segment_bytes: s.store.segment_bytes,
+            backend: match s.store.backend {
+                ServerStoreBackend::Log => ariadne_server::StoreBackend::Log,
+                ServerStoreBackend::Clickhouse => ariadne_server::StoreBackend::Clickhouse,
+            },
+            clickhouse_url: s.store.clickhouse_url.clone(),
+            clickhouse_database: s.store.clickhouse_database.clone(),
+            clickhouse_table: s.store.clickhouse_table.clone(),
+            replica: s.store.replica.clone(),
         },
     })
 }
@@ -174,10 +182,18 @@ pub(crate) fn run(args: Args) -> CliResult {
     let service = compact_service::Service::new(config, parts)
         .map_err(|e| CliError::BadInput(e.to_string()))?;
     rt.block_on(async {
+        let events = match cfg.store.backend {
+            ariadne_server::StoreBackend::Log => format!("data in {}", cfg.data_dir.display()),
+            ariadne_server::StoreBackend::Clickhouse => format!(
+                "events in clickhouse {} {}.{}",
+                redact_url_password(cfg.store.clickhouse_url.as_deref().unwrap_or_default()),
+                cfg.store.clickhouse_database,
+                cfg.store.clickhouse_table
+            ),
+        };
         eprintln!(
-            "compact serve: listening on http://{} (data in {}, session state: {label})",
+            "compact serve: listening on http://{} ({events}, session state: {label})",
             cfg.addr,
-            cfg.data_dir.display(),
         );
         compact_service::serve(service, cfg, shutdown_signal()).await
     })

@@ -11,7 +11,7 @@ use axum::routing::{get, post};
 use tokio::sync::{Semaphore, oneshot, watch};
 use tokio::task::JoinHandle;
 
-use crate::config::ServerConfig;
+use crate::config::{ServerConfig, StoreBackend};
 use crate::error::ServerError;
 use crate::listener::LimitedListener;
 use crate::metrics::Metrics;
@@ -34,22 +34,49 @@ struct Inner {
 }
 
 impl AppState {
-    /// Opens the store and builds the state.
+    /// Opens the durable log under `data_dir` and builds the state. A
+    /// shared store (`store.backend: clickhouse`) is reached over the
+    /// network: use [`AppState::open`].
     pub fn new(config: ServerConfig, shutdown: watch::Receiver<bool>) -> Result<Self, ServerError> {
         config.check()?;
+        if config.store.backend == StoreBackend::Clickhouse {
+            return Err(ServerError::Config(
+                "store.backend clickhouse is opened with AppState::open (async)".into(),
+            ));
+        }
         let store = Store::open(
             &config.data_dir,
             &config.store,
             &config.retention,
             config.limits.sse_queue,
         )?;
-        Ok(AppState(Arc::new(Inner {
+        Ok(Self::with_store(config, store, shutdown))
+    }
+
+    /// Opens the configured store (the durable log, or ClickHouse) and
+    /// builds the state.
+    pub async fn open(
+        config: ServerConfig,
+        shutdown: watch::Receiver<bool>,
+    ) -> Result<Self, ServerError> {
+        if config.store.backend != StoreBackend::Clickhouse {
+            return Self::new(config, shutdown);
+        }
+        config.check()?;
+        let store =
+            Store::open_clickhouse(&config.store, &config.retention, config.limits.sse_queue)
+                .await?;
+        Ok(Self::with_store(config, store, shutdown))
+    }
+
+    fn with_store(config: ServerConfig, store: Store, shutdown: watch::Receiver<bool>) -> Self {
+        AppState(Arc::new(Inner {
             sse_permits: Arc::new(Semaphore::new(config.limits.max_sse_clients)),
             config,
             store,
             metrics: Arc::new(Metrics::default()),
             shutdown,
-        })))
+        }))
     }
 
     /// The configuration.
@@ -192,7 +219,7 @@ async fn bind(
         .map_err(|source| ServerError::Bind { addr, source })?;
     let (stop_tx, stop_rx) = watch::channel(false);
     let listener = LimitedListener::new(tcp, config.limits.max_connections);
-    let state = AppState::new(config, stop_rx)?;
+    let state = AppState::open(config, stop_rx).await?;
     Ok((listener, state, stop_tx))
 }
 

@@ -29,7 +29,8 @@ pub struct ServerConfig {
     pub limits: Limits,
     /// How much history is kept, in memory and on disk.
     pub retention: Retention,
-    /// Durable log tuning.
+    /// Where events are kept: the durable log (tuning), or a shared
+    /// ClickHouse (`backend: clickhouse`).
     pub store: StoreOptions,
 }
 
@@ -112,20 +113,76 @@ impl Default for Retention {
     }
 }
 
-/// Durable log tuning.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// Where events are kept, and the durable log's tuning.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StoreOptions {
     /// A segment file is closed and a new one started past this size.
     pub segment_bytes: u64,
+    /// `log` (the default: this process's durable log under `data_dir`) or
+    /// `clickhouse` (a ClickHouse server that several replicas share).
+    pub backend: StoreBackend,
+    /// The ClickHouse HTTP interface (`backend: clickhouse`), e.g.
+    /// `http://127.0.0.1:8123`; user and password may be in the URL.
+    pub clickhouse_url: Option<String>,
+    /// The ClickHouse database (created if missing).
+    pub clickhouse_database: String,
+    /// The ClickHouse table of events (created if missing).
+    pub clickhouse_table: String,
+    /// This replica's name in the shared store; unique per process when
+    /// unset (host name, process id and a random suffix).
+    pub replica: Option<String>,
 }
 
 impl Default for StoreOptions {
     fn default() -> Self {
         StoreOptions {
             segment_bytes: 16 * 1024 * 1024,
+            backend: StoreBackend::Log,
+            clickhouse_url: None,
+            clickhouse_database: "default".to_owned(),
+            clickhouse_table: "compact_events".to_owned(),
+            replica: None,
         }
     }
+}
+
+// By hand: the ClickHouse URL may hold a password, which is never printed.
+impl std::fmt::Debug for StoreOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let url = self
+            .clickhouse_url
+            .as_deref()
+            .map(|u| match u.split_once("://") {
+                Some((scheme, rest)) => match rest.rsplit_once('@') {
+                    Some((user, host)) => {
+                        let user = user.split_once(':').map_or(user, |(name, _)| name);
+                        format!("{scheme}://{user}:***@{host}")
+                    }
+                    None => u.to_owned(),
+                },
+                None => u.to_owned(),
+            });
+        f.debug_struct("StoreOptions")
+            .field("segment_bytes", &self.segment_bytes)
+            .field("backend", &self.backend)
+            .field("clickhouse_url", &url)
+            .field("clickhouse_database", &self.clickhouse_database)
+            .field("clickhouse_table", &self.clickhouse_table)
+            .field("replica", &self.replica)
+            .finish()
+    }
+}
+
+/// Which store keeps the events.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StoreBackend {
+    /// The durable segmented log under `data_dir`, one process.
+    #[default]
+    Log,
+    /// A ClickHouse server that several `compact serve` replicas share.
+    Clickhouse,
 }
 
 impl ServerConfig {
@@ -146,6 +203,17 @@ impl ServerConfig {
         if self.retention.max_events == 0 {
             return Err(crate::ServerError::Config(
                 "retention.max_events must be at least 1".into(),
+            ));
+        }
+        if self.store.backend == StoreBackend::Clickhouse
+            && self
+                .store
+                .clickhouse_url
+                .as_deref()
+                .is_none_or(|u| u.trim().is_empty())
+        {
+            return Err(crate::ServerError::Config(
+                "store.backend clickhouse needs store.clickhouse_url".into(),
             ));
         }
         if self.limits.sse_queue == 0 || self.limits.max_connections == 0 {

@@ -41,6 +41,6 @@ pub mod ui;
 pub use app::{
     AppState, Mount, RunningServer, router, router_with, serve, serve_with, spawn, spawn_with,
 };
-pub use config::{Limits, Retention, ServerConfig, StoreOptions};
+pub use config::{Limits, Retention, ServerConfig, StoreBackend, StoreOptions};
 pub use error::{ServerError, StoreError};
 pub use openapi::openapi;

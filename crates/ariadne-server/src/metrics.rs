@@ -5,8 +5,6 @@ use std::fmt::Write;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
-use serde_json::{Map, Value};
-
 use crate::schema::ValidEvent;
 use crate::store::StoreStats;
 
@@ -50,32 +48,6 @@ impl Histogram {
         }
         self.count += 1;
         self.sum += v;
-    }
-}
-
-/// What a `compact.pruned_messages` span adds to the compaction metrics,
-/// read once when it is validated.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub(crate) struct Pruned {
-    /// cleared + summarized + dropped.
-    items: f64,
-    before: Option<f64>,
-    after: Option<f64>,
-}
-
-impl Pruned {
-    /// Reads the span's `data`.
-    pub(crate) fn of(data: &Map<String, Value>) -> Pruned {
-        let num = |k: &str| data.get(k).and_then(Value::as_f64);
-        Pruned {
-            items: ["cleared", "summarized", "dropped"]
-                .iter()
-                .filter_map(|k| num(k))
-                .filter(|v| *v >= 0.0 && v.is_finite())
-                .sum(),
-            before: num("tokens_before").filter(|v| v.is_finite()),
-            after: num("tokens_after").filter(|v| v.is_finite()),
-        }
     }
 }
 

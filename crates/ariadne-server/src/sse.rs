@@ -116,12 +116,8 @@ pub(crate) async fn events(
     let live = state.store().subscribe();
     let (replay, replay_gap) = match after {
         Some(after) => {
+            let gap = state.store().replay_gap(after);
             let memory = state.store().memory();
-            // Sequence numbers are contiguous, so a first retained one past
-            // `after + 1` means events in between were evicted.
-            let gap = memory
-                .first_seq()
-                .is_some_and(|first| first > after.saturating_add(1));
             let events: VecDeque<Arc<StoredEvent>> = memory
                 .after(after)
                 .into_iter()

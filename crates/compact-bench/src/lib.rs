@@ -16,10 +16,12 @@
 //! harness and `compact replay` reuse).
 
 pub mod corpus;
+mod demo_visibility;
 mod harness;
 mod preflight;
 pub mod probe;
 mod reference;
+mod replicas;
 pub mod retention;
 mod rng;
 mod server;

@@ -12,6 +12,12 @@
 //!   5 000 events/s (target p99 < 50 ms).
 //! - `preflight_visibility`: preflight end → its span seen by an `/events`
 //!   subscriber, through the real dispatcher and exporter (target p99 < 50 ms).
+//! - `demo_visibility`: span end → arrival on an `/events` subscriber, with
+//!   `compact serve` and `compact demo --url` as separate processes, several
+//!   runs in a row (target p99 < 10 ms in every run; `demo_visibility.rs`).
+//! - `replicas`: `compact serve` replicas on one ClickHouse
+//!   (`COMPACT_BENCH_CLICKHOUSE_URL`): ingest into 1 against 2, and SSE
+//!   visibility across replicas (`replicas.rs`).
 //! - `rss`: the process's resident memory after 1 000 000 events under the
 //!   default retention (server and client share the process, so this is an
 //!   upper bound on the server's).
@@ -62,11 +68,13 @@ impl Default for BenchOptions {
 }
 
 /// The measurements of the suite, in the order they run.
-const PARTS: [&str; 5] = [
+const PARTS: [&str; 7] = [
     "ingest",
     "ingest_by_connections",
     "sse_latency",
     "preflight_visibility",
+    "demo_visibility",
+    "replicas",
     "rss",
 ];
 
@@ -133,6 +141,12 @@ pub(crate) async fn run(opts: BenchOptions) -> Value {
                     .await
                     .unwrap_or_else(|e| json!({ "error": e })),
                 "preflight_visibility" => preflight_visibility(&opts)
+                    .await
+                    .unwrap_or_else(|e| json!({ "error": e })),
+                "demo_visibility" => crate::demo_visibility::run()
+                    .await
+                    .unwrap_or_else(|e| json!({ "error": e })),
+                "replicas" => crate::replicas::run(&opts)
                     .await
                     .unwrap_or_else(|e| json!({ "error": e })),
                 _ if opts.rss_events > 0 => {

@@ -24,7 +24,7 @@
 //! holds nothing a run would continue; the run deletes its sessions at the
 //! end (untimed).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -89,7 +89,7 @@ pub(crate) fn run(quick: bool) -> Value {
 }
 
 /// The `compact` binary to spawn.
-fn compact_binary() -> Result<PathBuf, String> {
+pub(crate) fn compact_binary() -> Result<PathBuf, String> {
     if let Some(bin) = std::env::var_os("COMPACT_BIN") {
         return Ok(bin.into());
     }
@@ -110,10 +110,12 @@ fn compact_binary() -> Result<PathBuf, String> {
 }
 
 /// A spawned `compact serve`, killed on drop, with its scratch directory.
-struct Sidecar {
+pub(crate) struct Sidecar {
     child: Child,
-    dir: PathBuf,
-    base: String,
+    /// Its data directory (removed on drop).
+    pub(crate) dir: PathBuf,
+    /// `http://127.0.0.1:PORT`.
+    pub(crate) base: String,
 }
 
 impl Drop for Sidecar {
@@ -124,7 +126,23 @@ impl Drop for Sidecar {
     }
 }
 
-async fn start(bin: &PathBuf, store: &str, url: Option<&str>) -> Result<Sidecar, String> {
+/// Starts `compact serve` on a free loopback port with a fresh data
+/// directory and the session store `store`; returns once it is healthy.
+pub(crate) async fn start_serve(
+    bin: &Path,
+    store: &str,
+    url: Option<&str>,
+) -> Result<Sidecar, String> {
+    start_serve_with(bin, store, url, &[]).await
+}
+
+/// [`start_serve`] with extra environment variables (the event store's).
+pub(crate) async fn start_serve_with(
+    bin: &Path,
+    store: &str,
+    url: Option<&str>,
+    env: &[(&str, &str)],
+) -> Result<Sidecar, String> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -140,6 +158,9 @@ async fn start(bin: &PathBuf, store: &str, url: Option<&str>) -> Result<Sidecar,
     let mut cmd = Command::new(bin);
     if let Some(url) = url {
         cmd.env("COMPACT_STATE_URL", url);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
     }
     let child = cmd
         .args([
@@ -209,13 +230,13 @@ fn nonce() -> String {
 }
 
 async fn one_store(
-    bin: &PathBuf,
+    bin: &Path,
     store: &str,
     db: Option<&str>,
     base: &Arc<Vec<Value>>,
     quick: bool,
 ) -> Result<Value, String> {
-    let sidecar = start(bin, store, db).await?;
+    let sidecar = start_serve(bin, store, db).await?;
     let url = format!("{}/v1/preflight", sidecar.base);
     let client = reqwest::Client::new();
     let run = nonce();

@@ -3,13 +3,20 @@
 //! Shape: `emit` pushes into a bounded queue under a short lock and returns.
 //! A worker thread (its own current-thread tokio runtime, so callers may be
 //! sync code, a tokio runtime or any other executor) cuts the queue into
-//! batches and publishes each batch on a broadcast ring. Every exporter has
-//! its own task reading that ring, so a slow or failing exporter only falls
-//! behind itself: when it lags by more than the ring holds, it loses the
-//! oldest batches (counted as `lagged`), and the others never notice. An
-//! exporter that was busy takes every batch that queued meanwhile in one
-//! `export` call (up to the batch size), so a backlog costs one round trip,
-//! not one per batch.
+//! batches and hands each batch (shared, not copied) to every exporter's own
+//! queue. Every exporter has its own task reading its queue, so a slow or
+//! failing exporter only falls behind itself: when its queue holds more
+//! than twice `capacity` *events*, it loses its oldest batches (counted as
+//! `lagged`), and the others never notice. An exporter that was busy takes
+//! every batch that queued meanwhile in one `export` call (up to the batch
+//! size), so a backlog costs one round trip, not one per batch.
+//!
+//! The bound counts events, not batches: a preflight's events are
+//! published as soon as it ends (or as each decision is made), a few events
+//! a batch, and a bound in batches (a ring of `2 × capacity / batch_size`)
+//! let an exporter that was merely slow for a few seconds lose events after
+//! some hundred preflights, far below the `capacity` the configuration
+//! promises.
 //!
 //! Events carry sequence numbers assigned under the queue lock, which is
 //! what makes `flush` exact: it waits until every exporter has settled
@@ -23,7 +30,7 @@ use std::thread::{JoinHandle, ThreadId};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use tokio::sync::{Notify, broadcast, mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::exporter::{ExportError, Exporter};
 use crate::span::Event;
@@ -177,16 +184,69 @@ impl Shared {
     }
 }
 
-// One exporter and its counters.
+// One exporter, its queue and its counters.
 struct Lane {
     exporter: Arc<dyn Exporter>,
     name: String,
+    // Batches published and not yet taken by this exporter's task.
+    queue: Mutex<LaneQueue>,
+    // Wakes the exporter's task: a batch was queued.
+    ready: Notify,
     // Highest sequence number this exporter is done with.
     settled: AtomicU64,
     exported: AtomicU64,
     failed_events: AtomicU64,
     failures: AtomicU64,
     lagged: AtomicU64,
+}
+
+#[derive(Default)]
+struct LaneQueue {
+    batches: VecDeque<Arc<Batch>>,
+    // Events in `batches`.
+    events: usize,
+}
+
+impl Lane {
+    fn lock_queue(&self) -> MutexGuard<'_, LaneQueue> {
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    // Queues a batch; past `bound` events the oldest batches go (the next
+    // export sees the gap in sequence numbers and counts it as lagged). The
+    // newest batch always stays, so the gap is always noticed.
+    fn push(&self, batch: Arc<Batch>, bound: usize) {
+        {
+            let mut q = self.lock_queue();
+            q.events += batch.events.len();
+            q.batches.push_back(batch);
+            while q.events > bound && q.batches.len() > 1 {
+                if let Some(old) = q.batches.pop_front() {
+                    q.events -= old.events.len();
+                }
+            }
+        }
+        self.ready.notify_one();
+    }
+
+    // The oldest queued batch and those right behind it, up to `max`
+    // events (at least one batch).
+    fn take(&self, max: usize) -> Vec<Arc<Batch>> {
+        let mut q = self.lock_queue();
+        let mut group: Vec<Arc<Batch>> = Vec::new();
+        let mut events = 0;
+        while let Some(next) = q.batches.front() {
+            if !group.is_empty() && events + next.events.len() > max {
+                break;
+            }
+            events += next.events.len();
+            if let Some(b) = q.batches.pop_front() {
+                group.push(b);
+            }
+        }
+        q.events -= events;
+        group
+    }
 }
 
 struct Batch {
@@ -323,6 +383,8 @@ impl Dispatcher {
                 Arc::new(Lane {
                     name: exporter.name().to_owned(),
                     exporter,
+                    queue: Mutex::new(LaneQueue::default()),
+                    ready: Notify::new(),
                     settled: AtomicU64::new(0),
                     exported: AtomicU64::new(0),
                     failed_events: AtomicU64::new(0),
@@ -352,9 +414,9 @@ impl Dispatcher {
         let worker = Worker {
             shared: Arc::clone(&shared),
             control: control_rx,
-            // Twice what one pull from a full queue yields, so an exporter
-            // that keeps up but was not scheduled yet never loses a batch.
-            ring_batches: 2 * capacity.div_ceil(batch_size) + 1,
+            // Twice what a full queue holds, so an exporter that keeps up
+            // but was not scheduled yet never loses an event.
+            lane_bound: 2 * capacity,
             flush_interval: opts.flush_interval,
             export_timeout: opts.export_timeout,
         };
@@ -573,7 +635,7 @@ impl Dispatcher {
 struct Worker {
     shared: Arc<Shared>,
     control: mpsc::UnboundedReceiver<Control>,
-    ring_batches: usize,
+    lane_bound: usize,
     flush_interval: Duration,
     export_timeout: Duration,
 }
@@ -599,11 +661,9 @@ impl Worker {
 
     async fn run(mut self) {
         let shared = Arc::clone(&self.shared);
-        let (ring, _) = broadcast::channel::<Arc<Batch>>(self.ring_batches.max(1));
         for lane in &shared.lanes {
             tokio::spawn(lane_loop(
                 Arc::clone(lane),
-                ring.subscribe(),
                 Arc::clone(&shared),
                 self.export_timeout,
             ));
@@ -643,8 +703,10 @@ impl Worker {
                     events,
                 };
                 dispatched = batch.last_seq();
-                // Fails only without subscribers, i.e. never while lanes run.
-                let _ = ring.send(Arc::new(batch));
+                let batch = Arc::new(batch);
+                for lane in &shared.lanes {
+                    lane.push(Arc::clone(&batch), self.lane_bound);
+                }
             }
             if pending.is_empty() {
                 batch_deadline = None;
@@ -789,50 +851,18 @@ fn panic_message(e: tokio::task::JoinError) -> String {
     }
 }
 
-async fn lane_loop(
-    lane: Arc<Lane>,
-    mut ring: broadcast::Receiver<Arc<Batch>>,
-    shared: Arc<Shared>,
-    export_timeout: Duration,
-) {
+async fn lane_loop(lane: Arc<Lane>, shared: Arc<Shared>, export_timeout: Duration) {
     let mut failures = WarnLimiter::default();
     let mut lags = WarnLimiter::default();
-    let batch_size = shared.batch_size;
     loop {
-        let first = match ring.recv().await {
-            Ok(batch) => batch,
-            // The gap shows up in the sequence numbers of the next batch.
-            Err(broadcast::error::RecvError::Lagged(_)) => continue,
-            Err(broadcast::error::RecvError::Closed) => return,
-        };
         // Batches that queued while the last export ran go out together, up
         // to `batch_size` events: under a backlog each one would otherwise
         // wait for a whole round trip per batch ahead of it.
-        let mut group = vec![first];
-        let mut events = group[0].events.len();
-        while events < batch_size {
-            match ring.try_recv() {
-                Ok(next) if events + next.events.len() <= batch_size => {
-                    events += next.events.len();
-                    group.push(next);
-                }
-                Ok(next) => {
-                    // Too big to join: it starts the next group.
-                    export_group(
-                        &lane,
-                        &shared,
-                        &group,
-                        export_timeout,
-                        &mut failures,
-                        &mut lags,
-                    )
-                    .await;
-                    group = vec![next];
-                    events = group[0].events.len();
-                }
-                // Empty, lagged (the next `recv` skips ahead) or closed.
-                Err(_) => break,
-            }
+        let group = lane.take(shared.batch_size);
+        if group.is_empty() {
+            // Ends when the worker's runtime stops (its tasks are cancelled).
+            lane.ready.notified().await;
+            continue;
         }
         export_group(
             &lane,

@@ -879,3 +879,61 @@ fn console_and_jsonl_behind_a_dispatcher() {
     assert_eq!(stats.export_failures, 0);
     let _ = std::fs::remove_dir_all(path.parent().unwrap().parent().unwrap());
 }
+
+/// The soak's "rising drops": each preflight publishes its few events as a
+/// batch of their own (`emit_all_now`), and an exporter that was slow for a
+/// while (a stalled collector, a loaded machine) must still get every one
+/// of them as long as it is less than twice `capacity` events behind. When
+/// the lanes were bounded in batches (`2 × capacity / batch_size + 1`), 300
+/// groups of 3 events (900 events, capacity 1000) already lost some.
+#[test]
+fn many_small_groups_behind_a_stalled_exporter_are_all_delivered() {
+    let gated = Arc::new(Gated::new());
+    let collect = Arc::new(CollectingExporter::new());
+    let dispatcher = Dispatcher::new(
+        vec![gated.clone(), collect.clone()],
+        opts(1000, 100, Duration::from_secs(3600)),
+    );
+    for g in 0..300 {
+        dispatcher.emit_all_now((3 * g..3 * g + 3).map(numbered));
+        // Published one group at a time, as preflights end one by one.
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // The other exporter is not held up by the stalled one.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while collect.len() < 900 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(collect.len(), 900);
+    gated.open.send_replace(true);
+    assert!(dispatcher.flush(Duration::from_secs(10)));
+    let stats = dispatcher.stats();
+    assert_eq!((stats.dropped, stats.lagged), (0, 0), "{stats:?}");
+    let got = gated.got.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    assert_eq!(got, (0..900u64).collect::<Vec<_>>());
+}
+
+/// Past twice `capacity` events behind, a stalled exporter loses its oldest
+/// events, counted, and gets the newest.
+#[test]
+fn an_exporter_far_behind_loses_its_oldest_events_counted() {
+    let gated = Arc::new(Gated::new());
+    let dispatcher = Dispatcher::new(
+        vec![gated.clone()],
+        opts(100, 10, Duration::from_secs(3600)),
+    );
+    for g in 0..200 {
+        dispatcher.emit_all_now((3 * g..3 * g + 3).map(numbered));
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    gated.open.send_replace(true);
+    assert!(dispatcher.flush(Duration::from_secs(10)));
+    let stats = dispatcher.stats();
+    let got = gated.got.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    assert_eq!(stats.dropped, 0);
+    assert!(stats.lagged > 0, "{stats:?}");
+    assert_eq!(got.len() as u64 + stats.lagged, 600, "{stats:?}");
+    assert_eq!(got.last(), Some(&599));
+    // What was kept is at most the bound plus the export in flight.
+    assert!(got.len() <= 2 * 100 + 10, "{}", got.len());
+}

@@ -1274,3 +1274,27 @@ mod never_panics {
         }
     }
 }
+
+#[test]
+fn server_store_names_its_backend_alone_or_in_its_section() {
+    use compact_middleware::config::ServerStoreBackend;
+    let short = Config::from_yaml_str("server:\n  store: clickhouse\n").expect("shorthand");
+    assert_eq!(short.server.store.backend, ServerStoreBackend::Clickhouse);
+    assert_eq!(short.server.store.segment_bytes, 16 * 1024 * 1024);
+    let long = Config::from_yaml_str(
+        "server:\n  store:\n    backend: clickhouse\n    clickhouse_url: http://u:pw@127.0.0.1:8123\n    clickhouse_database: traces\n",
+    )
+    .expect("section");
+    assert_eq!(long.server.store.backend, ServerStoreBackend::Clickhouse);
+    assert_eq!(long.server.store.clickhouse_database, "traces");
+    assert!(
+        !format!("{:?}", long.server.store).contains("pw"),
+        "the password is never printed"
+    );
+    let bad = Config::from_yaml_str("server:\n  store:\n    clickhouse_table: \"x; DROP\"\n")
+        .expect_err("not an identifier");
+    assert!(
+        bad.to_string().contains("server.store.clickhouse_table"),
+        "{bad}"
+    );
+}

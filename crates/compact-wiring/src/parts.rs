@@ -1,9 +1,11 @@
 use std::sync::Arc;
 
-use ariadne_exporter::{AriadneExporter, HttpOptions, OtlpExporter};
+use ariadne_exporter::{AriadneExporter, HttpOptions, OtlpExporter, OtlpProtocol};
 use compact_middleware::CompactManager;
 use compact_middleware::archive::{FsAdapter, StorageAdapter};
-use compact_middleware::config::{Config, ExporterKind, S3Settings, StorageAdapterKind};
+use compact_middleware::config::{
+    Config, ExporterKind, OtlpProtocolKind, S3Settings, StorageAdapterKind,
+};
 use compact_middleware::events::Exporter;
 use compact_middleware::manager::Builder;
 use compact_middleware::state::SessionStore;
@@ -102,7 +104,11 @@ fn exporters(config: &Config) -> Result<Vec<Arc<dyn Exporter>>, WiringError> {
         ),
         ExporterKind::Otlp => Arc::new(
             OtlpExporter::new(&t.otlp_endpoint, &t.agent_name, HttpOptions::default())
-                .map_err(|e| WiringError::config("telemetry.otlp_endpoint", e))?,
+                .map_err(|e| WiringError::config("telemetry.otlp_endpoint", e))?
+                .with_protocol(match t.otlp_protocol {
+                    OtlpProtocolKind::HttpJson => OtlpProtocol::HttpJson,
+                    OtlpProtocolKind::HttpProtobuf => OtlpProtocol::HttpProtobuf,
+                }),
         ),
         ExporterKind::None | ExporterKind::Console | ExporterKind::Jsonl => return Ok(Vec::new()),
     };

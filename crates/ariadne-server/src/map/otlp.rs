@@ -15,6 +15,8 @@ use super::{MapError, expected, metadata_string};
 /// OTLP (our own OTLP exporter does); without it the kind is the OTLP span
 /// kind (`internal`, `server`, `client`, `producer`, `consumer`).
 pub(super) const KIND_ATTRIBUTE: &str = "ariadne.kind";
+/// The instrumentation scope of compact's own OTLP exporter.
+const COMPACT_SCOPE: &str = "compact";
 
 /// Maps an OTLP/HTTP JSON `ExportTraceServiceRequest` to Ariadne events:
 /// one trace event per `traceId` (named after the resource's
@@ -196,6 +198,14 @@ fn map_span(
     };
 
     let mut data = attributes(obj, path)?;
+    if scope == Some(COMPACT_SCOPE) {
+        // compact's own exporter derives these from `data` for other
+        // backends (semantic conventions, session grouping): the event
+        // already has them in its own keys, none of which has a dot.
+        data.retain(|k, _| {
+            !(k.starts_with("gen_ai.") || k == "session.id" || k == "openinference.span.kind")
+        });
+    }
     let kind = match data.remove(KIND_ATTRIBUTE) {
         Some(Value::String(k)) if !k.is_empty() => k,
         _ => span_kind_name(obj.get("kind")).to_owned(),

@@ -25,8 +25,7 @@ use serde_json::{Map, Value};
 
 use super::ValidEvent;
 use super::copy::{Copy, MAX_DEPTH, NullOnly, OptObject, OptText, Text, give_up};
-use crate::metrics::Pruned;
-use crate::store::{EventMeta, Marks};
+use super::{EventMeta, Marks, Pruned};
 
 /// The events of a body, or `None` when the general path must decide.
 pub(super) fn parse_body(bytes: &[u8]) -> Option<Vec<ValidEvent>> {

@@ -19,14 +19,14 @@
 
 mod copy;
 mod fast;
+mod meta;
 
 use compact_events::truncate::{truncate_map, truncate_string};
 use compact_events::{format_rfc3339_millis, parse_rfc3339_millis};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::metrics::Pruned;
-use crate::store::{EventMeta, Marks};
+pub(crate) use meta::{Counts, EventMeta, Marks, Pruned};
 
 // The truncation rule, shared with the exporters (`compact_events::truncate`).
 use compact_events::truncate::{MAX_DATA_STRING_CHARS, MAX_NAME_CHARS};

@@ -8,24 +8,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::marks::{Counts, Marks};
-
-/// What the index keeps of an event besides its JSON.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct EventMeta {
-    /// A span (`true`) or a trace.
-    pub is_span: bool,
-    /// The trace it belongs to (shared with the index's keys).
-    pub trace_id: Arc<str>,
-    /// The span's kind.
-    pub kind: Option<Box<str>>,
-    /// `started_at` in epoch ms.
-    pub started_ms: Option<i64>,
-    /// `ended_at` in epoch ms.
-    pub ended_ms: Option<i64>,
-    /// What it adds to its trace's counters.
-    pub marks: Marks,
-}
+use crate::schema::{Counts, EventMeta, Marks};
 
 /// One stored event, shared by the store, the SSE streams and the API.
 #[derive(Debug)]
@@ -154,6 +137,8 @@ pub(crate) struct Memory {
     by_activity: BTreeMap<u64, Arc<str>>,
     json_bytes: usize,
     totals: Counts,
+    /// The newest sequence number evicted (for replay-gap warnings).
+    evicted_through: u64,
 }
 
 /// A trace as `/api/traces` and `/api/sessions` list it.
@@ -307,6 +292,7 @@ impl Memory {
             let Some(ev) = self.events.pop_front() else {
                 break;
             };
+            self.evicted_through = self.evicted_through.max(ev.seq);
             self.json_bytes -= ev.json.len();
             self.totals.remove(ev.marks);
             if let Some(entry) = self.traces.get_mut(&ev.trace_id) {
@@ -332,6 +318,17 @@ impl Memory {
     #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
         self.events.is_empty()
+    }
+
+    /// The newest sequence number evicted (or known to be gone), 0 if none.
+    pub(crate) fn evicted_through(&self) -> u64 {
+        self.evicted_through
+    }
+
+    /// Records that every event up to `seq` is gone (a store that loaded
+    /// only its newest events).
+    pub(crate) fn forget_through(&mut self, seq: u64) {
+        self.evicted_through = self.evicted_through.max(seq);
     }
 
     /// The oldest retained sequence number.

@@ -10,8 +10,8 @@
 //! thread of its own so that the next group is gathered and written, and
 //! the previous one published, while the disk works (a two-stage pipeline).
 
+mod clickhouse;
 mod log;
-mod marks;
 mod memory;
 
 use std::path::Path;
@@ -25,17 +25,28 @@ use tokio::sync::{broadcast, oneshot};
 
 use crate::config::{Retention, StoreOptions};
 use crate::error::StoreError;
-use crate::schema::ValidEvent;
-pub(crate) use marks::Marks;
-pub(crate) use memory::{Badge, EventMeta, Memory, StoredEvent, TraceFilter, TraceSummary};
+use crate::schema::{EventMeta, Marks, ValidEvent};
+pub(crate) use memory::{Badge, Memory, StoredEvent, TraceFilter, TraceSummary};
 
 /// A group commit takes at most this many events at once, so one huge
 /// burst does not hold every earlier request behind one giant write.
 const MAX_GROUP_EVENTS: usize = 20_000;
 /// How often the writer applies age retention when idle.
 const SWEEP_EVERY: Duration = Duration::from_secs(5);
+/// Events are visible once written, before their sync: after a stop that
+/// was not clean, at most the two groups in the pipeline were shown but
+/// may be gone, so numbering skips past them rather than give their
+/// sequence numbers (a subscriber's Last-Event-ID) to other events.
+const UNCLEAN_SKIP: u64 = 2 * MAX_GROUP_EVENTS as u64;
+/// Written by a writer that stopped cleanly (everything shown is synced).
+const CLEAN_MARKER: &str = "clean";
+/// Held by the process whose writer owns the directory.
+const LOCK_FILE: &str = ".lock";
+/// How long opening waits for a previous writer (in this process, being
+/// shut down) to let go of the directory.
+const LOCK_WAIT: Duration = Duration::from_secs(10);
 
-struct WriteReq {
+pub(crate) struct WriteReq {
     events: Vec<ValidEvent>,
     reply: oneshot::Sender<Result<(u64, usize), String>>,
 }
@@ -59,20 +70,67 @@ pub(crate) struct StoreStats {
     pub commits: u64,
 }
 
-struct Shared {
+pub(crate) struct Shared {
     memory: RwLock<Memory>,
     live: broadcast::Sender<Arc<StoredEvent>>,
     disk_bytes: AtomicU64,
     commits: AtomicU64,
     torn_bytes: u64,
     capacity: usize,
+    /// Sequence numbers have no holes (the log), so a replay that starts
+    /// past `after + 1` lost events; ClickHouse's ids are sparse, and its
+    /// store remembers what it evicted instead.
+    contiguous: bool,
+}
+
+impl Shared {
+    fn new(memory: Memory, sse_queue: usize, capacity: usize, contiguous: bool) -> Shared {
+        let (live, _) = broadcast::channel(sse_queue.max(1));
+        Shared {
+            memory: RwLock::new(memory),
+            live,
+            disk_bytes: AtomicU64::new(0),
+            commits: AtomicU64::new(0),
+            torn_bytes: 0,
+            capacity,
+            contiguous,
+        }
+    }
+
+    /// Makes events visible, in sequence order: the index, then the live
+    /// streams (a lagging subscriber skips; the ring is bounded).
+    fn publish(&self, published: Vec<Arc<StoredEvent>>) {
+        {
+            let mut m = write(&self.memory);
+            for ev in &published {
+                m.push(ev.clone());
+            }
+        }
+        for ev in published {
+            let _ = self.live.send(ev);
+        }
+    }
+
+    /// Applies retention to the index; returns the oldest sequence number kept.
+    fn retain(&self, retention: &Retention) -> Option<u64> {
+        let mut m = write(&self.memory);
+        m.evict(retention.max_events, min_received(retention));
+        m.first_seq()
+    }
+}
+
+/// Where appends go: the log's writer thread, or the ClickHouse writer.
+#[derive(Clone)]
+enum Sink {
+    Log(mpsc::Sender<WriteReq>),
+    ClickHouse(clickhouse::Writer),
 }
 
 /// The store handle; cheap to clone.
 #[derive(Clone)]
 pub(crate) struct Store {
     shared: Arc<Shared>,
-    tx: mpsc::Sender<WriteReq>,
+    sink: Sink,
 }
 
 impl std::fmt::Debug for Store {
@@ -92,9 +150,15 @@ impl Store {
         retention: &Retention,
         sse_queue: usize,
     ) -> Result<Store, StoreError> {
+        let lock = lock_dir(dir)?;
+        let clean = dir.join(CLEAN_MARKER);
+        let was_clean = clean.exists();
+        if was_clean && let Err(e) = std::fs::remove_file(&clean) {
+            return Err(StoreError::io(format!("remove {}", clean.display()), e));
+        }
         let mut memory = Memory::default();
         let max_events = retention.max_events;
-        let (log, rec) = log::Log::open(dir, opts.segment_bytes, |r| {
+        let (log, mut rec) = log::Log::open(dir, opts.segment_bytes, |r| {
             if let Some(ev) = stored_from_record(r) {
                 memory.push(Arc::new(ev));
                 // Evict while reading so recovery memory stays bounded too.
@@ -102,33 +166,75 @@ impl Store {
             }
         })?;
         memory.evict(max_events, min_received(retention));
+        if (!was_clean || rec.torn_bytes > 0) && rec.next_seq > 1 {
+            rec.next_seq += UNCLEAN_SKIP;
+            tracing::info!(
+                skipped = UNCLEAN_SKIP,
+                "the last stop was not clean: sequence numbers continue past any shown before it"
+            );
+        }
         tracing::info!(
             events = memory.len(),
             next_seq = rec.next_seq,
             torn_bytes = rec.torn_bytes,
             "store recovered"
         );
-        let (live, _) = broadcast::channel(sse_queue.max(1));
-        let shared = Arc::new(Shared {
-            memory: RwLock::new(memory),
-            live,
-            disk_bytes: AtomicU64::new(log.disk_bytes()),
-            commits: AtomicU64::new(0),
-            torn_bytes: rec.torn_bytes,
-            capacity: max_events,
-        });
+        let mut shared = Shared::new(memory, sse_queue, max_events, true);
+        shared.disk_bytes = AtomicU64::new(log.disk_bytes());
+        shared.torn_bytes = rec.torn_bytes;
+        let shared = Arc::new(shared);
         let (tx, rx) = mpsc::channel();
         let writer = Writer {
             shared: shared.clone(),
             log,
             next_seq: rec.next_seq,
             retention: retention.clone(),
+            clean,
+            _lock: lock,
         };
         std::thread::Builder::new()
             .name("ariadne-store".into())
             .spawn(move || writer.run(rx))
             .map_err(|e| StoreError::io("spawn store writer", e))?;
-        Ok(Store { shared, tx })
+        Ok(Store {
+            shared,
+            sink: Sink::Log(tx),
+        })
+    }
+
+    /// Connects to the ClickHouse of `opts` (creating its table if
+    /// missing), loads the newest retained events, and starts following it.
+    pub(crate) async fn open_clickhouse(
+        opts: &StoreOptions,
+        retention: &Retention,
+        sse_queue: usize,
+    ) -> Result<Store, StoreError> {
+        let shared = Arc::new(Shared::new(
+            Memory::default(),
+            sse_queue,
+            retention.max_events,
+            false,
+        ));
+        let sink = clickhouse::open(opts, retention, shared.clone()).await?;
+        Ok(Store {
+            shared,
+            sink: Sink::ClickHouse(sink),
+        })
+    }
+
+    /// Whether the sequence numbers of a replay have holes only where
+    /// events were evicted (see [`Shared::contiguous`]).
+    pub(crate) fn replay_gap(&self, after: u64) -> bool {
+        let memory = self.memory();
+        if self.shared.contiguous {
+            // Sequence numbers are contiguous, so a first retained one past
+            // `after + 1` means events in between were evicted.
+            memory
+                .first_seq()
+                .is_some_and(|first| first > after.saturating_add(1))
+        } else {
+            memory.evicted_through() > after
+        }
     }
 
     /// Makes `events` durable, then visible; returns the first sequence
@@ -138,9 +244,11 @@ impl Store {
             return Ok((0, 0));
         }
         let (reply, rx) = oneshot::channel();
-        self.tx
-            .send(WriteReq { events, reply })
-            .map_err(|_| StoreError::Closed)?;
+        let req = WriteReq { events, reply };
+        match &self.sink {
+            Sink::Log(tx) => tx.send(req).map_err(|_| StoreError::Closed)?,
+            Sink::ClickHouse(w) => w.send(req)?,
+        }
         match rx.await {
             Ok(Ok(r)) => Ok(r),
             Ok(Err(msg)) => Err(StoreError::io(msg, std::io::Error::other("write failed"))),
@@ -213,11 +321,16 @@ struct Meta<'a> {
 }
 
 fn stored_from_record(r: log::Record) -> Option<StoredEvent> {
-    let meta: Meta<'_> = match serde_json::from_str(&r.json) {
+    stored_from_json(r.seq, r.received_ms, r.json)
+}
+
+/// An event read back from a store: its index fields parsed from its JSON.
+fn stored_from_json(seq: u64, received_ms: i64, json: String) -> Option<StoredEvent> {
+    let meta: Meta<'_> = match serde_json::from_str(&json) {
         Ok(m) => m,
         Err(e) => {
-            // CRC-valid but unparsable: not something we wrote; never serve it.
-            tracing::error!(seq = r.seq, error = %e, "skipping an unreadable record");
+            // Checksummed but unparsable: not something we wrote; never serve it.
+            tracing::error!(seq, error = %e, "skipping an unreadable record");
             return None;
         }
     };
@@ -229,7 +342,7 @@ fn stored_from_record(r: log::Record) -> Option<StoredEvent> {
         .as_deref()
         .is_some_and(|n| n.starts_with("compact."))
     {
-        serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&r.json)
+        serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&json)
             .map(|o| Marks::of(&o))
             .unwrap_or_default()
     } else {
@@ -243,7 +356,7 @@ fn stored_from_record(r: log::Record) -> Option<StoredEvent> {
         ended_ms: meta.ended_at.as_deref().and_then(parse_rfc3339_millis),
         marks,
     };
-    Some(StoredEvent::new(r.seq, r.received_ms, meta, r.json.into()))
+    Some(StoredEvent::new(seq, received_ms, meta, json.into()))
 }
 
 /// Every request waiting now, after `first`, up to [`MAX_GROUP_EVENTS`].
@@ -262,13 +375,23 @@ fn gather(first: WriteReq, rx: &mpsc::Receiver<WriteReq>) -> Vec<WriteReq> {
     group
 }
 
-/// A group written to the log, not yet known to be on disk.
+/// The answer a request waits for: its first sequence number and count.
+type Reply = oneshot::Sender<Result<(u64, usize), String>>;
+
+/// A group written to the log (and already visible), not yet known to be
+/// on disk: its requests are answered after its sync.
 struct Written {
-    group: Vec<WriteReq>,
-    first_seq: u64,
-    received_ms: i64,
+    replies: Vec<(Reply, u64, usize)>,
     mark: log::Mark,
     file: Arc<std::fs::File>,
+}
+
+impl Written {
+    fn refuse(self, why: &str) {
+        for (reply, _, _) in self.replies {
+            let _ = reply.send(Err(why.to_owned()));
+        }
+    }
 }
 
 /// The thread that runs `sync_data`, one file at a time.
@@ -299,9 +422,7 @@ impl Syncer {
         match self.files.send(Arc::clone(&w.file)) {
             Ok(()) => Some(w),
             Err(_) => {
-                for req in w.group {
-                    let _ = req.reply.send(Err("the log syncer stopped".into()));
-                }
+                w.refuse("the log syncer stopped");
                 None
             }
         }
@@ -320,15 +441,52 @@ struct Writer {
     log: log::Log,
     next_seq: u64,
     retention: Retention,
+    /// Where a clean stop is recorded.
+    clean: std::path::PathBuf,
+    /// The directory's lock, released when the writer is done.
+    _lock: std::fs::File,
+}
+
+/// Locks `dir` for this writer, waiting up to [`LOCK_WAIT`] for a
+/// previous one that is stopping.
+fn lock_dir(dir: &Path) -> Result<std::fs::File, StoreError> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| StoreError::io(format!("create {}", dir.display()), e))?;
+    let path = dir.join(LOCK_FILE);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| StoreError::io(format!("open {}", path.display()), e))?;
+    let deadline = std::time::Instant::now() + LOCK_WAIT;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(StoreError::io(
+                    format!("lock {}", path.display()),
+                    std::io::Error::other("the data directory is in use by another server"),
+                ));
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(StoreError::io(format!("lock {}", path.display()), e));
+            }
+        }
+    }
 }
 
 impl Writer {
     // Pipelined group commit: while the syncer thread runs `sync_data` for
-    // group k, this thread takes what queued meanwhile as group k+1 and
-    // writes it (to the page cache); when k's sync returns, it starts k+1's
-    // and only then publishes and answers k. Nothing is answered before its
-    // own sync, so a 200 still means on disk; the fsync no longer idles the
-    // rest of the commit path.
+    // group k, this thread takes what queued meanwhile as group k+1, writes
+    // it (to the page cache) and makes it visible (index, live streams);
+    // when k's sync returns, it starts k+1's and answers k. Nothing is
+    // answered before its own sync, so a 200 still means on disk; a viewer
+    // sees an event as soon as it is written, without waiting for the disk
+    // (an fsync on a busy disk takes tens of milliseconds).
     fn run(mut self, rx: mpsc::Receiver<WriteReq>) {
         let syncer = match Syncer::start() {
             Ok(s) => s,
@@ -364,43 +522,52 @@ impl Writer {
                 Ok(()) => {
                     in_sync = written.and_then(|w| syncer.start_sync(w));
                     self.shared.commits.fetch_add(1, Ordering::Relaxed);
-                    self.publish(prev);
+                    for (reply, start, count) in prev.replies {
+                        let _ = reply.send(Ok((start, count)));
+                    }
                 }
                 Err(e) => {
                     tracing::error!(error = %e, "log sync failed; the batch is refused");
-                    // The later group was written after it: undo both.
+                    // The later group was written after it: undo both. Their
+                    // sequence numbers were shown live already, so they are
+                    // not given again (the next group continues after them).
                     if let Err(cut) = self.log.cut_back(prev.mark) {
                         tracing::error!(error = %cut, "cannot cut the log back after a failed sync");
                     }
-                    self.next_seq = prev.first_seq;
                     self.shared
                         .disk_bytes
                         .store(self.log.disk_bytes(), Ordering::Relaxed);
-                    for req in prev
-                        .group
-                        .into_iter()
-                        .chain(written.into_iter().flat_map(|w| w.group))
-                    {
-                        let _ = req.reply.send(Err(format!("sync the log: {e}")));
+                    let why = format!("sync the log: {e}");
+                    prev.refuse(&why);
+                    if let Some(w) = written {
+                        w.refuse(&why);
                     }
                 }
             }
         }
         if let Some(last) = in_sync.take() {
             match syncer.wait() {
-                Ok(()) => self.publish(last),
-                Err(e) => {
-                    for req in last.group {
-                        let _ = req.reply.send(Err(format!("sync the log: {e}")));
+                Ok(()) => {
+                    for (reply, start, count) in last.replies {
+                        let _ = reply.send(Ok((start, count)));
                     }
                 }
+                Err(e) => {
+                    last.refuse(&format!("sync the log: {e}"));
+                    return;
+                }
             }
+        }
+        // Everything shown is on disk: the next start continues the numbering.
+        let marked = std::fs::File::create(&self.clean).and_then(|f| f.sync_all());
+        if let Err(e) = marked {
+            tracing::warn!(error = %e, "could not record a clean stop");
         }
         tracing::debug!("store writer stopped");
     }
 
-    /// Numbers, encodes and writes one group (not yet synced); a failed
-    /// write answers its requests and gives `None`.
+    /// Numbers, encodes and writes one group (not yet synced), then makes
+    /// it visible; a failed write answers its requests and gives `None`.
     fn write(&mut self, group: Vec<WriteReq>) -> Option<Written> {
         let received_ms = now_millis();
         let first_seq = self.next_seq;
@@ -418,10 +585,9 @@ impl Writer {
                 self.shared
                     .disk_bytes
                     .fetch_add(buf.len() as u64, Ordering::Relaxed);
+                let replies = self.publish(group, first_seq, received_ms);
                 Some(Written {
-                    group,
-                    first_seq,
-                    received_ms,
+                    replies,
                     mark,
                     file,
                 })
@@ -436,18 +602,24 @@ impl Writer {
         }
     }
 
-    /// Makes a synced group visible (index, live streams), then answers it.
-    fn publish(&mut self, w: Written) {
-        let mut seq = w.first_seq;
+    /// Makes a written group visible (index, live streams); returns what
+    /// its requests will be answered once it is synced.
+    fn publish(
+        &mut self,
+        group: Vec<WriteReq>,
+        first_seq: u64,
+        received_ms: i64,
+    ) -> Vec<(Reply, u64, usize)> {
+        let mut seq = first_seq;
         let mut published = Vec::new();
-        let mut replies = Vec::with_capacity(w.group.len());
-        for req in w.group {
+        let mut replies = Vec::with_capacity(group.len());
+        for req in group {
             let start = seq;
             let count = req.events.len();
             for ev in req.events {
                 published.push(Arc::new(StoredEvent::new(
                     seq,
-                    w.received_ms,
+                    received_ms,
                     ev.meta,
                     ev.json,
                 )));
@@ -455,28 +627,13 @@ impl Writer {
             }
             replies.push((req.reply, start, count));
         }
-        {
-            let mut m = write(&self.shared.memory);
-            for ev in &published {
-                m.push(ev.clone());
-            }
-        }
-        for ev in published {
-            // No subscribers is fine; a lagging one skips (the ring is bounded).
-            let _ = self.shared.live.send(ev);
-        }
+        self.shared.publish(published);
         self.retain();
-        for (reply, start, count) in replies {
-            let _ = reply.send(Ok((start, count)));
-        }
+        replies
     }
 
     fn retain(&mut self) {
-        let first = {
-            let mut m = write(&self.shared.memory);
-            m.evict(self.retention.max_events, min_received(&self.retention));
-            m.first_seq().unwrap_or(self.next_seq)
-        };
+        let first = self.shared.retain(&self.retention).unwrap_or(self.next_seq);
         self.log.drop_before(first);
         self.shared
             .disk_bytes

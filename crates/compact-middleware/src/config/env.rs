@@ -109,6 +109,7 @@ pub(super) const LEAVES: &[Leaf] = &[
         Kind::Str,
         &["COMPACT_OTLP_ENDPOINT"],
     ),
+    leaf("telemetry.otlp_protocol", Kind::Str),
     aliased("telemetry.agent_name", Kind::Str, &["COMPACT_AGENT_NAME"]),
     leaf("telemetry.queue_capacity", Kind::UInt),
     leaf("telemetry.batch_size", Kind::UInt),
@@ -145,6 +146,11 @@ pub(super) const LEAVES: &[Leaf] = &[
     leaf("server.limits.heartbeat_secs", Kind::UInt),
     leaf("server.retention.max_events", Kind::UInt),
     leaf("server.retention.max_age_secs", Kind::UInt),
+    leaf("server.store.backend", Kind::Str),
+    leaf("server.store.clickhouse_url", Kind::OptStr),
+    leaf("server.store.clickhouse_database", Kind::Str),
+    leaf("server.store.clickhouse_table", Kind::Str),
+    leaf("server.store.replica", Kind::OptStr),
     leaf("server.store.segment_bytes", Kind::UInt),
 ];
 

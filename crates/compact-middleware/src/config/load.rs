@@ -359,6 +359,13 @@ fn merge(
         *target = incoming;
         return;
     };
+    // `server.store: clickhouse` names the backend and keeps the defaults.
+    let incoming = match incoming {
+        Value::String(backend) if path == "server.store" => {
+            serde_json::json!({ "backend": backend })
+        }
+        other => other,
+    };
     match incoming {
         // `policy:` with every child commented out.
         Value::Null => {}

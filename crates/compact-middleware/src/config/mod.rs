@@ -29,11 +29,11 @@ pub use env::{EnvVar, env_vars};
 pub use error::{ConfigError, FieldError};
 pub use load::{Loaded, Source, load};
 pub use process::{
-    ServerLimits, ServerRetention, ServerSettings, ServerStore, StateSettings, StateStoreKind,
-    redact_url_password,
+    ServerLimits, ServerRetention, ServerSettings, ServerStore, ServerStoreBackend, StateSettings,
+    StateStoreKind, redact_url_password,
 };
 pub use schema::{
-    Config, ExporterKind, Mode, ModelOverride, Policy, Redaction, Repair, Role, S3Settings,
-    Storage, StorageAdapterKind, Telemetry,
+    Config, ExporterKind, Mode, ModelOverride, OtlpProtocolKind, Policy, Redaction, Repair, Role,
+    S3Settings, Storage, StorageAdapterKind, Telemetry,
 };
 pub use sections::{MemorySettings, SummarizerKind, SummarizerSettings};

@@ -230,11 +230,31 @@ impl Default for ServerRetention {
     }
 }
 
-/// `server.store:`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Validate)]
+/// `server.store:` (in a file also just the backend's name: `store: clickhouse`).
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, Validate)]
 #[serde(default, deny_unknown_fields)]
 pub struct ServerStore {
-    /// A log segment is closed past this size.
+    /// `log` (this process's durable log under `data_dir`) or `clickhouse`
+    /// (one ClickHouse that several replicas share).
+    #[garde(skip)]
+    pub backend: ServerStoreBackend,
+    /// ClickHouse's HTTP interface (`backend: clickhouse`), e.g.
+    /// `http://127.0.0.1:8123`; a user and password may be in the URL (never
+    /// printed or logged).
+    #[garde(custom(clickhouse_http_url))]
+    pub clickhouse_url: Option<String>,
+    /// The ClickHouse database (created if missing).
+    #[garde(custom(identifier))]
+    pub clickhouse_database: String,
+    /// The ClickHouse table of events (created if missing).
+    #[garde(custom(identifier))]
+    pub clickhouse_table: String,
+    /// This replica's name in the shared store (default: host name, process
+    /// id and a random suffix).
+    #[garde(custom(rules::opt_non_empty))]
+    pub replica: Option<String>,
+    /// A log segment is closed past this size (`backend: log`). Last, as
+    /// it was the section's only key.
     #[garde(custom(rules::at_least_u64(4096)))]
     pub segment_bytes: u64,
 }
@@ -242,8 +262,61 @@ pub struct ServerStore {
 impl Default for ServerStore {
     fn default() -> Self {
         Self {
+            backend: ServerStoreBackend::Log,
+            clickhouse_url: None,
+            clickhouse_database: "default".to_owned(),
+            clickhouse_table: "compact_events".to_owned(),
+            replica: None,
             segment_bytes: 16 * 1024 * 1024,
         }
+    }
+}
+
+impl std::fmt::Debug for ServerStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerStore")
+            .field("backend", &self.backend)
+            .field(
+                "clickhouse_url",
+                &self.clickhouse_url.as_deref().map(redact_url_password),
+            )
+            .field("clickhouse_database", &self.clickhouse_database)
+            .field("clickhouse_table", &self.clickhouse_table)
+            .field("replica", &self.replica)
+            .field("segment_bytes", &self.segment_bytes)
+            .finish()
+    }
+}
+
+/// Which store keeps the trace server's events.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerStoreBackend {
+    /// The durable log under `server.data_dir` (one process).
+    #[default]
+    Log,
+    /// A ClickHouse server that several `compact serve` replicas share.
+    Clickhouse,
+}
+
+fn clickhouse_http_url(value: &Option<String>, _: &()) -> garde::Result {
+    match value {
+        None => Ok(()),
+        Some(url) if url.starts_with("http://") || url.starts_with("https://") => Ok(()),
+        Some(url) => Err(Error::new(format!(
+            "must start with http:// or https:// (ClickHouse's HTTP interface) (got {:?})",
+            redact_url_password(url)
+        ))),
+    }
+}
+
+fn identifier(value: &str, _: &()) -> garde::Result {
+    if !value.is_empty() && value.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        Ok(())
+    } else {
+        Err(Error::new(format!(
+            "letters, digits and _ only (got {value:?})"
+        )))
     }
 }
 

@@ -302,6 +302,19 @@ pub enum ExporterKind {
     Otlp,
 }
 
+/// The encoding of OTLP/HTTP bodies.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum OtlpProtocolKind {
+    /// `application/json` (the first form of the exporter).
+    #[default]
+    #[serde(rename = "http/json")]
+    HttpJson,
+    /// `application/x-protobuf`: OTLP's default, and the only form some
+    /// receivers (Arize Phoenix) take.
+    #[serde(rename = "http/protobuf")]
+    HttpProtobuf,
+}
+
 /// Event export settings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Validate)]
 #[serde(default, deny_unknown_fields)]
@@ -318,6 +331,10 @@ pub struct Telemetry {
     /// OTLP/HTTP traces endpoint.
     #[garde(custom(rules::http_url))]
     pub otlp_endpoint: String,
+    /// How OTLP bodies are encoded: `http/json` or `http/protobuf`
+    /// (OpenTelemetry's `OTEL_EXPORTER_OTLP_PROTOCOL` names).
+    #[garde(skip)]
+    pub otlp_protocol: OtlpProtocolKind,
     /// Written into each trace's metadata.
     #[garde(custom(rules::non_empty))]
     pub agent_name: String,
@@ -339,6 +356,7 @@ impl Default for Telemetry {
             ariadne_url: "http://localhost:5175/ingest".to_owned(),
             jsonl_path: "./.compact/events.jsonl".to_owned(),
             otlp_endpoint: "http://localhost:4318/v1/traces".to_owned(),
+            otlp_protocol: OtlpProtocolKind::HttpJson,
             agent_name: "compact-agent".to_owned(),
             queue_capacity: 10_000,
             batch_size: 100,

@@ -227,6 +227,9 @@ impl CompactManager {
         } else {
             Default::default()
         };
+        // The archive's fsyncs come next: the decision spans go now, scrubbed
+        // of the fragments just learned (a summary may quote them).
+        self.stream(session, trail);
         let Some(a) = &self.inner.shared.archive.archiver else {
             return;
         };
@@ -402,11 +405,45 @@ impl CompactManager {
         );
     }
 
+    /// Hands the trail's finished events to the exporters before the
+    /// preflight ends, redacted as [`emit`](Self::emit) does: a live viewer
+    /// sees each decision when it is made, not after the compaction's
+    /// summary and archive writes. Until `compact.redaction_disabled` has
+    /// gone out (it goes first), everything waits for the end.
+    pub(super) fn stream(&self, session: &Session, trail: &mut Trail) {
+        let st = &self.inner.shared.archive;
+        if !self.inner.shared.dispatcher.is_enabled()
+            || (!st.redactor.is_enabled() && !st.disabled_reported.load(Ordering::Acquire))
+        {
+            return;
+        }
+        let mut ready = trail.ready();
+        if ready.is_empty() {
+            return;
+        }
+        let scrub = session.secrets.scrub();
+        for e in &mut ready {
+            st.redactor.redact_event_in_place(e);
+            scrub.scrub_event_in_place(e);
+        }
+        self.inner.shared.dispatcher.emit_all_now(ready);
+    }
+
     /// The end of every preflight: archives this preflight's events when
-    /// it archived a compaction, retries the spool when it holds items, then
-    /// hands the events to the exporters, redacted, preceded once per
-    /// manager by `compact.redaction_disabled` when redaction is off.
-    pub(super) async fn emit(&self, session: &Session, events: Vec<Event>, archived: bool) {
+    /// it archived a compaction, retries the spool when it holds items, and
+    /// hands the events not [`stream`](Self::stream)ed yet (the first
+    /// `sent` were) to the exporters, redacted, preceded once per manager
+    /// by `compact.redaction_disabled` when redaction is off. Every event
+    /// but `compact.archival` goes out before the archive writes;
+    /// `compact.archival` carries the manifest head after them, and ends
+    /// when they are done.
+    pub(super) async fn emit(
+        &self,
+        session: &Session,
+        events: Vec<Event>,
+        archived: bool,
+        sent: usize,
+    ) {
         let st = &self.inner.shared.archive;
         if !archived && st.archiver.is_none() && !self.inner.shared.dispatcher.is_enabled() {
             // No exporter and no archive: nobody reads these events, so they
@@ -434,6 +471,16 @@ impl CompactManager {
                     },
                 ),
             );
+        }
+        // `sent` counts from the trail's first event; an inserted
+        // `compact.redaction_disabled` only happens while nothing was sent.
+        let sent = sent.min(emitted.len());
+        let (mut held_back, now): (Vec<Event>, Vec<Event>) = emitted[sent..]
+            .iter()
+            .cloned()
+            .partition(|e| st.archiver.is_some() && e.name() == Some(names::ARCHIVAL));
+        if !now.is_empty() {
+            self.inner.shared.dispatcher.emit_all_now(now);
         }
         if let Some(a) = &st.archiver {
             let root_id = emitted
@@ -465,8 +512,16 @@ impl CompactManager {
                     self.report_archival(session_id, &root_id, None, &report, &mut extra);
                 }
                 if let Some(head) = head {
-                    stamp_manifest_head(&mut emitted, session_id, &head);
+                    stamp_manifest_head(&mut held_back, session_id, &head);
                     stamp_manifest_head(&mut extra, session_id, &head);
+                }
+                // The archival span ends with the archive writes its
+                // manifest head describes, the events batch's included.
+                let now = crate::events::now_rfc3339();
+                for e in &mut held_back {
+                    if let Event::Span(s) = e {
+                        s.ended_at = Some(now.clone());
+                    }
                 }
             } else if a.spool_dirty.load(Ordering::Acquire) {
                 let _w = a.writes.lock().await;
@@ -486,11 +541,13 @@ impl CompactManager {
                 }
                 self.report_archival(session_id, &root_id, None, &out, &mut extra);
             }
-            emitted.extend(extra.iter().map(|e| st.redactor.redact_event(e)));
+            held_back.extend(extra.iter().map(|e| st.redactor.redact_event(e)));
         }
         // A preflight's events are complete here: a live viewer should see
         // them now, not after the dispatcher's batch timer.
-        self.inner.shared.dispatcher.emit_all_now(emitted);
+        if !held_back.is_empty() {
+            self.inner.shared.dispatcher.emit_all_now(held_back);
+        }
     }
 }
 

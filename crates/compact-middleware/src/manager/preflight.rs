@@ -39,7 +39,8 @@ impl CompactManager {
         let closed = trail.close(result.as_ref().map(|o| &o.report));
         // Still under the session lock, so this session's archive writes
         // stay in order.
-        this.emit(&session, closed.events, closed.archived).await;
+        this.emit(&session, closed.events, closed.archived, closed.sent)
+            .await;
         if let Ok(outcome) = &result {
             this.remember_report(&mut session, outcome);
         }
@@ -84,6 +85,9 @@ impl CompactManager {
             overlays: _,
         } = req;
 
+        if note.is_some() {
+            trail.hold();
+        }
         let (messages, injected) = self.prepare(session, messages).await;
         let mut input = session.recognise(messages);
         let repair = if strict {
@@ -124,6 +128,11 @@ impl CompactManager {
             forced,
             note.as_deref(),
         );
+        if decision.triggered {
+            // Compaction, summary and archive writes come next: the spans
+            // so far are done, so a live viewer gets them now, not then.
+            self.stream(session, trail);
+        }
 
         let limits = self.run_limits(forced);
         let mut report = Report::new(Facts {

@@ -22,12 +22,19 @@ pub(super) struct Trail {
     events: Vec<Event>,
     /// A compaction was archived: so are this preflight's events.
     archived: bool,
+    /// How many of `events` were already handed to the exporters
+    /// ([`Trail::ready`]): the rest go at the end.
+    sent: usize,
+    /// Nothing goes out before the end (see [`Trail::hold`]).
+    held: bool,
 }
 
 /// A finished trail: every event, the preflight span last.
 pub(super) struct Closed {
     pub(super) events: Vec<Event>,
     pub(super) archived: bool,
+    /// The first `sent` events were exported already; all are archived.
+    pub(super) sent: usize,
 }
 
 /// A span started when its step started.
@@ -48,7 +55,27 @@ impl Trail {
             session_id,
             events,
             archived: false,
+            sent: 0,
+            held: false,
         }
+    }
+
+    /// Keeps every event for the end of the preflight: the caller's note
+    /// is in the decision span, and only the end knows every secret
+    /// fragment this preflight's archive writes teach the session.
+    pub(super) fn hold(&mut self) {
+        self.held = true;
+    }
+
+    /// The events finished since the last call, for exporting before the
+    /// preflight ends (they stay in the trail for the archive); none when held.
+    pub(super) fn ready(&mut self) -> Vec<Event> {
+        if self.held {
+            return Vec::new();
+        }
+        let ready = self.events[self.sent..].to_vec();
+        self.sent = self.events.len();
+        ready
     }
 
     pub(super) fn session_id(&self) -> &str {
@@ -239,6 +266,8 @@ impl Trail {
             root,
             mut events,
             archived,
+            sent,
+            held: _,
         } = self;
         let root = match outcome {
             Ok(r) => root.finish_payload(&payload::Preflight {
@@ -260,6 +289,10 @@ impl Trail {
             }),
         };
         events.push(root);
-        Closed { events, archived }
+        Closed {
+            events,
+            archived,
+            sent,
+        }
     }
 }

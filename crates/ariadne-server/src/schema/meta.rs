@@ -1,8 +1,13 @@
-//! What each event adds to its trace's counters, so the fleet view
-//! (`GET /api/sessions`) lists every retained session with its badges
-//! without reading a single event again. Each event is classified once, when
-//! it is ingested or recovered; the index adds its marks when it is pushed
-//! and takes them away when it is evicted.
+//! What the server reads from an event once, when it is validated (or
+//! recovered), so that nothing reads it again: the index's fields
+//! ([`EventMeta`]), what the event adds to its trace's counters ([`Marks`],
+//! summed in [`Counts`], so the fleet view, `GET /api/sessions`, lists every
+//! retained session with its badges), and what a `compact.pruned_messages`
+//! span adds to the metrics ([`Pruned`]). The parser builds them; the store
+//! and the metrics only read them: types flow one way, schema → store →
+//! metrics.
+
+use std::sync::Arc;
 
 use compact_events::names;
 use serde::Serialize;
@@ -193,5 +198,50 @@ mod tests {
         c.remove(usage);
         assert_eq!(c.events, 4);
         assert_eq!(c.spans, 3);
+    }
+}
+
+/// What the index keeps of an event besides its JSON.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct EventMeta {
+    /// A span (`true`) or a trace.
+    pub is_span: bool,
+    /// The trace it belongs to (shared with the index's keys).
+    pub trace_id: Arc<str>,
+    /// The span's kind.
+    pub kind: Option<Box<str>>,
+    /// `started_at` in epoch ms.
+    pub started_ms: Option<i64>,
+    /// `ended_at` in epoch ms.
+    pub ended_ms: Option<i64>,
+    /// What it adds to its trace's counters.
+    pub marks: Marks,
+}
+
+/// What a `compact.pruned_messages` span adds to the compaction metrics,
+/// read once when it is validated.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Pruned {
+    /// cleared + summarized + dropped.
+    pub items: f64,
+    /// `tokens_before`.
+    pub before: Option<f64>,
+    /// `tokens_after`.
+    pub after: Option<f64>,
+}
+
+impl Pruned {
+    /// Reads the span's `data`.
+    pub(crate) fn of(data: &Map<String, Value>) -> Pruned {
+        let num = |k: &str| data.get(k).and_then(Value::as_f64);
+        Pruned {
+            items: ["cleared", "summarized", "dropped"]
+                .iter()
+                .filter_map(|k| num(k))
+                .filter(|v| *v >= 0.0 && v.is_finite())
+                .sum(),
+            before: num("tokens_before").filter(|v| v.is_finite()),
+            after: num("tokens_after").filter(|v| v.is_finite()),
+        }
     }
 }
