@@ -131,6 +131,9 @@ fn rank_in(ledger: &Ledger, it: &Item, first_goal: bool) -> u8 {
     if it.weak {
         return r.min(BULK + 1);
     }
+    if it.note {
+        return r.min(7);
+    }
     if !it.from_tool && it.kind == Kind::Fact && ledger.names_only_the_usual(&it.text) {
         return r.min(4);
     }

@@ -121,6 +121,10 @@ pub(crate) struct Item {
     /// of a record's free text): kept when there is room.
     #[serde(default, skip_serializing_if = "is_false")]
     pub weak: bool,
+    /// The agent's working note (its words beside a tool call), not said
+    /// to anyone: ranks below the trail of what it did.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub note: bool,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -131,6 +135,8 @@ fn is_false(b: &bool) -> bool {
 pub(crate) const MAX_REQUEST: usize = 1200;
 /// Longest sentence kept, in bytes.
 const MAX_SENTENCE: usize = 320;
+/// Most user messages remembered to tell a repeated one.
+const MAX_USER_TEXTS: usize = 4096;
 /// Most identifiers remembered as mentioned in prose.
 const MAX_MENTIONED: usize = 20_000;
 
@@ -144,11 +150,16 @@ pub(crate) struct Ledger {
     /// one item, however many outputs repeat them.
     #[serde(skip)]
     bulk_by_shape: HashMap<u64, usize>,
-    seq: u64,
+    pub(super) seq: u64,
     /// Identifiers the people and the agent mentioned in prose: a tool's row
     /// or line that names one of them is salient.
     #[serde(default)]
     pub mentioned: BTreeSet<String>,
+    /// Hashes of the user messages read so far: a message sent again word
+    /// for word (a framework's nudge, "No tool calls found…") is not a new
+    /// request.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub user_texts: BTreeSet<u64>,
     /// The agent's working directory, as its last `cd /dir` said: files
     /// named under it are the same files named relative to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -409,6 +420,7 @@ impl Ledger {
             shape,
             trail: None,
             weak: false,
+            note: false,
         });
         self.index.insert(key, i);
         if let Some(k) = bulk_shape {
@@ -528,6 +540,15 @@ impl Ledger {
     pub(super) fn absorb(&mut self, entries: &[super::SummaryEntry]) {
         let mut requests: Vec<String> = Vec::new();
         for entry in entries {
+            if entry.role == "user" && !entry.part {
+                let key = xxhash_rust::xxh3::xxh3_64(entry.text.trim().as_bytes());
+                if self.user_texts.contains(&key) {
+                    continue;
+                }
+                if self.user_texts.len() < MAX_USER_TEXTS {
+                    self.user_texts.insert(key);
+                }
+            }
             if entry.role == "tool"
                 && let (Some(name), Some(input)) = (&entry.name, &entry.input)
                 && self.extract_trail(name, input, &entry.text, !entry.part)

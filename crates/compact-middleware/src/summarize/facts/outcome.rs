@@ -68,7 +68,7 @@ static PASSED_ID: LazyLock<Regex> = LazyLock::new(|| re(r"(?m)^(\S+::\S+) PASSED
 /// `error: …`, a shell's complaint.
 static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"^(?:[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure|Warning)|AssertionError|error(?:\[\w+\])?|fatal|panic(?:ked)?)(?::\s.*|$)|: command not found$|: No such file or directory$|^E\s+\w+(?:Error|Exception):",
+        r"^(?:[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure|Warning)|AssertionError|error(?:\[\w+\])?|fatal|panic(?:ked)?)(?::\s.*|$)|: command not found$|: No such file or directory$|: No module named \S+$|^E\s+\w+(?:Error|Exception):",
     )
 });
 /// Output lines that say nothing about the result.

@@ -11,6 +11,18 @@ use super::lexicon::{
 use super::shape::OutputShapes;
 use super::{Kind, Ledger, MAX_SENTENCE, clip};
 
+/// A guess or a step the agent tells itself to take, not a finding:
+/// `Maybe …`, `Perhaps …`, `Possibly …`, `Or …`, `Look for …`, `Try …`.
+fn is_musing(sentence: &str) -> bool {
+    let lower = sentence.trim_start().to_ascii_lowercase();
+    const OPENERS: &[&str] = &[
+        "maybe", "perhaps", "possibly", "probably", "or ", "or,", "could ", "might ", "look ",
+        "look for", "check ", "try ", "search ", "find ", "see ", "consider", "what if",
+        "i wonder", "not sure", "hmm",
+    ];
+    OPENERS.iter().any(|o| lower.starts_with(o))
+}
+
 /// What asks for something later rather than now.
 static DEFERRED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
     super::lexicon::re(
@@ -131,11 +143,22 @@ impl Ledger {
         // The agent thinking aloud ("We'll keep it simple.", "We need to be
         // careful with indentation.") sets no rule and records no finding:
         // what it says about the work names what it is about.
-        if voice == Voice::Working && !specific {
+        if voice == Voice::Working && (!specific || question || is_musing(sentence)) {
+            // A question to itself or a guess ("maybe chardet returns
+            // 'ascii'?") is not what it found.
             return;
         }
-        if let Some(kind) = kind.or(specific.then_some(Kind::Fact)) {
-            self.add(kind, &clip(sentence, MAX_SENTENCE), false);
+        if let Some(kind) = kind.or(specific.then_some(Kind::Fact))
+            && let Some(i) = self.add(kind, &clip(sentence, MAX_SENTENCE), false)
+        {
+            // A working note ranks below what the agent did (the trail);
+            // said again in a reply or by the user, it is theirs.
+            let item = &mut self.items[i];
+            item.note = if item.first == self.seq {
+                voice == Voice::Working
+            } else {
+                item.note && voice == Voice::Working
+            };
         }
     }
 

@@ -483,8 +483,16 @@ pub(crate) fn read_shell(script: &str) -> Call {
         } else {
             p
         };
-        // A filter after a pipe does not say what the line is for.
-        if c.piped && matches!(p, Purpose::Search | Purpose::View | Purpose::Other) {
+        // A filter after a pipe does not say what the line is for, nor
+        // does changing directory.
+        if c.piped && matches!(p, Purpose::Search | Purpose::View | Purpose::Other)
+            || c.words.first().is_some_and(|w| {
+                matches!(
+                    w.as_str(),
+                    "cd" | "pushd" | "popd" | "export" | "source" | "set"
+                )
+            })
+        {
             continue;
         }
         purpose = Some(match purpose {
@@ -761,28 +769,44 @@ fn classify(c: &Simple) -> (Purpose, Vec<(String, Touch)>) {
                         test_files(&operands(&words[2..], &["-k", "-m", "-p", "-c"])),
                     ),
                     "pip" | "venv" | "ensurepip" => (Purpose::Setup, Vec::new()),
+                    // `python -m django test app.tests`
+                    _ if words.get(3).is_some_and(|w| w == "test") => (Purpose::Test, Vec::new()),
                     _ => (Purpose::Run, Vec::new()),
                 };
             }
             if sub == "-c" || sub == "-e" {
                 return (Purpose::Run, Vec::new());
             }
-            script_run(ops(&["-W", "-X"]).first().copied())
+            let ops = ops(&["-W", "-X"]);
+            script_run(ops.first().copied(), ops.get(1).copied())
+        }
+        // `sqlfluff lint x.sql`, `prog check`, `tool test …`: a check.
+        _ if matches!(
+            sub,
+            "test" | "tests" | "lint" | "check" | "verify" | "validate"
+        ) =>
+        {
+            (Purpose::Test, Vec::new())
         }
         _ if program.starts_with("./") || program.starts_with('/') || looks_like_path(program) => {
-            script_run(Some(program.as_str()))
+            script_run(Some(program.as_str()), words.get(1).map(String::as_str))
         }
         _ => (Purpose::Other, Vec::new()),
     }
 }
 
 /// A script run: a test runner or test file is a test, anything else a run.
-fn script_run(script: Option<&str>) -> (Purpose, Vec<(String, Touch)>) {
+fn script_run(script: Option<&str>, next: Option<&str>) -> (Purpose, Vec<(String, Touch)>) {
     let Some(script) = script.filter(|s| looks_like_path(s)) else {
         return (Purpose::Run, Vec::new());
     };
     let name = script.rsplit('/').next().unwrap_or(script);
-    if name.starts_with("test") || name.contains("runtests") || name.ends_with("_test.py") {
+    let tests = name.starts_with("test")
+        || name.contains("runtests")
+        || name.ends_with("_test.py")
+        // `manage.py test app`
+        || (name == "manage.py" && next == Some("test"));
+    if tests {
         (Purpose::Test, vec![(script.to_owned(), Touch::Tested)])
     } else {
         (Purpose::Run, vec![(script.to_owned(), Touch::Ran)])

@@ -176,7 +176,7 @@ pub(crate) fn forms(kind: Kind, text: &str, apis: &[String], t: &Trail) -> [Stri
 }
 
 /// Longest command in a key form, in bytes.
-const KEY_COMMAND: usize = 64;
+const KEY_COMMAND: usize = 80;
 
 /// The status part of an outcome: up to its first `; ` after the exit
 /// status and a test summary (`exit 1; 3 failed, 41 passed`).
@@ -321,6 +321,15 @@ impl Ledger {
                     // A file tool's edit: the file says it all.
                     return true;
                 };
+                // A file written or copied (`cat > f.py << EOF`, `cp a b`):
+                // the file says it all, unless the command failed.
+                if call.purpose == Purpose::Edit
+                    && !read
+                        .as_ref()
+                        .is_some_and(|o| o.failed() || o.error.is_some())
+                {
+                    return true;
+                }
                 let failed = read.as_ref().is_some_and(outcome::Outcome::failed);
                 let failing = read
                     .as_ref()
