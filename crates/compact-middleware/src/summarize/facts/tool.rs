@@ -154,6 +154,19 @@ struct Token<'a> {
 
 /// The identifiers and measures of `unit`, each with its shape.
 fn tokens(unit: &str) -> Vec<Token<'_>> {
+    // Every identifier has a digit or one of these marks, every measure a
+    // digit or a call's `()`: most lines of prose and many of a log have
+    // neither, and skip the regexes (a cleared 100k-token history is read
+    // line by line on the triggered path).
+    let bytes = unit.as_bytes();
+    let digit = bytes.iter().any(u8::is_ascii_digit);
+    let marked = digit
+        || bytes
+            .iter()
+            .any(|b| matches!(b, b'/' | b'@' | b'.' | b'_' | b'-' | b':' | b'\\' | b'#'));
+    if !marked {
+        return Vec::new();
+    }
     let mut out: Vec<Token<'_>> = identifiers(unit)
         .map(|(_, kind, text)| Token {
             kind: Some(kind),
@@ -161,6 +174,9 @@ fn tokens(unit: &str) -> Vec<Token<'_>> {
             shape: shape_key(text),
         })
         .collect();
+    if !digit && !unit.contains("()") {
+        return out;
+    }
     out.extend(measures(unit).map(|text| Token {
         kind: None,
         text,
@@ -267,32 +283,55 @@ impl Ledger {
             (i > 0 && is_our_mark(raw_lines[i - 1]))
                 || raw_lines.get(i + 1).is_some_and(|next| is_our_mark(next))
         };
+        // A line whose shape this output has already shown more than
+        // `RARE` times is a template's: its tokens have the shapes of the
+        // first ones, and none of them can stand out. Its token shapes are
+        // counted from those, without reading it again (a 2,000-line log
+        // is one template, read a few times, not 2,000).
+        let mut seen: KeyMap<(u32, Vec<u64>)> = KeyMap::default();
         let lines: Vec<Line<'_>> = raw_lines
             .iter()
             .enumerate()
             .filter(|&(i, _)| !beside_mark(i))
             .filter_map(|(_, raw)| {
                 let text = strip_timestamp(raw.trim());
-                (!text.is_empty()).then(|| Line {
+                if text.is_empty() {
+                    return None;
+                }
+                let shape = shape_key(text);
+                r.shapes.bump(shape);
+                let entry = seen.entry(shape).or_default();
+                entry.0 += 1;
+                if entry.0 > RARE + 1 {
+                    for &k in &entry.1 {
+                        r.shapes.bump(k);
+                    }
+                    return Some(Line {
+                        raw,
+                        text,
+                        shape,
+                        tokens: Vec::new(),
+                    });
+                }
+                let tokens = tokens(text);
+                entry.1 = tokens.iter().map(|t| t.shape).collect();
+                for t in &tokens {
+                    r.shapes.bump(t.shape);
+                    if t.kind.is_some() && !has_digit(t.text) {
+                        r.digitless
+                            .entry(class(t.text))
+                            .or_default()
+                            .insert(t.shape, ());
+                    }
+                }
+                Some(Line {
                     raw,
                     text,
-                    shape: shape_key(text),
-                    tokens: tokens(text),
+                    shape,
+                    tokens,
                 })
             })
             .collect();
-        for line in &lines {
-            r.shapes.bump(line.shape);
-            for t in &line.tokens {
-                r.shapes.bump(t.shape);
-                if t.kind.is_some() && !has_digit(t.text) {
-                    r.digitless
-                        .entry(class(t.text))
-                        .or_default()
-                        .insert(t.shape, ());
-                }
-            }
-        }
         let trimmed = text.trim();
         let json = (trimmed.starts_with('{') || trimmed.starts_with('['))
             .then(|| serde_json::from_str::<Value>(trimmed).ok())
@@ -878,6 +917,23 @@ enum Split {
 }
 
 impl Split {
+    /// How many cells [`Split::cells`] finds in `line`, without building
+    /// them (every output is tried as a table, each way of splitting).
+    fn count(self, line: &str) -> usize {
+        let line = line.trim();
+        match self {
+            Split::Char(sep) => {
+                let line = if sep == '|' {
+                    line.trim_matches('|')
+                } else {
+                    line
+                };
+                line.matches(sep).count() + 1
+            }
+            Split::Spaces => line.split("  ").filter(|c| !c.trim().is_empty()).count(),
+        }
+    }
+
     fn cells(self, line: &str) -> Vec<String> {
         let line = line.trim();
         match self {
@@ -933,7 +989,7 @@ impl Table<'_> {
         let (split, width) = candidates.into_iter().find_map(|split| {
             let mut widths: HashMap<usize, usize> = HashMap::new();
             for l in &lines {
-                *widths.entry(split.cells(l).len()).or_default() += 1;
+                *widths.entry(split.count(l)).or_default() += 1;
             }
             let (&width, &n) = widths.iter().max_by_key(|&(w, n)| (*n, *w))?;
             (width >= 2 && n * 10 >= lines.len() * 8).then_some((split, width))
@@ -941,7 +997,12 @@ impl Table<'_> {
         let first = split.cells(lines[0]);
         // A header names its columns: each cell a word (`p50_ms` is one),
         // none a number.
+        // A header is not one of the rows: a line shaped like the next one
+        // is data (a log whose every line has one comma has no header).
         let has_header = first.len() == width
+            && lines
+                .get(1)
+                .is_none_or(|next| shape_key(lines[0]) != shape_key(next))
             && first.iter().all(|c| {
                 c.chars()
                     .next()
