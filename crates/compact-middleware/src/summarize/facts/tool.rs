@@ -23,7 +23,7 @@ use serde_json::Value;
 
 use super::lexicon::{
     CALL, CONSTRAINT, DECISION, DECL, DIFF_FILE, ERROR, NAMED_NUMBER, QUANTITY, identifiers,
-    is_error, split_sentences, strip_marker, window,
+    is_error, is_weak_cue, split_sentences, strip_marker, window, word_count,
 };
 use super::shape::{KeyMap, OutputShapes, shape_key};
 use super::{Kind, Ledger, clip, strip_timestamp};
@@ -103,10 +103,7 @@ fn json_fragment(text: &str) -> Option<Value> {
 /// requirement (`must`, `never`, `do not`, `required`; not a bare `only`
 /// or `always`, not a status word like `pending`).
 fn states_something(unit: &str) -> bool {
-    DECISION.is_match(unit)
-        || CONSTRAINT
-            .find_iter(unit)
-            .any(|m| !matches!(m.as_str().to_ascii_lowercase().as_str(), "only" | "always"))
+    DECISION.is_match(unit) || CONSTRAINT.find_iter(unit).any(|m| !is_weak_cue(m.as_str()))
 }
 
 /// Counts of things (`40 connections`, `3 replicas`): a measure, like a
@@ -470,7 +467,7 @@ impl Ledger {
                 let mut pairs: Vec<String> = Vec::new();
                 for (k, value) in map {
                     match value {
-                        Value::String(text) if text.split_whitespace().count() >= 4 => {
+                        Value::String(text) if word_count(text) >= 4 => {
                             for line in text.lines() {
                                 for s in split_sentences(line) {
                                     self.consider(r, s, None);
