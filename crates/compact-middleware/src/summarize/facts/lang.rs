@@ -14,7 +14,9 @@
 //! (`RAW_*`) hold the few rules a word list cannot say ("bitte … nicht").
 
 /// Constraints the people who set the task state (the agent's "only" or
-/// "always" is description: see [`STRONG_CONSTRAINT`]).
+/// "always" is description: see [`STRONG_CONSTRAINT`]). Not German
+/// `immer` nor French `toujours`: as often "still" (`immer noch`,
+/// `toujours pas`) as "always".
 pub(super) const CONSTRAINT: &[&str] = &[
     // Spanish
     "debe",
@@ -57,7 +59,6 @@ pub(super) const CONSTRAINT: &[&str] = &[
     "nie",
     "niemals",
     "nur",
-    "immer",
     "erforderlich",
     "zwingend",
     "verpflichtend",
@@ -86,7 +87,6 @@ pub(super) const CONSTRAINT: &[&str] = &[
     "jamais",
     "seulement",
     "uniquement",
-    "toujours",
     "obligatoire",
     "obligatoirement",
     "impératif",
@@ -638,7 +638,9 @@ pub(super) const DISCOURSE: &[&str] = &[
 ];
 
 /// Where a justification starts in these languages: what follows
-/// explains, it does not state (see `forms::short`).
+/// explains, it does not state (see `forms::short`). Not German `, das`,
+/// `, die`: as often an article opening the clause that says what
+/// ("wir haben entschieden, das Gerät mit GLS zu schicken").
 pub(crate) const JUSTIFICATIONS: &[&str] = &[
     ", porque ",
     " porque ",
@@ -656,9 +658,6 @@ pub(crate) const JUSTIFICATIONS: &[&str] = &[
     ", das ist ",
     ", dies ist ",
     ", diese ",
-    ", der ",
-    ", die ",
-    ", das ",
     ", parce que ",
     " parce que ",
     ", car ",
@@ -888,3 +887,42 @@ pub(super) fn alternation(words: &[&str]) -> String {
 
 /// Characters that open a negated CJK clause (`不用X了`, `没有X`, `别X`).
 pub(crate) const CJK_NEGATIONS: [char; 8] = ['不', '没', '别', '勿', '未', '非', '無', '无'];
+
+/// A hyphenated word of letters whose last part is a capitalised word
+/// (`E-Mail`, `USB-Stick`, `Support-Team`): in German text a noun, as
+/// German capitalises every noun; in English it may be a name
+/// (`MBPP-Plus`, `Vega-Lite`).
+pub(crate) fn is_capitalised_compound(token: &str) -> bool {
+    let capitalised = |part: &str| {
+        let mut c = part.chars();
+        c.next().is_some_and(|f| f.is_ascii_uppercase())
+            && c.clone().count() >= 2
+            && c.all(|l| l.is_ascii_lowercase())
+    };
+    token
+        .split('-')
+        .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphabetic()))
+        && token.rsplit('-').next().is_some_and(capitalised)
+}
+
+/// German function words: two of them around a word say the text is
+/// German.
+const GERMAN: &[&str] = &[
+    "der", "die", "das", "und", "ist", "nicht", "wir", "ich", "mit", "für", "auf", "ein", "eine",
+    "einen", "einem", "dem", "den", "zu", "auch", "sich", "von", "bei", "noch", "hat", "haben",
+    "wurde", "werden", "unser", "unsere", "unserem", "ihr", "ihre", "mein", "meine", "meinem",
+];
+
+/// Whether `text` reads as German: two different German function words.
+pub(crate) fn reads_german(text: &str) -> bool {
+    let mut seen: Option<&str> = None;
+    for w in text.split(|c: char| !c.is_alphabetic()) {
+        if let Some(g) = GERMAN.iter().find(|g| **g == w) {
+            match seen {
+                Some(s) if s != *g => return true,
+                _ => seen = Some(g),
+            }
+        }
+    }
+    false
+}

@@ -82,10 +82,8 @@ pub(crate) fn is_weak_cue(cue: &str) -> bool {
             | "únicamente"
             | "siempre"
             | "nur"
-            | "immer"
             | "seulement"
             | "uniquement"
-            | "toujours"
             | "总是"
             | "始终"
             | "のみ"
@@ -422,6 +420,15 @@ pub(crate) fn classify_token<'t>(
         return prev
             .is_none_or(|c| !(c.is_alphanumeric() || c == '&' || c == '#'))
             .then_some((Kind::Entity, token));
+    }
+    // In German text, `E-Mail`, `USB-Stick`, `Support-Team` are nouns
+    // (German capitalises them), not names like `MBPP-Plus`.
+    if first.is_ascii_uppercase() && lang::is_capitalised_compound(token) {
+        let from = floor_boundary(hay, start.saturating_sub(100));
+        let to = floor_boundary(hay, end + 100);
+        if lang::reads_german(&hay[from..to]) {
+            return None;
+        }
     }
     if let Some((prefix, _)) = token.rsplit_once('-')
         && prefix
@@ -1165,6 +1172,19 @@ mod tests {
         assert!(DATE.is_match("必须在2025-05-12之前送到。"));
         assert!(DATE.is_match("最晚2025年5月12日。"));
         assert!(NAMED_NUMBER.is_match("升级费用我们最多只能付880.00 EUR。"));
+        // German capitalises nouns: a hyphenated one is a word there, a
+        // name in English.
+        let ids = |s: &str| {
+            identifiers(s)
+                .map(|(_, _, t)| t.to_owned())
+                .collect::<Vec<_>>()
+        };
+        assert!(ids("Ich schreibe Ihnen per E-Mail mit dem USB-Stick.").is_empty());
+        assert_eq!(
+            ids("We plot with Vega-Lite and MBPP-Plus."),
+            ["Vega-Lite", "MBPP-Plus"]
+        );
+        assert_eq!(ids("Wir nehmen das Modell GPT-4o."), ["GPT-4o"]);
     }
 
     fn kind(s: &str) -> Option<Kind> {

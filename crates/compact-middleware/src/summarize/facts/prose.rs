@@ -198,6 +198,16 @@ mod tests {
         assert_eq!(s[0].0, Kind::Constraint);
         assert_eq!(s[1], (Kind::Fact, "注文番号はORD-123456です。", false));
         assert_eq!(s[2].0, Kind::Decision);
+        // An article after a comma opens what was decided, not a reason.
+        assert_eq!(
+            short("Wir haben entschieden, das Ersatzgerät mit DHL Express zu verschicken."),
+            "Wir haben entschieden, das Ersatzgerät mit DHL Express zu verschicken"
+        );
+        // `immer noch` is "still", not "always".
+        assert_eq!(
+            classify_as("Das Gerät ist immer noch offline.", Voice::Principal),
+            None
+        );
     }
 
     #[test]
