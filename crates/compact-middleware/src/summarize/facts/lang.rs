@@ -16,7 +16,9 @@
 /// Constraints the people who set the task state (the agent's "only" or
 /// "always" is description: see [`STRONG_CONSTRAINT`]). Not German
 /// `immer` nor French `toujours`: as often "still" (`immer noch`,
-/// `toujours pas`) as "always".
+/// `toujours pas`) as "always". Limits (`höchstens`, `最多`) are not cues
+/// on their own, as "at most" is not in English: with a number they make
+/// a fact ([`NAMED_NUMBER`]), and `最多` is as often "up to".
 pub(super) const CONSTRAINT: &[&str] = &[
     // Spanish
     "debe",
@@ -47,10 +49,6 @@ pub(super) const CONSTRAINT: &[&str] = &[
     "prohibida",
     "no está permitido",
     "no se permite",
-    "como máximo",
-    "como mínimo",
-    "a más tardar",
-    "no más de",
     // German
     "muss",
     "müssen",
@@ -69,9 +67,6 @@ pub(super) const CONSTRAINT: &[&str] = &[
     "unzulässig",
     "keinesfalls",
     "auf keinen fall",
-    "höchstens",
-    "mindestens",
-    "spätestens",
     "soll nicht",
     "sollen nicht",
     "sollte nicht",
@@ -100,11 +95,6 @@ pub(super) const CONSTRAINT: &[&str] = &[
     "pas autorisé",
     "non autorisé",
     "ne pas",
-    "au plus tard",
-    "au maximum",
-    "au minimum",
-    "au plus",
-    "au moins",
     "surtout pas",
     "en aucun cas",
     // Chinese
@@ -112,9 +102,7 @@ pub(super) const CONSTRAINT: &[&str] = &[
     "必需",
     "务必",
     "一定要",
-    "千万",
     "不要",
-    "不得",
     "不准",
     "不许",
     "不允许",
@@ -123,6 +111,7 @@ pub(super) const CONSTRAINT: &[&str] = &[
     "不能超过",
     "不可超过",
     "别用",
+    "千万别",
     "禁止",
     "严禁",
     "只能",
@@ -135,9 +124,6 @@ pub(super) const CONSTRAINT: &[&str] = &[
     "决不",
     "绝对不",
     "从不",
-    "至少",
-    "最多",
-    "不超过",
     "要求",
     // Japanese
     "なければならない",
@@ -155,7 +141,6 @@ pub(super) const CONSTRAINT: &[&str] = &[
     "厳禁",
     "のみ",
     "だけ",
-    "以内",
     "べき",
 ];
 
@@ -194,7 +179,6 @@ pub(super) const STRONG_CONSTRAINT: &[&str] = &[
     "务必",
     "一定要",
     "不要",
-    "不得",
     "不准",
     "不允许",
     "不可以",
@@ -219,6 +203,8 @@ pub(super) const RAW_STRONG_CONSTRAINT: &[&str] = &[
     // dürfen X nicht": the negation comes late in the sentence.
     r"(?-u:\b)(?:bitte|darf|dürfen)(?-u:\b)[^!?\n]{0,60}?(?-u:\b)(?:nicht|nie|niemals|keine[nmrs]?|kein)(?-u:\b)",
     r"^\s*[a-zäöüß]+(?:en|n)\s+sie(?-u:\b)[^!?\n]{0,60}?(?-u:\b)(?:nicht|nie|niemals|keine[nmrs]?|kein)(?-u:\b)",
+    // Chinese 不得 ("must not"), not 不得不 ("cannot but", "have to").
+    r"不得(?:[^不]|$)",
     // French: "ne changez pas", "n'utilisez jamais", "ne m'appelez plus".
     r"(?-u:\b)n(?:e\s+|')(?:[a-zà-ÿ']+\s+)?[a-zà-ÿ']*ez\s+(?:pas|jamais|plus|rien)(?-u:\b)",
 ];
@@ -325,7 +311,6 @@ pub(super) const DECISION: &[&str] = &[
     "换成",
     "而不是",
     "而非",
-    "不再",
     "就用",
     "确定用",
     "计划有变",
@@ -356,7 +341,9 @@ pub(super) const DECISION: &[&str] = &[
 
 /// German `statt` / `anstatt` as "instead of", not the particle of
 /// `stattfinden` ("findet am Freitag statt."): a word follows it.
-pub(super) const RAW_DECISION: &[&str] = &[r"(?-u:\b)(?:an)?statt\s+\w"];
+/// Chinese 不再 ("no longer"), not the end of 不得不 ("have to") before 再
+/// ("again").
+pub(super) const RAW_DECISION: &[&str] = &[r"(?-u:\b)(?:an)?statt\s+\w", r"(?:^|[^得])不再"];
 
 /// Open actions: what is still to be done or waited on.
 pub(super) const ACTION: &[&str] = &[
@@ -647,6 +634,7 @@ pub(crate) const JUSTIFICATIONS: &[&str] = &[
     ", ya que ",
     ", puesto que ",
     ", que es ",
+    ", que ",
     ", es ",
     ", si no,",
     ", lo cual ",
@@ -658,6 +646,21 @@ pub(crate) const JUSTIFICATIONS: &[&str] = &[
     ", das ist ",
     ", dies ist ",
     ", diese ",
+    // A relative clause (", which we placed…"): the pronoun after the
+    // article tells it from a main clause (", die Kameras nutzen sie").
+    ", die wir ",
+    ", die ich ",
+    ", die sie ",
+    ", die uns ",
+    ", das wir ",
+    ", das ich ",
+    ", das sie ",
+    ", der wir ",
+    ", der uns ",
+    ", den wir ",
+    ", den ich ",
+    ", den sie ",
+    ", dem wir ",
     ", parce que ",
     " parce que ",
     ", car ",

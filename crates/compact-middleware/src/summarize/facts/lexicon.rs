@@ -1200,6 +1200,10 @@ mod tests {
         assert_eq!(kind("请不要动这个端口的设置。"), Some(Kind::Constraint));
         assert_eq!(kind("发票请只发到财务部。"), Some(Kind::Constraint));
         assert_eq!(kind("这只是一个测试。"), None);
+        assert_eq!(kind("员工不得在周末部署。"), Some(Kind::Constraint));
+        // 不得不 is "have to", 不得不再 not "no longer": what is left is a follow-up.
+        assert_eq!(kind("这件事我不得不再跟进一次。"), Some(Kind::Action));
+        assert_eq!(kind("第一次同步最多可能需要30个小时。"), None);
         assert_eq!(kind("我们决定用GLS寄送替换设备。"), Some(Kind::Decision));
         assert_eq!(
             kind("最后还是改用顺丰吧，不用圆通了。"),

@@ -203,6 +203,11 @@ mod tests {
             short("Wir haben entschieden, das Ersatzgerät mit DHL Express zu verschicken."),
             "Wir haben entschieden, das Ersatzgerät mit DHL Express zu verschicken"
         );
+        // A relative clause that names nothing is cut like ", which…".
+        assert_eq!(
+            short("Es geht um die Bestellung ORD-681323, die wir letzten Monat aufgegeben haben."),
+            "Es geht um die Bestellung ORD-681323"
+        );
         // `immer noch` is "still", not "always".
         assert_eq!(
             classify_as("Das Gerät ist immer noch offline.", Voice::Principal),
