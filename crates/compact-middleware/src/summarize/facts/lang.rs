@@ -532,8 +532,6 @@ pub(super) const REQUEST_OPENERS: &[&str] = &[
     "me gustaría que",
     "ayúdeme",
     "ayúdenme",
-    "podrían",
-    "podría",
     "können sie",
     "könnten sie",
     "würden sie",
@@ -558,9 +556,10 @@ pub(super) const REQUEST_OPENERS: &[&str] = &[
     "帮忙",
 ];
 
-/// "Please" anywhere in a sentence (a CJK one only where it opens it: 请
-/// is also in 申请, "to apply").
+/// "Please" anywhere in a sentence (请 only where it opens the sentence,
+/// see [`REQUEST_OPENERS`], or a clause: it is also in 申请, "to apply").
 pub(super) const PLEASE: &[&str] = &[
+    "，请",
     "por favor",
     "bitte",
     "s'il vous plaît",

@@ -1291,7 +1291,9 @@ mod tests {
         assert!(is_request("Bitte schicken Sie alles an mich."));
         assert!(is_request("请把发票发给我。"));
         assert!(is_request("这个能用吗？"));
+        assert!(is_request("您好，请把发票发给我。"));
         assert!(!is_request("我已经申请了退款。"));
+        assert!(!is_request("Podría ser un problema de la red."));
         assert!(!is_request(
             "Pueden escribirme a a@b.com en cualquier momento."
         ));
