@@ -17,7 +17,7 @@ use regex::Regex;
 
 use super::facts::{
     CONSTRAINT, Item, JUSTIFICATIONS as OTHER_JUSTIFICATIONS, LONG_NUMBER, NEGATIONS, QUANTITY,
-    cjk_key, clip, has_cjk, identifiers, key_spans, split_label, strip_discourse, word_count,
+    cjk_key, clip, identifiers, key_spans, mostly_cjk, split_label, strip_discourse, word_count,
 };
 
 /// How an item is shown.
@@ -174,7 +174,7 @@ pub(crate) fn key(short: &str) -> String {
     }
     if word_count(&out) > KEY_WORDS {
         // Text without spaces is cut by clauses, not words.
-        out = if has_cjk(&out) {
+        out = if mostly_cjk(&out) {
             cjk_key(&out)
         } else {
             around_spans(&out)

@@ -94,9 +94,12 @@ pub(super) const CONSTRAINT: &[&str] = &[
     "interdite",
     "pas autorisé",
     "non autorisé",
-    "ne pas",
     "surtout pas",
     "en aucun cas",
+    "veuillez ne pas",
+    "merci de ne pas",
+    "prière de ne pas",
+    "ne jamais",
     // Chinese
     "必须",
     "必需",
@@ -173,7 +176,9 @@ pub(super) const STRONG_CONSTRAINT: &[&str] = &[
     "obligatoire",
     "interdit",
     "requis",
-    "ne pas",
+    "veuillez ne pas",
+    "merci de ne pas",
+    "ne jamais",
     // Chinese
     "必须",
     "务必",
@@ -386,7 +391,8 @@ pub(super) const ACTION: &[&str] = &[
     "je m'en occupe",
     "je reviens vers vous",
     "relancer",
-    "suivi",
+    "assurer le suivi",
+    "faire le suivi",
     // Chinese
     "待办",
     "待处理",
@@ -403,12 +409,15 @@ pub(super) const ACTION: &[&str] = &[
     "次のステップ",
     "対応中",
     "保留",
-    "待ち",
     "未対応",
     "フォローアップ",
     "確認します",
     "後ほど",
 ];
+
+/// Japanese `X待ち` ("waiting for X": 返答待ち, 承認待ち), not the polite
+/// お待ちしております ("we look forward to").
+pub(super) const RAW_ACTION: &[&str] = &[r"\p{Han}待ち"];
 
 /// Errors reported in prose.
 pub(super) const ERROR: &[&str] = &[
@@ -845,9 +854,15 @@ pub(crate) fn word_count(s: &str) -> usize {
     words
 }
 
-/// Whether `s` holds CJK letters.
-pub(crate) fn has_cjk(s: &str) -> bool {
-    s.chars().any(is_cjk_letter)
+/// Whether `s` is written mostly without spaces: at least half its
+/// letters are CJK (an English sentence naming 東京 is cut by words).
+pub(crate) fn mostly_cjk(s: &str) -> bool {
+    let (mut cjk, mut letters) = (0usize, 0usize);
+    for c in s.chars().filter(|c| c.is_alphabetic()) {
+        letters += 1;
+        cjk += usize::from(is_cjk_letter(c));
+    }
+    cjk > 0 && 2 * cjk >= letters
 }
 
 /// The CJK bigrams of `s` that can name a subject (no particle, pronoun or

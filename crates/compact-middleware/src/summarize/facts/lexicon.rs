@@ -9,7 +9,7 @@ use regex::Regex;
 use super::Kind;
 use super::lang;
 pub(crate) use super::lang::{
-    JUSTIFICATIONS, NEGATIONS, STOPWORDS, cjk_bigrams, has_cjk, word_count,
+    JUSTIFICATIONS, NEGATIONS, STOPWORDS, cjk_bigrams, mostly_cjk, word_count,
 };
 
 pub(crate) fn re(pattern: &str) -> Regex {
@@ -64,7 +64,8 @@ pub(crate) static STRONG_CONSTRAINT: LazyLock<Regex> = LazyLock::new(|| {
 });
 pub(crate) static DECISION: LazyLock<Regex> =
     LazyLock::new(|| cues(EN_DECISION, &[lang::DECISION], &[lang::RAW_DECISION]));
-pub(crate) static ACTION: LazyLock<Regex> = LazyLock::new(|| cues(EN_ACTION, &[lang::ACTION], &[]));
+pub(crate) static ACTION: LazyLock<Regex> =
+    LazyLock::new(|| cues(EN_ACTION, &[lang::ACTION], &[lang::RAW_ACTION]));
 pub(crate) static ERROR: LazyLock<Regex> = LazyLock::new(|| cues(EN_ERROR, &[lang::ERROR], &[]));
 
 /// Whether a constraint cue is one that describes as often as it rules
@@ -1216,6 +1217,8 @@ mod tests {
         );
         assert_eq!(kind("配送はヤマト運輸にします。"), Some(Kind::Decision));
         assert_eq!(kind("返金の件は対応中です。"), Some(Kind::Action));
+        assert_eq!(kind("現在、お客様の返答待ちです。"), Some(Kind::Action));
+        assert_eq!(kind("ご連絡をお待ちしております。"), None);
     }
 
     #[test]
@@ -1273,6 +1276,14 @@ mod tests {
             Some(Kind::Decision)
         );
         assert_eq!(kind("Le remboursement est en attente."), Some(Kind::Action));
+        assert_eq!(
+            kind("Merci de ne pas redémarrer le serveur."),
+            Some(Kind::Constraint)
+        );
+        assert_eq!(
+            kind("J'ai suivi le guide pour ne pas perdre de données."),
+            None
+        );
         // The agent's "only" is description; its "must" is a rule.
         assert_eq!(classify_as("Le quedan solo dos días.", Voice::Agent), None);
         assert_eq!(classify_as("Es bleibt nur der Cache.", Voice::Agent), None);
@@ -1311,6 +1322,10 @@ mod tests {
         );
         assert_eq!(word_count("我们决定用GLS寄送"), 5);
         assert_eq!(word_count("we decided on GLS"), 4);
+        assert!(mostly_cjk("我们的数据必须留在eu-south-2"));
+        assert!(!mostly_cjk(
+            "We ship the unit to the 東京 office on Monday."
+        ));
     }
 
     #[test]

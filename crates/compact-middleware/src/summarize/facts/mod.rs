@@ -28,7 +28,7 @@ mod tool;
 pub(crate) mod trail;
 
 pub(crate) use lexicon::{CONSTRAINT, LONG_NUMBER, QUANTITY};
-pub(crate) use lexicon::{JUSTIFICATIONS, NEGATIONS, cjk_key, has_cjk, word_count};
+pub(crate) use lexicon::{JUSTIFICATIONS, NEGATIONS, cjk_key, mostly_cjk, word_count};
 pub(crate) use lexicon::{
     classify, clip, fact_keys, floor_boundary, identifiers, key_spans, split_label,
     strip_discourse, strip_timestamp,
