@@ -16,8 +16,8 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::facts::{
-    CONSTRAINT, Item, LONG_NUMBER, QUANTITY, clip, identifiers, key_spans, split_label,
-    strip_discourse,
+    CONSTRAINT, Item, JUSTIFICATIONS as OTHER_JUSTIFICATIONS, LONG_NUMBER, NEGATIONS, QUANTITY,
+    cjk_key, clip, identifiers, key_spans, mostly_cjk, split_label, strip_discourse, word_count,
 };
 
 /// How an item is shown.
@@ -117,7 +117,7 @@ pub(crate) fn short(text: &str) -> String {
 fn cut_justification(body: &str) -> &str {
     let lower = body.to_ascii_lowercase();
     let mut cut: Option<usize> = None;
-    for marker in JUSTIFICATIONS {
+    for marker in JUSTIFICATIONS.iter().chain(OTHER_JUSTIFICATIONS) {
         if let Some(at) = lower.find(marker) {
             cut = Some(cut.map_or(at, |c: usize| c.min(at)));
         }
@@ -127,7 +127,7 @@ fn cut_justification(body: &str) -> &str {
     };
     let (head, tail) = body.split_at(at);
     // A head of fewer than three words is not a statement on its own.
-    if head.split_whitespace().count() < 3 {
+    if word_count(head) < 3 {
         return body;
     }
     // The tail is kept when it names something, or brings a cue the head
@@ -172,8 +172,13 @@ pub(crate) fn key(short: &str) -> String {
         }
         out.push_str(w);
     }
-    if out.split_whitespace().count() > KEY_WORDS {
-        out = around_spans(&out);
+    if word_count(&out) > KEY_WORDS {
+        // Text without spaces is cut by clauses, not words.
+        out = if mostly_cjk(&out) {
+            cjk_key(&out)
+        } else {
+            around_spans(&out)
+        };
     }
     if out.is_empty() {
         return short.to_owned();
@@ -191,6 +196,7 @@ fn is_negation(w: &str) -> bool {
         w.as_str(),
         "not" | "never" | "no" | "without" | "nor" | "neither"
     ) || w.ends_with("n't")
+        || NEGATIONS.contains(&w.as_str())
 }
 
 /// The words within two of a key span (a cue, an identifier, a quantity, a

@@ -7,6 +7,10 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::Kind;
+use super::lang;
+pub(crate) use super::lang::{
+    JUSTIFICATIONS, NEGATIONS, STOPWORDS, cjk_bigrams, mostly_cjk, word_count,
+};
 
 pub(crate) fn re(pattern: &str) -> Regex {
     // The patterns are constants of this module; a typo is caught by the
@@ -17,34 +21,77 @@ pub(crate) fn re(pattern: &str) -> Regex {
 
 // ASCII word boundaries everywhere: Unicode `\b` forces the slow engines on
 // non-ASCII haystacks, and a megabyte of CJK tool output must stay linear.
+// Each cue regex is the English words, then the other languages' words of
+// `lang.rs` (CJK ones without boundaries: CJK has no spaces between words).
+const EN_CONSTRAINT: &str = r"(?-u:\b)(?:must|never|do not|don't|dont|required|requires|only|always|should not|shouldn't|mustn't|not allowed|forbidden)(?-u:\b)";
+const EN_STRONG_CONSTRAINT: &str = r"(?-u:\b)(?:must|do not|don't|required|should not|shouldn't|mustn't|not allowed|forbidden)(?-u:\b)";
+const EN_DECISION: &str = r"(?-u:\b)(?:decided|decide to|decision|chose|choose to|chosen|will use|we'll use|going with|go with|(?:i|we)'ll (?:use|run|go|switch|keep|move|split|pin|roll|migrate|ship|adopt|stick)|(?:i|we) will (?:use|run|go|switch|keep|move|split|pin|roll|migrate|ship|adopt|stick)|instead of|opted|settled on|switch(?:ed|ing)? to|switching|switched|change of plan|scratch that|from now on|going forward|rather than|recommend|recommended|approved|agreed)(?-u:\b)";
+// `TODO` in capitals only: `todo` is Spanish and Portuguese for "all".
+const EN_ACTION: &str = r"(?-u:\b)(?:(?-i:TODO|FIXME|fixme)|to-do|todo list|next step|need to|needs to|pending|waiting on|waiting for|blocked|blocker|follow[- ]up|still have to|still need|not yet)(?-u:\b)";
+const EN_ERROR: &str = r"(?-u:\b)(?:error|errors|errno|failed|fails|failure|failing|exception|panic|panicked|traceback|fatal|denied|refused|timed out|segfault|oomkilled|crash(?:ed)?)(?-u:\b)";
+
+/// A case-insensitive regex of the English pattern, the other languages'
+/// `words` and their `raw` patterns.
+fn cues(english: &str, words: &[&[&str]], raw: &[&[&str]]) -> Regex {
+    let mut pattern = format!("(?i){english}");
+    for list in words {
+        pattern.push('|');
+        pattern.push_str(&lang::alternation(list));
+    }
+    for r in raw.iter().flat_map(|r| r.iter()) {
+        pattern.push('|');
+        pattern.push_str(r);
+    }
+    re(&pattern)
+}
+
 pub(crate) static CONSTRAINT: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?i)(?-u:\b)(?:must|never|do not|don't|dont|required|requires|only|always|should not|shouldn't|mustn't|not allowed|forbidden)(?-u:\b)",
+    cues(
+        EN_CONSTRAINT,
+        &[lang::CONSTRAINT],
+        &[lang::RAW_STRONG_CONSTRAINT, lang::RAW_CONSTRAINT],
     )
 });
 /// The cues that still mark a constraint when the agent itself says them:
 /// "only", "always" and "never" in an assistant's narration are mostly
 /// description ("loses only the cache"), not rules.
 pub(crate) static STRONG_CONSTRAINT: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?i)(?-u:\b)(?:must|do not|don't|required|should not|shouldn't|mustn't|not allowed|forbidden)(?-u:\b)",
+    cues(
+        EN_STRONG_CONSTRAINT,
+        &[lang::STRONG_CONSTRAINT],
+        &[lang::RAW_STRONG_CONSTRAINT],
     )
 });
-pub(crate) static DECISION: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?i)(?-u:\b)(?:decided|decide to|decision|chose|choose to|chosen|will use|we'll use|going with|go with|(?:i|we)'ll (?:use|run|go|switch|keep|move|split|pin|roll|migrate|ship|adopt|stick)|(?:i|we) will (?:use|run|go|switch|keep|move|split|pin|roll|migrate|ship|adopt|stick)|instead of|opted|settled on|switch(?:ed|ing)? to|switching|switched|change of plan|scratch that|from now on|going forward|rather than|recommend|recommended|approved|agreed)(?-u:\b)",
-    )
-});
-pub(crate) static ACTION: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?i)(?-u:\b)(?:todo|fixme|next step|need to|needs to|pending|waiting on|waiting for|blocked|blocker|follow[- ]up|still have to|still need|not yet)(?-u:\b)",
-    )
-});
-pub(crate) static ERROR: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?i)(?-u:\b)(?:error|errors|errno|failed|fails|failure|failing|exception|panic|panicked|traceback|fatal|denied|refused|timed out|segfault|oomkilled|crash(?:ed)?)(?-u:\b)",
-    )
-});
+pub(crate) static DECISION: LazyLock<Regex> =
+    LazyLock::new(|| cues(EN_DECISION, &[lang::DECISION], &[lang::RAW_DECISION]));
+pub(crate) static ACTION: LazyLock<Regex> =
+    LazyLock::new(|| cues(EN_ACTION, &[lang::ACTION], &[lang::RAW_ACTION]));
+pub(crate) static ERROR: LazyLock<Regex> = LazyLock::new(|| cues(EN_ERROR, &[lang::ERROR], &[]));
+
+/// Whether a constraint cue is one that describes as often as it rules
+/// ("only", "always", "solo", "nur", "toujours"): a tool's text saying it is
+/// not stating a requirement.
+pub(crate) fn is_weak_cue(cue: &str) -> bool {
+    let cue = cue.to_lowercase();
+    matches!(
+        cue.as_str(),
+        "only"
+            | "always"
+            | "solo"
+            | "sólo"
+            | "solamente"
+            | "únicamente"
+            | "siempre"
+            | "nur"
+            | "seulement"
+            | "uniquement"
+            | "总是"
+            | "始终"
+            | "のみ"
+            | "だけ"
+    ) || cue.starts_with('只')
+        || cue.starts_with('仅')
+}
 /// Error words that announce the absence of an error (`0 failed`, `"error": null`).
 pub(crate) static NOT_ERROR: LazyLock<Regex> = LazyLock::new(|| {
     re(
@@ -56,13 +103,15 @@ pub(crate) static NOT_ERROR: LazyLock<Regex> = LazyLock::new(|| {
 /// semantics then resolve overlaps (a URL wins over the path inside it).
 pub(crate) static TOKEN: LazyLock<Regex> = LazyLock::new(|| {
     re(concat!(
-        r"(?P<url>https?://[^\s<>`'\x22\]\)\}]+)",
+        // A URL or path ends where CJK text or full-width punctuation starts:
+        // Chinese writes `在https://x.example/a上查看` without spaces.
+        r"(?P<url>https?://[^\s<>`'\x22\]\)\}\x{3000}-\x{9FFF}\x{AC00}-\x{D7AF}\x{F900}-\x{FAFF}\x{FF00}-\x{FFEF}]+)",
         r"|(?P<email>[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,})",
         r"|(?P<uuid>(?-u:\b)[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(?-u:\b))",
         // Research identifiers: `arXiv:2408.19328`, DOIs `10.1145/3368089.3409766`.
         r"|(?P<arxiv>(?-u:\b)arXiv:\d{4}\.\d{4,5}(?:v\d+)?(?-u:\b))",
         r"|(?P<doi>(?-u:\b)10\.\d{4,9}/[A-Za-z0-9._;()/:-]*[A-Za-z0-9])",
-        r"|(?P<win>(?-u:\b)[A-Za-z]:\\[^\s<>|*?\x22',;:]+)",
+        r"|(?P<win>(?-u:\b)[A-Za-z]:\\[^\s<>|*?\x22',;:\x{3000}-\x{9FFF}\x{AC00}-\x{D7AF}\x{F900}-\x{FAFF}\x{FF00}-\x{FFEF}]+)",
         r"|(?P<abs>(?:\.{1,2}/|~/|/)[A-Za-z0-9_.@+-]+(?:/[A-Za-z0-9_.@+-]+)*/?)",
         r"|(?P<rel>(?-u:\b)[A-Za-z0-9_@+-][A-Za-z0-9_.@+-]*(?:/[A-Za-z0-9_.@+-]+)+/?)",
         r"|(?P<bare>(?-u:\b)[A-Za-z0-9_-][A-Za-z0-9_.-]*\.(?:rs|toml|yaml|yml|json|jsonl|md|py|pyi|ts|tsx|js|jsx|mjs|go|java|kt|c|h|cc|cpp|hpp|cs|rb|php|sh|sql|proto|lock|txt|log|csv|xml|html|css|ini|cfg|conf|env|tf|tfvars|gradle|swift|vue|ipynb|parquet|pdf)(?-u:\b))",
@@ -93,24 +142,41 @@ pub(crate) static TOKEN: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// A number that a sentence names (`port 18443`, `at most 3 retries`,
-/// `timeout of 45`): such a sentence is a fact even without an identifier.
+/// `timeout of 45`, `最多3次`): such a sentence is a fact even without an
+/// identifier.
 pub(crate) static NAMED_NUMBER: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?i)(?-u:\b)(?:port|ports|timeout|timeouts|retries|retry|attempts|limit|quota|sla|replicas|workers|threads|budget|deadline|version|at most|at least|up to|no more than|maximum|minimum|max|min)(?-u:\b)[^.\n]{0,24}?(?-u:\b)\d",
-    )
+    re(&format!(
+        r"(?i)(?:(?-u:\b)(?:port|ports|timeout|timeouts|retries|retry|attempts|limit|quota|sla|replicas|workers|threads|budget|deadline|version|at most|at least|up to|no more than|maximum|minimum|max|min)(?-u:\b)|{})[^.\n。]{{0,24}}?(?-u:\b)\d",
+        lang::alternation(lang::NAMED_NUMBER)
+    ))
 });
 
 /// Numbers of four digits or more (ports, ids, amounts): mentioned in prose,
 /// they make the tool rows that carry them salient.
 pub(crate) static LONG_NUMBER: LazyLock<Regex> = LazyLock::new(|| re(r"(?-u:\b)\d{4,}(?-u:\b)"));
 
-/// Numbers with units: money, percentages, durations, sizes, rates, temperatures.
+/// Numbers with units: money, percentages, durations, sizes, rates,
+/// temperatures; in English, in the other languages' words (`3 Stunden`)
+/// and in CJK units written right after the number (`40个小时`, `880元`).
 pub(crate) static QUANTITY: LazyLock<Regex> = LazyLock::new(|| {
-    re(concat!(
+    re(&format!(
+        "{}{}{}{}|(?i:(?-u:\\b)\\d[\\d,]*(?:\\.\\d+)?\\s?(?:{}))",
         r"[$€£]\s?\d[\d,]*(?:\.\d+)?(?:\s?(?:[kKmMbB]|million|billion)(?-u:\b))?",
         r"|(?-u:\b)\d[\d,]*(?:\.\d+)?(?:%",
         r"|\s?(?:ms|µs|us|ns|sec|secs|seconds?|s|mins?|minutes?|hrs?|hours?|h|days?|weeks?|months?|years?|[KMGTPE]i?B|kB|bytes|[kKMG]bps|tokens|req/s|rps|qps|ops/s|GHz|MHz|vCPUs?|cores|USD|EUR|GBP|°[CF]|mg|kg|km|m)(?-u:\b)",
         r"|(?:[CFxkKM])(?-u:\b))",
+        lang::alternation(lang::UNITS),
+    ))
+});
+
+/// A calendar date (`2025-05-12`, `12/05/2025`, `2025年5月12日`, `5月12日`):
+/// a deadline or a delivery day is a fact in any language. Not an
+/// identifier: log timestamps would make every line of that day salient.
+pub(crate) static DATE: LazyLock<Regex> = LazyLock::new(|| {
+    re(concat!(
+        r"(?-u:\b)\d{4}-\d{2}-\d{2}(?-u:\b)",
+        r"|(?-u:\b)\d{1,2}/\d{1,2}/\d{4}(?-u:\b)",
+        r"|\d{4}年\d{1,2}月(?:\d{1,2}[日号])?|\d{1,2}月\d{1,2}[日号]",
     ))
 });
 
@@ -150,7 +216,7 @@ pub(crate) fn key_spans(text: &str) -> Vec<(usize, usize)> {
             spans.push((m.start(), m.start() + token.len()));
         }
     }
-    for re in [&*QUANTITY, &*LONG_NUMBER, &*BACKTICK] {
+    for re in [&*QUANTITY, &*LONG_NUMBER, &*BACKTICK, &*DATE] {
         spans.extend(re.find_iter(text).map(|m| (m.start(), m.end())));
     }
     if let Some(m) = NAMED_NUMBER.find(text) {
@@ -369,6 +435,15 @@ pub(crate) fn classify_token<'t>(
             .is_none_or(|c| !(c.is_alphanumeric() || c == '&' || c == '#'))
             .then_some((Kind::Entity, token));
     }
+    // In German text, `E-Mail`, `USB-Stick`, `Support-Team` are nouns
+    // (German capitalises them), not names like `MBPP-Plus`.
+    if first.is_ascii_uppercase() && lang::is_capitalised_compound(token) {
+        let from = floor_boundary(hay, start.saturating_sub(100));
+        let to = floor_boundary(hay, end + 100);
+        if lang::reads_german(&hay[from..to]) {
+            return None;
+        }
+    }
     if let Some((prefix, _)) = token.rsplit_once('-')
         && prefix
             .bytes()
@@ -420,41 +495,79 @@ pub(crate) fn scan_apis(sentence: &str) -> Vec<String> {
 }
 
 /// Splits a line into sentences at `. `, `? `, `! ` followed by something that
-/// starts a sentence; abbreviations and versions stay whole.
+/// starts a sentence (abbreviations and versions stay whole), and after a
+/// CJK full stop or mark (`。！？；`, which need no space after them: a
+/// Chinese paragraph is many sentences) or the sentence end of another
+/// script (`।`, `؟`), with the quote or bracket that closes it.
 pub(crate) fn split_sentences(line: &str) -> Vec<&str> {
     let mut out = Vec::new();
-    let bytes = line.as_bytes();
     let mut start = 0;
-    let mut i = 0;
-    while i + 2 < bytes.len() {
-        let b = bytes[i];
-        if matches!(b, b'.' | b'?' | b'!') && bytes[i + 1] == b' ' {
-            let next = bytes[i + 2];
+    let mut chars = line.char_indices().peekable();
+    let mut prev: Option<char> = None;
+    while let Some((i, c)) = chars.next() {
+        let ascii_end = matches!(c, '.' | '?' | '!');
+        if lang::is_terminator(c)
+            || (ascii_end
+                && chars.peek().is_some_and(|&(_, n)| lang::is_cjk_letter(n))
+                && (c != '.' || prev.is_some_and(lang::is_cjk_letter)))
+        {
+            // `。」`: the closing quote belongs to the sentence it closes.
+            let mut end = i + c.len_utf8();
+            while let Some(&(j, n)) = chars.peek() {
+                if !(lang::is_closer(n) || lang::is_terminator(n)) {
+                    break;
+                }
+                end = j + n.len_utf8();
+                chars.next();
+            }
+            if !line[start..end].trim().is_empty() {
+                out.push(line[start..end].trim_start());
+            }
+            start = end;
+            // The spaces after it start nothing.
+            while let Some(&(j, n)) = chars.peek() {
+                if !n.is_whitespace() {
+                    break;
+                }
+                start = j + n.len_utf8();
+                chars.next();
+            }
+            prev = Some(c);
+            continue;
+        }
+        if ascii_end && line[i + 1..].starts_with(' ') {
+            let Some(next) = line[i + 2..].chars().next() else {
+                break;
+            };
             // A lowercase start still ends a sentence after a full word
             // (`passed. and then`), never after an abbreviation.
             let word: String = line[..i]
-                .rsplit(|c: char| !c.is_ascii_alphabetic())
+                .rsplit(|ch: char| !ch.is_alphabetic())
                 .next()
                 .unwrap_or("")
-                .to_ascii_lowercase();
+                .to_lowercase();
             let known_abbrev = ABBREVIATIONS.contains(&word.as_str());
-            let starts = next.is_ascii_uppercase()
-                || matches!(next, b'`' | b'"' | b'(' | b'[')
-                || (b == b'.' && next.is_ascii_lowercase() && word.len() >= 3 && !known_abbrev);
+            let starts = lang::opens_sentence(next)
+                || (c == '.' && next.is_lowercase() && word.chars().count() >= 3 && !known_abbrev);
             // `e.g. Foo`, `J. Smith`: a one-letter word before the dot is an
             // abbreviation or an initial; `4.3.0. Next` is a sentence end.
-            let abbrev = b == b'.'
-                && i >= 1
-                && bytes[i - 1].is_ascii_alphabetic()
-                && (i < 2 || !bytes[i - 2].is_ascii_alphanumeric());
+            let abbrev = c == '.'
+                && prev.is_some_and(char::is_alphabetic)
+                && line[..i]
+                    .chars()
+                    .rev()
+                    .nth(1)
+                    .is_none_or(|p| !p.is_alphanumeric());
             if starts && !abbrev {
                 out.push(&line[start..=i]);
                 start = i + 2;
-                i += 2;
+                // Skip the space.
+                chars.next();
+                prev = Some(' ');
                 continue;
             }
         }
-        i += 1;
+        prev = Some(c);
     }
     if start < line.len() {
         out.push(&line[start..]);
@@ -467,13 +580,16 @@ pub(crate) const ABBREVIATIONS: &[&str] = &[
     "etc", "vs", "approx", "incl", "excl", "esp", "resp", "cf", "fig", "eq", "no", "nos", "vol",
     "min", "max", "sec", "secs", "est", "dept", "inc", "ltd", "corp", "mr", "mrs", "ms", "dr",
     "prof", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
+    // Spanish, German, French.
+    "sr", "sra", "srta", "dra", "av", "pág", "bzw", "usw", "vgl", "ca", "nr", "str", "mme", "mlle",
+    "env",
 ];
 
 /// Removes list markers and quote markers, which are layout, not content.
 pub(crate) fn strip_marker(s: &str) -> &str {
     let s = s.trim();
     let s = s.trim_start_matches('>').trim_start();
-    for marker in ["- [ ] ", "- [x] ", "- ", "* ", "• "] {
+    for marker in ["- [ ] ", "- [x] ", "- ", "* ", "• ", "・"] {
         if let Some(rest) = s.strip_prefix(marker) {
             return rest.trim();
         }
@@ -595,26 +711,32 @@ const DISCOURSE: &[&str] = &[
     "for context",
 ];
 
-/// `s` without its leading discourse markers (at most three).
+/// `s` without its leading discourse markers (at most three), in English
+/// or another language (`Además,`, `Übrigens,`, `另外，`).
 pub(crate) fn strip_discourse(s: &str) -> &str {
     let mut s = s.trim_start();
     for _ in 0..3 {
-        let lower = s[..floor_boundary(s, 24)].to_ascii_lowercase();
-        let Some(rest) = DISCOURSE.iter().find_map(|m| {
+        let lower = s[..floor_boundary(s, 24)].to_lowercase();
+        // Lower-casing can change a prefix's length (`İ`): the cut is only
+        // taken from the original when the two agree byte for byte.
+        let Some(rest) = DISCOURSE.iter().chain(lang::DISCOURSE).find_map(|m| {
             let after = lower.strip_prefix(m)?;
             let sep = after.chars().next()?;
             // "Note that x", "Also, x", "Important: x"; never "Also-ran".
             let cut = match sep {
-                ',' | ':' => m.len() + 1,
+                ',' | ':' | '，' | '：' | '、' => m.len() + sep.len_utf8(),
                 ' ' if m.ends_with("that") => m.len(),
                 _ => return None,
             };
-            s.get(cut..)
+            s.get(..m.len())
+                .is_some_and(|head| head.to_lowercase() == *m)
+                .then(|| s.get(cut..))
+                .flatten()
         }) else {
             break;
         };
         let rest = rest.trim_start();
-        if rest.split_whitespace().count() < 2 {
+        if word_count(rest) < 2 {
             break;
         }
         s = rest;
@@ -627,10 +749,10 @@ pub(crate) fn strip_discourse(s: &str) -> &str {
 /// not what it found, and the trail records what it then did.
 pub(crate) fn is_narration(sentence: &str) -> bool {
     let t = sentence.trim();
-    if t.ends_with(':') {
+    if t.ends_with(':') || t.ends_with('：') {
         return true;
     }
-    let mut lower = t.to_ascii_lowercase();
+    let mut lower = t.to_lowercase();
     for _ in 0..2 {
         let trimmed = NARRATION_LEADS
             .iter()
@@ -641,11 +763,23 @@ pub(crate) fn is_narration(sentence: &str) -> bool {
             None => break,
         }
     }
-    NARRATION_OPENERS.iter().any(|o| {
-        lower
-            .strip_prefix(o)
-            .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', ',']))
-    })
+    NARRATION_OPENERS
+        .iter()
+        .chain(lang::NARRATION_OPENERS)
+        .any(|o| {
+            lower
+                .strip_prefix(o)
+                .is_some_and(|rest| rest.is_empty() || ends_word(o) || rest.starts_with([' ', ',']))
+        })
+}
+
+/// Whether a phrase ends where a word may end without a space after it
+/// (its last character is CJK or punctuation, as in `请`, `¿`).
+fn ends_word(phrase: &str) -> bool {
+    phrase
+        .chars()
+        .next_back()
+        .is_some_and(|c| lang::is_cjk(c) || !c.is_alphanumeric())
 }
 
 /// Words an agent's sentence may start with before its intention.
@@ -721,26 +855,35 @@ const REQUEST_OPENERS: &[&str] = &[
     "which",
 ];
 
-static PLEASE: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)(?-u:\b)(?:please|pls|kindly)(?-u:\b)"));
+static PLEASE: LazyLock<Regex> = LazyLock::new(|| {
+    re(&format!(
+        r"(?i)(?-u:\b)(?:please|pls|kindly)(?-u:\b)|{}",
+        lang::alternation(lang::PLEASE)
+    ))
+});
 
 /// Whether a sentence of the user's asks for something (a question, or an
-/// imperative opened by "please", "can you", "let's"…) rather than states it.
+/// imperative opened by "please", "can you", "let's", "por favor",
+/// "könnten Sie", "请"…) rather than states it.
 pub(crate) fn is_request(sentence: &str) -> bool {
     let s = strip_discourse(sentence).trim();
-    if s.ends_with('?') || PLEASE.is_match(s) {
+    if s.ends_with(['?', '？', '؟']) || PLEASE.is_match(s) {
         return true;
     }
     // "Round 3: can you…": a label before the request.
-    let s = match s.split_once(": ") {
-        Some((label, rest)) if label.split_whitespace().count() <= 3 => rest,
+    let s = match s.split_once(": ").or_else(|| s.split_once('：')) {
+        Some((label, rest)) if word_count(label) <= 3 => rest.trim_start(),
         _ => s,
     };
-    let lower = s[..floor_boundary(s, 24)].to_ascii_lowercase();
-    REQUEST_OPENERS.iter().any(|o| {
-        lower
-            .strip_prefix(o)
-            .is_some_and(|rest| rest.starts_with([' ', ',']))
-    })
+    let lower = s[..floor_boundary(s, 24)].to_lowercase();
+    REQUEST_OPENERS
+        .iter()
+        .chain(lang::REQUEST_OPENERS)
+        .any(|o| {
+            lower
+                .strip_prefix(o)
+                .is_some_and(|rest| ends_word(o) || rest.starts_with([' ', ',']))
+        })
 }
 
 /// A log line's leading timestamp (`2025-03-14T13:53:31.109Z`,
@@ -795,4 +938,472 @@ fn is_branch(token: &str) -> bool {
         || tail
             .bytes()
             .any(|b| matches!(b, b'-' | b'_') || b.is_ascii_digit())
+}
+
+/// What a later statement says it replaces: `instead of X`, `rather than
+/// X`, `replacing the earlier X`, `switching from X`, `(not X)`. A number
+/// keeps the word after it (`208 connections`).
+static REPLACES: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?i)(?:instead of|rather than|replacing(?: the)?(?: earlier| old| previous| former)?|replaces(?: the)?|switch(?:ed|ing)? (?:away )?from|\(not|no longer(?: use| using)?)\s+([A-Za-z0-9][\w./:@+%-]*(?:\s+[A-Za-z][\w-]*)?)",
+    )
+});
+/// The same in other languages, the value after the marker (`en lugar de
+/// X`, `statt X`, `au lieu de X`, `而不是X`).
+static REPLACES_BEFORE_VALUE: LazyLock<Regex> = LazyLock::new(|| re(lang::REPLACES_BEFORE_VALUE));
+/// The value before or inside the marker (`不用X了`, `Xではなく`).
+static REPLACES_AROUND_VALUE: LazyLock<Regex> = LazyLock::new(|| re(lang::REPLACES_AROUND_VALUE));
+
+/// The values a statement says it replaces, each a string an earlier
+/// statement that held it contains: English as it is said (`instead of
+/// Flagsmith`); in other languages what names the value in the words after
+/// (or, in Chinese and Japanese, around) the marker: its identifiers, else
+/// its name in capitals (`statt des Tarifs Team Plus` → `Team Plus`), else
+/// its first word, else a short CJK phrase.
+pub(crate) fn replaced_values(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = REPLACES
+        .captures_iter(text)
+        .filter_map(|c| c.get(1))
+        .map(|m| {
+            m.as_str()
+                .trim_end_matches(['.', ',', ')', ';', ':'])
+                .to_owned()
+        })
+        .collect();
+    for c in REPLACES_BEFORE_VALUE.captures_iter(text) {
+        if let Some(m) = c.get(1) {
+            out.extend(value_candidates(m.as_str()));
+        }
+    }
+    for c in REPLACES_AROUND_VALUE.captures_iter(text) {
+        for m in c.iter().skip(1).flatten() {
+            out.extend(value_candidates(m.as_str()));
+        }
+    }
+    out.retain(|v| v.len() >= 2);
+    out.dedup();
+    out
+}
+
+/// What names a replaced value in the words that hold it (see
+/// [`replaced_values`]).
+fn value_candidates(region: &str) -> Vec<String> {
+    let region = region.trim();
+    let ids: Vec<String> = identifiers(region).map(|(_, _, t)| t.to_owned()).collect();
+    if !ids.is_empty() {
+        return ids;
+    }
+    // The words in other scripts than CJK, articles left out.
+    let words: Vec<&str> = region
+        .split(|c: char| c.is_whitespace() || lang::is_cjk(c))
+        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()))
+        .filter(|w| !w.is_empty())
+        .skip_while(|w| lang::ARTICLES.contains(&w.to_lowercase().as_str()))
+        .collect();
+    let capital = |w: &&str| {
+        w.chars()
+            .next()
+            .is_some_and(|c| c.is_uppercase() || c.is_ascii_digit())
+    };
+    let run: Vec<&str> = words
+        .iter()
+        .copied()
+        .skip_while(|w| !capital(w))
+        .take_while(|w| capital(w))
+        .collect();
+    if !run.is_empty() {
+        // `Tarifs Team Plus`: a German noun may lead the name; its
+        // suffixes of two words or more are the candidates.
+        let least = run.len().min(2);
+        return (0..=run.len() - least)
+            .map(|i| run[i..].join(" "))
+            .collect();
+    }
+    if let Some(w) = words.first().filter(|w| w.chars().count() >= 3) {
+        return vec![(*w).to_owned()];
+    }
+    let cjk: String = region
+        .chars()
+        .take_while(|&c| lang::is_cjk_letter(c))
+        .collect();
+    if (2..=8).contains(&cjk.chars().count()) {
+        return vec![cjk];
+    }
+    Vec::new()
+}
+
+/// The key form of a sentence written without spaces (see `forms::key`):
+/// its clauses (cut at `，、；：`) that hold a cue, an identifier, a
+/// quantity or a number, or open with a negation (`不用X了`), the others
+/// elided as `…`. Cut at characters, never inside one.
+pub(crate) fn cjk_key(s: &str) -> String {
+    let spans = key_spans(s);
+    let mut clauses: Vec<(usize, usize)> = Vec::new();
+    let mut start = 0;
+    let mut chars = s.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let ascii_cut = matches!(c, ',' | ';')
+            && chars
+                .peek()
+                .is_some_and(|&(_, n)| n.is_whitespace() || lang::is_cjk_letter(n));
+        if matches!(c, '，' | '、' | '；' | '：') || ascii_cut {
+            let end = i + c.len_utf8();
+            clauses.push((start, end));
+            start = end;
+        }
+    }
+    if start < s.len() {
+        clauses.push((start, s.len()));
+    }
+    let keep: Vec<bool> = clauses
+        .iter()
+        .map(|&(a, b)| {
+            let text = s[a..b].trim_start();
+            spans.iter().any(|&(x, y)| x < b && a < y)
+                || text.bytes().any(|b| b.is_ascii_digit())
+                || text.starts_with(lang::CJK_NEGATIONS)
+        })
+        .collect();
+    if !keep.contains(&true) {
+        return clip(s, 100);
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut gap = false;
+    for (i, &(a, b)) in clauses.iter().enumerate() {
+        if !keep[i] {
+            gap = true;
+            continue;
+        }
+        if gap && !out.is_empty() {
+            out.push('…');
+        }
+        let text = s[a..b].trim();
+        // A clause before an elided one loses its comma to the `…`.
+        let next_kept = keep.get(i + 1).copied().unwrap_or(true);
+        if next_kept {
+            out.push_str(text);
+        } else {
+            out.push_str(text.trim_end_matches(['，', '、', '；', '：', ',', ';']));
+        }
+        gap = false;
+    }
+    if gap {
+        out.push('…');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chinese_paragraph_is_many_sentences() {
+        let p = "您好，我又来了。我们的订单号是ORD-370803，您需要的话可以用。请不要打+86 612 345 6789找我！真的吗？好的!明天见";
+        assert_eq!(
+            split_sentences(p),
+            [
+                "您好，我又来了。",
+                "我们的订单号是ORD-370803，您需要的话可以用。",
+                "请不要打+86 612 345 6789找我！",
+                "真的吗？",
+                "好的!",
+                "明天见",
+            ]
+        );
+        // A closing quote or bracket stays with the sentence it closes.
+        assert_eq!(
+            split_sentences("他说：「必须今天完成。」然后走了。（见附件。）"),
+            ["他说：「必须今天完成。」", "然后走了。", "（见附件。）"]
+        );
+        // A dot inside a URL or a version is not a full stop.
+        assert_eq!(
+            split_sentences("请看https://help.example/a.html上的说明，版本4.2.1。谢谢。"),
+            [
+                "请看https://help.example/a.html上的说明，版本4.2.1。",
+                "谢谢。"
+            ]
+        );
+        assert_eq!(
+            split_sentences("返品ラベルを送ります。必ず今日中に確認してください。"),
+            ["返品ラベルを送ります。", "必ず今日中に確認してください。"]
+        );
+        assert_eq!(
+            split_sentences("यह ठीक है। अगला वाक्य।"),
+            ["यह ठीक है।", "अगला वाक्य।"]
+        );
+    }
+
+    #[test]
+    fn latin_sentences_split_before_accented_capitals_and_inverted_marks() {
+        assert_eq!(
+            split_sentences("Hola. ¿Pueden ayudarme? ¡Gracias! Él dijo que no."),
+            ["Hola.", "¿Pueden ayudarme?", "¡Gracias!", "Él dijo que no."]
+        );
+        assert_eq!(
+            split_sentences("Das ist gut. Über das Wochenende geht nichts, z. B. Nr. 4."),
+            [
+                "Das ist gut.",
+                "Über das Wochenende geht nichts, z. B. Nr. 4."
+            ]
+        );
+        // English stays as it was: abbreviations, initials, versions.
+        assert_eq!(
+            split_sentences(
+                "Use e.g. Foo here. Then v4.3.0. Next, ask J. Smith. it passed. and then"
+            ),
+            [
+                "Use e.g. Foo here.",
+                "Then v4.3.0.",
+                "Next, ask J. Smith.",
+                "it passed.",
+                "and then"
+            ]
+        );
+    }
+
+    #[test]
+    fn identifiers_inside_cjk_text_are_found_whole() {
+        let s = "您可以在https://status.hexanet.example/incidents/5431上查看，工单CS-63824（固件4.2.1）、地址192.168.1.20:8443，邮箱laura.moreno@harbourmail.com。设定「max_retries」はeu-west-3で、ファイルsrc/main.rsを確認。";
+        let found: Vec<&str> = identifiers(s).map(|(_, _, t)| t).collect();
+        assert_eq!(
+            found,
+            [
+                "https://status.hexanet.example/incidents/5431",
+                "CS-63824",
+                "4.2.1",
+                "192.168.1.20:8443",
+                "laura.moreno@harbourmail.com",
+                "max_retries",
+                "eu-west-3",
+                "src/main.rs",
+            ]
+        );
+        assert!(QUANTITY.is_match("第一次完整同步最多可能需要40个小时。"));
+        assert!(QUANTITY.is_match("Das dauert 3 Stunden."));
+        assert!(QUANTITY.is_match("Tarda 12 horas."));
+        assert!(!QUANTITY.is_match("我重启了28次。"));
+        assert!(DATE.is_match("必须在2025-05-12之前送到。"));
+        assert!(DATE.is_match("最晚2025年5月12日。"));
+        assert!(NAMED_NUMBER.is_match("升级费用我们最多只能付880.00 EUR。"));
+        // German capitalises nouns: a hyphenated one is a word there, a
+        // name in English.
+        let ids = |s: &str| {
+            identifiers(s)
+                .map(|(_, _, t)| t.to_owned())
+                .collect::<Vec<_>>()
+        };
+        assert!(ids("Ich schreibe Ihnen per E-Mail mit dem USB-Stick.").is_empty());
+        assert_eq!(
+            ids("We plot with Vega-Lite and MBPP-Plus."),
+            ["Vega-Lite", "MBPP-Plus"]
+        );
+        assert_eq!(ids("Wir nehmen das Modell GPT-4o."), ["GPT-4o"]);
+    }
+
+    fn kind(s: &str) -> Option<Kind> {
+        classify_as(s, Voice::Principal)
+    }
+
+    #[test]
+    fn chinese_and_japanese_cues_need_no_word_boundaries() {
+        assert_eq!(
+            kind("我们的数据必须留在eu-south-2。"),
+            Some(Kind::Constraint)
+        );
+        assert_eq!(kind("请不要动这个端口的设置。"), Some(Kind::Constraint));
+        assert_eq!(kind("发票请只发到财务部。"), Some(Kind::Constraint));
+        assert_eq!(kind("这只是一个测试。"), None);
+        assert_eq!(kind("员工不得在周末部署。"), Some(Kind::Constraint));
+        // 不得不 is "have to", 不得不再 not "no longer": what is left is a follow-up.
+        assert_eq!(kind("这件事我不得不再跟进一次。"), Some(Kind::Action));
+        assert_eq!(kind("第一次同步最多可能需要30个小时。"), None);
+        assert_eq!(kind("我们决定用GLS寄送替换设备。"), Some(Kind::Decision));
+        assert_eq!(
+            kind("最后还是改用顺丰吧，不用圆通了。"),
+            Some(Kind::Decision)
+        );
+        assert_eq!(kind("我会和财务团队跟进这件事。"), Some(Kind::Action));
+        assert_eq!(
+            kind("このファイルは削除してはいけません。"),
+            Some(Kind::Constraint)
+        );
+        assert_eq!(kind("配送はヤマト運輸にします。"), Some(Kind::Decision));
+        assert_eq!(kind("返金の件は対応中です。"), Some(Kind::Action));
+        assert_eq!(kind("現在、お客様の返答待ちです。"), Some(Kind::Action));
+        assert_eq!(kind("ご連絡をお待ちしております。"), None);
+    }
+
+    #[test]
+    fn spanish_german_and_french_cues() {
+        assert_eq!(
+            kind("Por favor, nunca me llamen al móvil."),
+            Some(Kind::Constraint)
+        );
+        assert_eq!(
+            kind("No cambien la configuración del router."),
+            Some(Kind::Constraint)
+        );
+        assert_eq!(
+            kind("La cuenta debe permanecer en Madrid."),
+            Some(Kind::Constraint)
+        );
+        assert_eq!(
+            kind("Decidimos enviar el equipo con DHL."),
+            Some(Kind::Decision)
+        );
+        assert_eq!(
+            kind("Mejor con SEUR en lugar de GLS."),
+            Some(Kind::Decision)
+        );
+        assert_eq!(
+            kind("Seguimos a la espera del almacén."),
+            Some(Kind::Action)
+        );
+        assert_eq!(kind("El mensaje llegó ayer."), None);
+        assert_eq!(
+            kind("Bitte ändern Sie die Adresse nicht."),
+            Some(Kind::Constraint)
+        );
+        assert_eq!(
+            kind("Fassen Sie die Einstellungen nicht an."),
+            Some(Kind::Constraint)
+        );
+        assert_eq!(
+            kind("Das Konto muss in Frankfurt bleiben."),
+            Some(Kind::Constraint)
+        );
+        assert_eq!(
+            kind("Wir haben uns für DPD entschieden."),
+            Some(Kind::Decision)
+        );
+        assert_eq!(kind("Wir nehmen GLS statt DPD."), Some(Kind::Decision));
+        assert_eq!(kind("Die Demo findet am Freitag statt."), None);
+        assert_eq!(kind("Ne changez pas l'adresse."), Some(Kind::Constraint));
+        assert_eq!(
+            kind("Nous avons décidé d'utiliser Colissimo."),
+            Some(Kind::Decision)
+        );
+        assert_eq!(
+            kind("On passe à Chronopost au lieu de DHL."),
+            Some(Kind::Decision)
+        );
+        assert_eq!(kind("Le remboursement est en attente."), Some(Kind::Action));
+        assert_eq!(
+            kind("Merci de ne pas redémarrer le serveur."),
+            Some(Kind::Constraint)
+        );
+        assert_eq!(
+            kind("J'ai suivi le guide pour ne pas perdre de données."),
+            None
+        );
+        // The agent's "only" is description; its "must" is a rule.
+        assert_eq!(classify_as("Le quedan solo dos días.", Voice::Agent), None);
+        assert_eq!(classify_as("Es bleibt nur der Cache.", Voice::Agent), None);
+        assert_eq!(
+            classify_as("Sie müssen das Gerät ausschalten.", Voice::Agent),
+            Some(Kind::Constraint)
+        );
+        assert!(is_weak_cue("Nur") && is_weak_cue("只发") && !is_weak_cue("必须"));
+    }
+
+    #[test]
+    fn requests_and_discourse_markers_in_other_languages() {
+        assert!(is_request("Por favor, envíen todo a a@b.com."));
+        assert!(is_request("¿Pueden revisar el pedido"));
+        assert!(is_request("Könnten Sie das prüfen."));
+        assert!(is_request("Bitte schicken Sie alles an mich."));
+        assert!(is_request("请把发票发给我。"));
+        assert!(is_request("这个能用吗？"));
+        assert!(is_request("您好，请把发票发给我。"));
+        assert!(!is_request("我已经申请了退款。"));
+        assert!(!is_request("Podría ser un problema de la red."));
+        assert!(!is_request(
+            "Pueden escribirme a a@b.com en cualquier momento."
+        ));
+        assert_eq!(
+            strip_discourse("Además, nunca me llamen."),
+            "nunca me llamen."
+        );
+        assert_eq!(
+            strip_discourse("另外，我们必须今天发货。"),
+            "我们必须今天发货。"
+        );
+        assert_eq!(
+            strip_discourse("Planänderung: Das Paket geht mit GLS."),
+            "Das Paket geht mit GLS."
+        );
+        assert_eq!(word_count("我们决定用GLS寄送"), 5);
+        assert_eq!(word_count("we decided on GLS"), 4);
+        assert!(mostly_cjk("我们的数据必须留在eu-south-2"));
+        assert!(!mostly_cjk(
+            "We ship the unit to the 東京 office on Monday."
+        ));
+    }
+
+    #[test]
+    fn replaced_values_in_other_languages() {
+        let has = |text: &str, v: &str| {
+            let got = replaced_values(text);
+            assert!(got.iter().any(|g| g == v), "{text}: {got:?}");
+        };
+        has(
+            "计划有变：包裹改用GLS寄送，不用DHL Express了。",
+            "DHL Express",
+        );
+        has("我们改为退回银行卡，不再使用代金券SC-72750。", "SC-72750");
+        has("我们更希望改成HX-210，而不是HX-150 Lite。", "HX-150");
+        has(
+            "Cambio de planes: el plan Team Plus en lugar del plan Office Flex.",
+            "Office Flex",
+        );
+        has(
+            "Wir nehmen den Tarif Pro statt des Tarifs Team Plus.",
+            "Team Plus",
+        );
+        has("On passe à Colissimo au lieu de DHL.", "DHL");
+        has("銀行振込ではなく、カードで返金します。", "銀行振込");
+        // English as it was.
+        has("We'll use NATS instead of Redis streams.", "Redis streams");
+    }
+
+    #[test]
+    fn a_cjk_key_keeps_the_clauses_that_name_something() {
+        let s = "我们已经和仓库那边的同事反复确认过很多次了，考虑到各种各样的情况，最后决定改用GLS寄送替换设备，不用DHL Express了，希望这次能顺利一点";
+        let k = cjk_key(s);
+        assert_eq!(k, "最后决定改用GLS寄送替换设备，不用DHL Express了…");
+        assert!(k.len() < s.len());
+    }
+
+    /// A megabyte of CJK text goes through every pattern in linear time
+    /// (ASCII word boundaries only: Unicode `\b` would fall back to the
+    /// slow engines here).
+    #[test]
+    fn a_megabyte_of_cjk_stays_fast() {
+        let unit =
+            "我们的数据必须留在eu-south-2，这是审计方的要求。计划有变：改用GLS寄送，不用DHL了。";
+        let text = unit.repeat(1_000_000 / unit.len() + 1);
+        let started = std::time::Instant::now();
+        let mut hits = 0;
+        for re in [
+            &*CONSTRAINT,
+            &*STRONG_CONSTRAINT,
+            &*DECISION,
+            &*ACTION,
+            &*ERROR,
+            &*TOKEN,
+            &*QUANTITY,
+            &*NAMED_NUMBER,
+            &*DATE,
+            &*QUOTED,
+        ] {
+            hits += re.find_iter(&text).count();
+        }
+        hits += split_sentences(&text).len();
+        hits += replaced_values(&text).len();
+        assert!(hits > 0);
+        // Generous for an unoptimised build on a busy machine; a
+        // backtracking or quadratic path takes minutes.
+        assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
+    }
 }

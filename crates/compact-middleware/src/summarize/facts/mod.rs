@@ -15,11 +15,10 @@
 //! A later statement that replaces an earlier one ("… instead of X",
 //! "replacing the earlier X") marks it superseded.
 use std::collections::{BTreeSet, HashMap};
-use std::sync::LazyLock;
 
-use regex::Regex;
 use serde::{Deserialize, Serialize};
 
+mod lang;
 mod lexicon;
 mod outcome;
 mod prose;
@@ -29,6 +28,7 @@ mod tool;
 pub(crate) mod trail;
 
 pub(crate) use lexicon::{CONSTRAINT, LONG_NUMBER, QUANTITY};
+pub(crate) use lexicon::{JUSTIFICATIONS, NEGATIONS, cjk_key, mostly_cjk, word_count};
 pub(crate) use lexicon::{
     classify, clip, fact_keys, floor_boundary, identifiers, key_spans, split_label,
     strip_discourse, strip_timestamp,
@@ -203,15 +203,6 @@ fn dedupe_key(kind: Kind, text: &str) -> (u8, String) {
     (u8::from(kind.is_narrative()), key)
 }
 
-/// What a later statement says it replaces: `instead of X`, `rather than
-/// X`, `replacing the earlier X`, `switching from X`, `(not X)`. A number
-/// keeps the word after it (`208 connections`).
-static REPLACES: LazyLock<Regex> = LazyLock::new(|| {
-    lexicon::re(
-        r"(?i)(?:instead of|rather than|replacing(?: the)?(?: earlier| old| previous| former)?|replaces(?: the)?|switch(?:ed|ing)? (?:away )?from|\(not|no longer(?: use| using)?)\s+([A-Za-z0-9][\w./:@+%-]*(?:\s+[A-Za-z][\w-]*)?)",
-    )
-});
-
 /// Words too common to say two statements are about the same thing.
 const STOPWORDS: &[&str] = &[
     "about",
@@ -299,7 +290,9 @@ fn content_words(s: &str) -> BTreeSet<String> {
     s.split(|c: char| !(c.is_alphanumeric() || c == '-' || c == '_' || c == '\''))
         .filter(|w| w.chars().filter(|c| c.is_alphabetic()).count() >= 4)
         .map(str::to_lowercase)
-        .filter(|w| !STOPWORDS.contains(&w.as_str()))
+        .filter(|w| !STOPWORDS.contains(&w.as_str()) && !lexicon::STOPWORDS.contains(&w.as_str()))
+        // Text without spaces shares its subject as character pairs.
+        .chain(lexicon::cjk_bigrams(s))
         .collect()
 }
 
@@ -437,16 +430,7 @@ impl Ledger {
     /// shares a content word (its subject) with the new one.
     fn supersede_with(&mut self, new: usize) {
         let text = self.items[new].text.clone();
-        let replaced: Vec<String> = REPLACES
-            .captures_iter(&text)
-            .filter_map(|c| c.get(1))
-            .map(|m| {
-                m.as_str()
-                    .trim_end_matches(['.', ',', ')', ';', ':'])
-                    .to_owned()
-            })
-            .filter(|v| v.len() >= 2)
-            .collect();
+        let replaced = lexicon::replaced_values(&text);
         if replaced.is_empty() {
             return;
         }
@@ -721,7 +705,7 @@ fn request_text(text: &str) -> Option<String> {
 /// Acknowledgements ("ok", "thanks!") are not goals; they can still be the
 /// latest request.
 fn is_substantive(request: &str) -> bool {
-    request.split_whitespace().count() >= 3
+    lexicon::word_count(request) >= 3
 }
 
 #[cfg(test)]

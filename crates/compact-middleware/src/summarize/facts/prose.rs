@@ -5,8 +5,8 @@
 //! on their own (listed only when no shown statement carries them), and
 //! remembered as mentioned, so tool output naming them counts as salient.
 use super::lexicon::{
-    NAMED_NUMBER, QUANTITY, QUOTED, Voice, classify_as, identifiers, is_narration, is_request,
-    scan_apis, split_sentences, strip_marker,
+    DATE, NAMED_NUMBER, QUANTITY, QUOTED, Voice, classify_as, identifiers, is_narration,
+    is_request, scan_apis, split_sentences, strip_marker,
 };
 use super::shape::OutputShapes;
 use super::{Kind, Ledger, MAX_SENTENCE, clip};
@@ -120,7 +120,7 @@ impl Ledger {
         }
         let mut kind = classify_as(sentence, voice);
         let stated = matches!(kind, Some(Kind::Constraint | Kind::Decision | Kind::Action));
-        let question = sentence.trim_end().ends_with('?');
+        let question = sentence.trim_end().ends_with(['?', '？', '؟']);
         if voice == Voice::Principal && is_request(sentence) && (!stated || question) {
             // "Can you see what fails?" asks; it reports nothing (the
             // request is the turn's goal). A request for later about
@@ -136,7 +136,8 @@ impl Ledger {
             || QUANTITY.is_match(sentence)
             || super::tool::COUNT.is_match(sentence)
             || NAMED_NUMBER.is_match(sentence)
-            || QUOTED.is_match(sentence);
+            || QUOTED.is_match(sentence)
+            || DATE.is_match(sentence);
         if kind == Some(Kind::Error) && !specific {
             kind = None;
         }
@@ -165,5 +166,170 @@ impl Ledger {
     /// Fenced code in prose: its paths and identifiers, as bulk.
     fn extract_code(&mut self, code: &str) {
         self.extract_call(code);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::summarize::forms::{key, short};
+
+    fn statements(l: &Ledger) -> Vec<(Kind, &str, bool)> {
+        l.items
+            .iter()
+            .filter(|i| i.kind.is_statement())
+            .map(|i| (i.kind, i.text.as_str(), i.superseded_by.is_some()))
+            .collect()
+    }
+
+    fn has_entity(l: &Ledger, token: &str) -> bool {
+        l.items
+            .iter()
+            .any(|i| !i.kind.is_statement() && i.text == token)
+    }
+
+    #[test]
+    fn a_chinese_paragraph_gives_one_statement_per_sentence_that_says_something() {
+        let mut l = Ledger::default();
+        l.extract_prose_as(
+            "您好，抱歉消息有点长。我们的订单号是ORD-370803，您需要的话可以用。我们的数据必须留在eu-south-2，这是审计方的要求。状态灯先闪几秒橙色，然后就灭了。我们决定用DHL Express寄送替换设备。",
+            Voice::Principal,
+        );
+        assert_eq!(
+            statements(&l),
+            [
+                (
+                    Kind::Fact,
+                    "我们的订单号是ORD-370803，您需要的话可以用。",
+                    false
+                ),
+                (
+                    Kind::Constraint,
+                    "我们的数据必须留在eu-south-2，这是审计方的要求。",
+                    false
+                ),
+                (Kind::Decision, "我们决定用DHL Express寄送替换设备。", false),
+            ]
+        );
+        assert!(has_entity(&l, "ORD-370803") && has_entity(&l, "eu-south-2"));
+        // The short form drops the justification, at a character boundary.
+        assert_eq!(
+            short("我们的数据必须留在eu-south-2，这是审计方的要求。"),
+            "我们的数据必须留在eu-south-2"
+        );
+        // A change of plan supersedes the decision it names.
+        l.extract_prose_as(
+            "计划有变：包裹改用GLS寄送，不用DHL Express了。",
+            Voice::Principal,
+        );
+        let s = statements(&l);
+        assert!(s.contains(&(Kind::Decision, "我们决定用DHL Express寄送替换设备。", true)));
+        assert!(s.contains(&(
+            Kind::Decision,
+            "计划有变：包裹改用GLS寄送，不用DHL Express了。",
+            false
+        )));
+    }
+
+    #[test]
+    fn japanese_sentences_and_cues() {
+        let mut l = Ledger::default();
+        l.extract_prose_as(
+            "いつもお世話になっております。返金は必ずカードにしてください。注文番号はORD-123456です。配送はヤマト運輸にします。",
+            Voice::Principal,
+        );
+        let s = statements(&l);
+        assert_eq!(s.len(), 3, "{s:?}");
+        assert_eq!(s[0].0, Kind::Constraint);
+        assert_eq!(s[1], (Kind::Fact, "注文番号はORD-123456です。", false));
+        assert_eq!(s[2].0, Kind::Decision);
+        // An article after a comma opens what was decided, not a reason.
+        assert_eq!(
+            short("Wir haben entschieden, das Ersatzgerät mit DHL Express zu verschicken."),
+            "Wir haben entschieden, das Ersatzgerät mit DHL Express zu verschicken"
+        );
+        // A relative clause that names nothing is cut like ", which…".
+        assert_eq!(
+            short("Es geht um die Bestellung ORD-681323, die wir letzten Monat aufgegeben haben."),
+            "Es geht um die Bestellung ORD-681323"
+        );
+        // `immer noch` is "still", not "always".
+        assert_eq!(
+            classify_as("Das Gerät ist immer noch offline.", Voice::Principal),
+            None
+        );
+    }
+
+    #[test]
+    fn spanish_and_german_changes_of_plan_supersede_the_decision() {
+        let mut l = Ledger::default();
+        l.extract_prose_as(
+            "Hola de nuevo. Decidimos enviar el equipo de sustitución con DHL Express. Por favor, envíen todo a laura.moreno@harbourmail.com, que es la dirección que más reviso.",
+            Voice::Principal,
+        );
+        l.extract_prose_as(
+            "Cambio de planes: el equipo de sustitución irá con GLS en lugar de DHL Express.",
+            Voice::Principal,
+        );
+        let s = statements(&l);
+        assert_eq!(
+            s,
+            [
+                (
+                    Kind::Decision,
+                    "Decidimos enviar el equipo de sustitución con DHL Express.",
+                    true
+                ),
+                (
+                    Kind::Decision,
+                    "Cambio de planes: el equipo de sustitución irá con GLS en lugar de DHL Express.",
+                    false
+                ),
+            ]
+        );
+        // A request is not a statement; its identifier is still kept.
+        assert!(has_entity(&l, "laura.moreno@harbourmail.com"));
+        assert_eq!(
+            short(
+                "Cambio de planes: el equipo de sustitución irá con GLS en lugar de DHL Express."
+            ),
+            "el equipo de sustitución irá con GLS en lugar de DHL Express"
+        );
+
+        let mut l = Ledger::default();
+        l.extract_prose_as(
+            "Wir haben entschieden, das Konto auf den Tarif Team Plus umzustellen. Bitte ändern Sie 192.168.4.20:8443 nicht, unser Monitoring hängt davon ab.",
+            Voice::Principal,
+        );
+        l.extract_prose_as(
+            "Planänderung: Wir nehmen den Tarif Office Flex statt des Tarifs Team Plus.",
+            Voice::Principal,
+        );
+        let s = statements(&l);
+        assert_eq!(s.len(), 3, "{s:?}");
+        assert!(s[0].2, "{s:?}");
+        assert_eq!(
+            s[1],
+            (
+                Kind::Constraint,
+                "Bitte ändern Sie 192.168.4.20:8443 nicht, unser Monitoring hängt davon ab.",
+                false
+            )
+        );
+        assert_eq!(s[2].0, Kind::Decision);
+    }
+
+    #[test]
+    fn a_long_cjk_sentence_keys_down_to_its_clauses_at_char_boundaries() {
+        let long = "另外，我们已经和仓库那边的同事反复确认过很多次了，考虑到各种各样的情况，最后决定改用GLS寄送替换设备，不用DHL Express了，订单ORD-370803的标签今天发出，希望这次能顺利一点。";
+        let k = key(&short(long));
+        assert!(k.contains("决定改用GLS寄送替换设备"), "{k}");
+        assert!(k.contains("不用DHL Express了"), "{k}");
+        assert!(k.contains("ORD-370803"), "{k}");
+        assert!(!k.contains("各种各样"), "{k}");
+        assert!(k.len() < long.len());
+        // A clipped CJK sentence ends at a character.
+        let clipped = clip(&long.repeat(4), MAX_SENTENCE);
+        assert!(clipped.ends_with('…') && clipped.len() <= MAX_SENTENCE + 3);
     }
 }

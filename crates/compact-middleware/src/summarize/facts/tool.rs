@@ -23,7 +23,7 @@ use serde_json::Value;
 
 use super::lexicon::{
     CALL, CONSTRAINT, DECISION, DECL, DIFF_FILE, ERROR, NAMED_NUMBER, QUANTITY, identifiers,
-    is_date, is_error, split_sentences, strip_marker, window,
+    is_date, is_error, is_weak_cue, split_sentences, strip_marker, window, word_count,
 };
 use super::shape::{KeyMap, OutputShapes, shape_key};
 use super::{Kind, Ledger, clip, strip_timestamp};
@@ -105,10 +105,7 @@ fn json_fragment(text: &str) -> Option<Value> {
 /// requirement (`must`, `never`, `do not`, `required`; not a bare `only`
 /// or `always`, not a status word like `pending`).
 fn states_something(unit: &str) -> bool {
-    DECISION.is_match(unit)
-        || CONSTRAINT
-            .find_iter(unit)
-            .any(|m| !matches!(m.as_str().to_ascii_lowercase().as_str(), "only" | "always"))
+    DECISION.is_match(unit) || CONSTRAINT.find_iter(unit).any(|m| !is_weak_cue(m.as_str()))
 }
 
 /// Counts of things (`40 connections`, `3 replicas`): a measure, like a
@@ -566,7 +563,7 @@ impl Ledger {
                 let mut pairs: Vec<String> = Vec::new();
                 for (k, value) in map {
                     match value {
-                        Value::String(text) if text.split_whitespace().count() >= 4 => {
+                        Value::String(text) if word_count(text) >= 4 => {
                             for line in text.lines() {
                                 for s in split_sentences(line) {
                                     self.consider_free_text(r, s, false);
@@ -632,7 +629,7 @@ impl Ledger {
         let cell = |row: &serde_json::Map<String, Value>, k: &str| -> Option<String> {
             match row.get(k) {
                 None | Some(Value::Null) => Some(String::new()),
-                Some(Value::String(t)) if t.split_whitespace().count() < 4 => Some(t.clone()),
+                Some(Value::String(t)) if word_count(t) < 4 => Some(t.clone()),
                 Some(Value::Number(x)) => Some(x.to_string()),
                 Some(Value::Bool(b)) => Some(b.to_string()),
                 _ => None,
@@ -651,7 +648,7 @@ impl Ledger {
         for row in &rows {
             for v in row.values() {
                 if let Value::String(text) = v
-                    && text.split_whitespace().count() >= 4
+                    && word_count(text) >= 4
                 {
                     for line in text.lines() {
                         for s in split_sentences(line) {
@@ -670,7 +667,7 @@ impl Ledger {
             let mut pairs: Vec<String> = Vec::new();
             for (k, col) in keys.iter().zip(&columns) {
                 match (row.get(k.as_str()), col) {
-                    (Some(Value::String(text)), _) if text.split_whitespace().count() >= 4 => {
+                    (Some(Value::String(text)), _) if word_count(text) >= 4 => {
                         for line in text.lines() {
                             for s in split_sentences(line) {
                                 let repeated = sentence_shapes
@@ -902,8 +899,7 @@ fn name_field(map: &serde_json::Map<String, Value>) -> Option<(&str, &str)> {
         .or_else(|| {
             map.iter().find_map(|(k, v)| {
                 let t = text(v)?;
-                (t.split_whitespace().count() <= 4 && t.parse::<f64>().is_err())
-                    .then_some((k.as_str(), t))
+                (word_count(t) <= 4 && t.parse::<f64>().is_err()).then_some((k.as_str(), t))
             })
         })
 }
