@@ -104,7 +104,9 @@ fn arb_config() -> impl Strategy<Value = Config> {
         prop::sample::select(SumStrategy::ALL.to_vec()),
         0.03f64..0.5,
     );
-    (shape, knobs).prop_map(
+    // An agent's run (one task, many rounds) against a few rounds kept.
+    let agent = (any::<bool>(), 1usize..12);
+    (shape, knobs, agent).prop_map(
         |(
             (mode, keep, pairs, trigger, target_f, reactive_f, buffer, room),
             (
@@ -119,6 +121,7 @@ fn arb_config() -> impl Strategy<Value = Config> {
                 strategy,
                 summary_pct,
             ),
+            (keep_task, keep_rounds),
         )| {
             let target = (trigger * target_f).max(0.05);
             let policy = Policy {
@@ -139,6 +142,8 @@ fn arb_config() -> impl Strategy<Value = Config> {
                 tool_result_max_chars: max_chars,
                 summary_role,
                 summary_max_pct: summary_pct,
+                keep_task,
+                keep_recent_rounds: keep_rounds,
                 ..Policy::default()
             };
             Config {
@@ -334,5 +339,55 @@ proptest! {
         steps in prop::collection::vec(arb_next(), 0..4),
     ) {
         run_case(Wire::Anthropic, items, config, tools, first, steps)?;
+    }
+}
+
+/// An agent's run: one task, then many rounds of tool calls and replies,
+/// sent whole (every round is the latest turn's).
+fn arb_agent_run(wire: Wire) -> impl Strategy<Value = Vec<Value>> {
+    (
+        any::<bool>(),
+        support::arb_text(),
+        prop::collection::vec(support::arb_step(), 5..30),
+    )
+        .prop_map(move |(system, user, steps)| {
+            support::render(
+                wire,
+                system,
+                &[support::TurnPlan {
+                    user,
+                    protected: false,
+                    steps,
+                    extra: None,
+                }],
+            )
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Invariants 1-5 on an agent's run, where only rounds can be reduced:
+    /// the task and the last round stay, and InsufficientBudget only when
+    /// they alone do not fit (`check_error`).
+    #[test]
+    fn invariants_hold_agent_runs(
+        items in arb_agent_run(Wire::Chat),
+        config in arb_config(),
+        tools in arb_tools_schema(),
+        steps in prop::collection::vec(arb_next(), 0..4),
+    ) {
+        run_case(Wire::Chat, items, config, tools, 1, steps)?;
+    }
+
+    /// The same in Responses items (reasoning bound to its calls).
+    #[test]
+    fn invariants_hold_agent_runs_responses(
+        items in arb_agent_run(Wire::Responses),
+        config in arb_config(),
+        tools in arb_tools_schema(),
+        steps in prop::collection::vec(arb_next(), 0..4),
+    ) {
+        run_case(Wire::Responses, items, config, tools, 1, steps)?;
     }
 }

@@ -587,6 +587,173 @@ async fn insufficient_budget_when_the_latest_user_message_alone_is_too_big() {
     assert!(pinned_tokens < 20);
 }
 
+// ------------------------------------------------------- an agent's run
+
+/// One round of a shell agent: its thought and a `bash` call, and the
+/// output (about `chars` characters) with mini-swe-agent's return code.
+fn agent_round(r: usize, command: &str, output: &str, chars: usize) -> Vec<Value> {
+    let id = format!("call_r{r}");
+    let mut out = String::from(output);
+    let mut i = 0;
+    while out.len() < chars {
+        out.push_str(&format!("\n{r:03}-{i:04} DEBUG worker heartbeat ok"));
+        i += 1;
+    }
+    vec![
+        json!({"role": "assistant", "content": format!("Round {r}: next I look at the parser."), "tool_calls": [
+            {"id": id, "type": "function", "function": {"name": "bash", "arguments": json!({"command": command}).to_string()}}
+        ]}),
+        json!({"role": "tool", "tool_call_id": id, "content": format!("<returncode>0</returncode>\n<output>\n{out}\n</output>")}),
+    ]
+}
+
+/// The task and `n` rounds: round 3 edits `src/parser.py`, round 5 runs a
+/// failing test, the rest read files.
+fn agent_run(n: usize, chars: usize) -> (Vec<Value>, Vec<Vec<Value>>) {
+    let opening = vec![
+        json!({"role": "system", "content": "You are a software engineer working in a shell."}),
+        json!({"role": "user", "content": "Fix issue #4711: parse_window() returns None for plural units like '2 weeks'. Do not change the public API."}),
+    ];
+    let rounds = (0..n)
+        .map(|r| match r {
+            3 => agent_round(r, "sed -i 's/unit ==/unit.rstrip(\"s\") ==/' src/parser.py", "", chars),
+            5 => agent_round(
+                r,
+                "python -m pytest tests/test_parser.py -q",
+                "FAILED tests/test_parser.py::test_plural_weeks - AssertionError\n1 failed, 41 passed in 0.52s",
+                chars,
+            ),
+            _ => agent_round(r, &format!("sed -n '1,80p' src/module_{r}.py"), "def helper():\n    return 1", chars),
+        })
+        .collect();
+    (opening, rounds)
+}
+
+#[tokio::test]
+async fn an_agent_run_never_refuses_and_keeps_the_task_and_the_last_round() {
+    let p = Policy {
+        keep_recent_rounds: 4,
+        ..Policy::default()
+    };
+    let m = manager(p, 8_000);
+    let (opening, rounds) = agent_run(60, 3_000);
+    let mut tracker = Tracker::new();
+    let mut sent = msgs(Value::Array(opening.clone()));
+    let task = sent[1].clone();
+    let mut compacted = 0;
+    for (r, round) in rounds.iter().enumerate() {
+        sent.extend(msgs(Value::Array(round.clone())));
+        // Every call is answered: one task, sixty rounds, no InsufficientBudget.
+        let out = call(&m, &mut tracker, sent.clone(), None)
+            .await
+            .unwrap_or_else(|e| panic!("round {r}: {e}"));
+        assert_eq!(
+            out.messages[1], task,
+            "round {r}: the task is kept as it was"
+        );
+        let last = msgs(Value::Array(round.clone()));
+        assert!(
+            out.messages.ends_with(&last),
+            "round {r}: the last round is kept whole"
+        );
+        if out.report.tiers.contains(&Tier::Summarize) {
+            compacted += 1;
+            // Only rounds of the one turn could go: reported as tier 4.
+            assert!(
+                out.report.tiers.contains(&Tier::ReduceKeep),
+                "{:?}",
+                out.report
+            );
+            assert!(out.report.kept.recent_rounds.is_some(), "{:?}", out.report);
+        }
+        sent = out.messages;
+    }
+    assert!(compacted >= 3, "the run compacts: {compacted}");
+    // The trail of what the agent did survives every compaction.
+    let summary = summaries(&sent)
+        .first()
+        .map(|m| text(m))
+        .expect("a summary");
+    assert!(summary.contains("Files worked on:"), "{summary}");
+    assert!(summary.contains("src/parser.py (edited"), "{summary}");
+    assert!(summary.contains("Commands run:"), "{summary}");
+    assert!(
+        summary
+            .contains("`python -m pytest tests/test_parser.py -q` → exit 0; 1 failed, 41 passed"),
+        "{summary}"
+    );
+    // The task is in the context, not repeated in the summary.
+    assert!(
+        !summary.contains("Do not change the public API"),
+        "{summary}"
+    );
+}
+
+#[tokio::test]
+async fn insufficient_budget_names_the_task_when_it_alone_does_not_fit() {
+    let m = manager(Policy::default(), 3_000);
+    let mut v = vec![json!({"role": "system", "content": "Be brief."})];
+    v.push(json!({"role": "user", "content": prose("task", 2_000)}));
+    for r in 0..3 {
+        v.extend(agent_round(r, "ls", "a.py", 200));
+    }
+    let err = call(&m, &mut Tracker::new(), msgs(Value::Array(v)), None)
+        .await
+        .expect_err("the task alone is over the budget");
+    let CompactError::InsufficientBudget {
+        tail_tokens,
+        guidance,
+        ..
+    } = err
+    else {
+        panic!("{err:?}")
+    };
+    assert!(tail_tokens > 1_500, "{tail_tokens}");
+    assert!(guidance.contains("the task"), "{guidance}");
+}
+
+#[tokio::test]
+async fn without_keep_task_the_first_request_is_folded_like_any_turn() {
+    let p = Policy {
+        keep_recent_rounds: 4,
+        keep_task: false,
+        ..Policy::default()
+    };
+    let m = manager(p, 8_000);
+    let (opening, rounds) = agent_run(40, 3_000);
+    let mut sent = msgs(Value::Array(opening));
+    let task = sent[1].clone();
+    for (r, round) in rounds.iter().enumerate() {
+        if r == 20 {
+            // A follow-up: from here the latest turn is this one.
+            sent.push(Message::user("Also handle '3 days' while you are at it."));
+        }
+        sent.extend(msgs(Value::Array(round.clone())));
+    }
+    let out = ok(&m, &mut Tracker::new(), sent.clone()).await;
+    assert!(!out.messages.contains(&task));
+    assert!(!out.report.kept.task);
+    // With the default, the same run keeps it.
+    let keeping = manager(
+        Policy {
+            keep_recent_rounds: 4,
+            ..Policy::default()
+        },
+        8_000,
+    );
+    let kept = ok(&keeping, &mut Tracker::new(), sent).await;
+    assert_eq!(kept.messages[1], task);
+    assert!(kept.report.kept.task);
+    let summary = summaries(&out.messages)
+        .first()
+        .map(|m| text(m))
+        .expect("a summary");
+    assert!(
+        summary.contains("Fix issue #4711"),
+        "the task is a goal now: {summary}"
+    );
+}
+
 // ---------------------------------------------------------------- modes
 
 #[tokio::test]

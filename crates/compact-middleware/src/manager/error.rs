@@ -5,7 +5,7 @@ use crate::pipeline::Insufficient;
 pub enum CompactError {
     /// The messages that may never be dropped do not fit the budget.
     #[error(
-        "insufficient budget: pinned messages need {pinned_tokens} tokens and the latest turn's minimum {tail_tokens} (plus {fixed_tokens} for tool schemas and reply priming), but the budget is {budget} of a {max_tokens}-token window. {guidance}"
+        "insufficient budget: pinned messages need {pinned_tokens} tokens and the task, the latest user message and the last round {tail_tokens} (plus {fixed_tokens} for tool schemas and reply priming), but the budget is {budget} of a {max_tokens}-token window. {guidance}"
     )]
     InsufficientBudget {
         /// Tokens of the pinned messages (protected, never-prune roles).
@@ -68,7 +68,7 @@ impl CompactError {
         let guidance = if i.tail_tokens == 0 {
             "Reduce protected memory (meta.protected, roles_never_prune), shorten the system/developer prompts or tool schemas, or use a model with a larger context window (max_context_tokens)."
         } else {
-            "The latest user message and tool output alone are too large: lower policy.tool_result_max_chars, split the request, reduce protected memory, or use a model with a larger context window."
+            "What is never dropped does not fit: the task (the first user message, policy.keep_task), the latest user message and the last round of tool calls, with its outputs capped to the minimum. Shorten the task or the latest message, lower policy.tool_result_max_chars, reduce protected memory, or use a model with a larger context window."
         };
         CompactError::InsufficientBudget {
             pinned_tokens: i.pinned_tokens,

@@ -1169,10 +1169,7 @@ impl<'a> Work<'a> {
     fn finish(mut self) -> Compaction {
         let indexed: Vec<(Message, Option<usize>)> = match self.chosen.take() {
             None => {
-                let plan = self.layout.plan(
-                    self.policy.keep_recent_turns,
-                    self.policy.keep_tool_io_pairs,
-                );
+                let plan = self.initial_plan();
                 self.out.kept = self.kept_counts(&plan);
                 // A summary the refresh inserted has no input index; the
                 // messages after it had theirs before it came.

@@ -111,6 +111,8 @@ pub(crate) fn read(output: &str) -> Outcome {
         .map(str::trim_end)
         .filter(|l| !l.trim().is_empty())
         .filter(|l| !RETURNCODE.is_match(l))
+        // Our own marks (a cap's cut) are not the program's words.
+        .filter(|l| !l.contains("⟦truncated:") && !l.contains("⟦removed:"))
         .collect();
     o.tests = tests_summary(&body);
     for c in FAILED_ID.captures_iter(&body) {

@@ -260,6 +260,9 @@ impl Ledger {
         let Some(call) = shell::read_call(tool, input) else {
             return false;
         };
+        // A placeholder a clear left says nothing of how the command went
+        // (its outcome was read when the output was cleared).
+        let whole = whole && !output.contains("⟦removed:");
         self.note_output_shapes(output);
         if let Some(dir) = &call.cwd {
             self.workdir = Some(dir.clone());
