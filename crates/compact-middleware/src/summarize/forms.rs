@@ -49,7 +49,7 @@ pub(crate) fn forms(it: &Item) -> [String; 3] {
         return [t.clone(), t.clone(), t];
     }
     if it.kind.is_narrative() {
-        let short = strip_discourse(&it.text);
+        let short = the_ask(strip_discourse(&it.text));
         return [
             clip(short, REQUEST[0]),
             clip(short, REQUEST[1]),
@@ -60,6 +60,43 @@ pub(crate) fn forms(it: &Item) -> [String; 3] {
     let short = short(&full);
     let key = key(&short);
     [key, short, full]
+}
+
+/// A request without the context it was padded with ("As I mentioned in
+/// the standup yesterday, and given what legal said, can you get me …"):
+/// from where it asks, when what comes before names nothing.
+fn the_ask(text: &str) -> &str {
+    const OPENERS: &[&str] = &[
+        "can you ",
+        "could you ",
+        "would you ",
+        "will you ",
+        "please ",
+        "i need you to ",
+        "i'd like you to ",
+        "can we ",
+        "could we ",
+    ];
+    let lower = text.to_ascii_lowercase();
+    let Some(at) = OPENERS.iter().filter_map(|o| lower.find(o)).min() else {
+        return text;
+    };
+    let (before, ask) = text.split_at(at);
+    // Padding says nothing of its own: no name, no number, no cue ("CI
+    // failed on the integration job, can you look?" is all content).
+    let padded = before.split_whitespace().count() >= 4
+        && before.trim_end().ends_with([',', ':', '-', '—'])
+        && identifiers(before).next().is_none()
+        && !before.bytes().any(|b| b.is_ascii_digit())
+        && super::facts::classify(before).is_none();
+    if !padded {
+        return text;
+    }
+    // The asking sentence, without the pleasantries after it.
+    match ask.find("? ").or_else(|| ask.find(". ")) {
+        Some(end) => &ask[..=end],
+        None => ask,
+    }
 }
 
 static LOG_PREFIX: LazyLock<Regex> = LazyLock::new(|| {

@@ -5,8 +5,8 @@
 //! on their own (listed only when no shown statement carries them), and
 //! remembered as mentioned, so tool output naming them counts as salient.
 use super::lexicon::{
-    DATE, NAMED_NUMBER, QUANTITY, QUOTED, Voice, classify_as, identifiers, is_narration,
-    is_request, scan_apis, split_sentences, strip_marker,
+    CONSTRAINT, DATE, NAMED_NUMBER, QUANTITY, QUOTED, Voice, classify_as, identifiers,
+    is_narration, is_request, scan_apis, split_sentences, strip_marker,
 };
 use super::shape::OutputShapes;
 use super::{Kind, Ledger, MAX_SENTENCE, clip};
@@ -139,6 +139,14 @@ impl Ledger {
             || QUOTED.is_match(sentence)
             || DATE.is_match(sentence);
         if kind == Some(Kind::Error) && !specific {
+            kind = None;
+        }
+        // "Appreciate it, as always.": the idiom is no rule.
+        if kind == Some(Kind::Constraint)
+            && CONSTRAINT
+                .find_iter(sentence)
+                .all(|m| sentence[..m.start()].to_ascii_lowercase().ends_with("as "))
+        {
             kind = None;
         }
         // The agent thinking aloud ("We'll keep it simple.", "We need to be
