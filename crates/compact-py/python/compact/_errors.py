@@ -56,8 +56,9 @@ class ConfigError(CompactError, ValueError):
 
 
 class InsufficientBudget(CompactError):
-    """What may never be dropped (pinned messages, the latest turn's minimum)
-    does not fit the model's budget. `guidance` says what to change."""
+    """What may never be dropped (pinned messages, the task, the latest user message
+    and the last round of tool calls) does not fit the model's budget. `guidance`
+    says what to change."""
 
     def __init__(
         self,
