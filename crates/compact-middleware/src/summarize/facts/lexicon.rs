@@ -444,7 +444,7 @@ pub(crate) fn classify_token<'t>(
             return None;
         }
     }
-    if let Some((prefix, _)) = token.rsplit_once('-')
+    if let Some((prefix, number)) = token.rsplit_once('-')
         && prefix
             .bytes()
             .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'-')
@@ -452,7 +452,10 @@ pub(crate) fn classify_token<'t>(
         && !token.contains('.')
     {
         let letters = prefix.bytes().filter(u8::is_ascii_alphabetic).count();
-        return (letters >= 2 && !NOT_TICKETS.contains(&prefix)).then_some((Kind::Entity, token));
+        // `Q-30355`: one letter is a prefix when a long number follows.
+        let numbered = number.len() >= 3 && number.bytes().all(|b| b.is_ascii_digit());
+        return ((letters >= 2 || letters == 1 && numbered) && !NOT_TICKETS.contains(&prefix))
+            .then_some((Kind::Entity, token));
     }
     // `MBPP-Plus`, `GPT-4o`: a name; `Read-only`: a word.
     if first.is_ascii_uppercase() && token.contains('-') && !token.contains(['/', '.', '@']) {
@@ -772,6 +775,152 @@ pub(crate) fn is_narration(sentence: &str) -> bool {
                 .is_some_and(|rest| rest.is_empty() || ends_word(o) || rest.starts_with([' ', ',']))
         })
 }
+
+/// `sentence` lower-cased, without the words an agent opens with ("Now,",
+/// "Wait,", "So") before what it means.
+fn without_leads(sentence: &str) -> String {
+    let mut lower = sentence.trim().to_lowercase();
+    for _ in 0..2 {
+        let trimmed = NARRATION_LEADS
+            .iter()
+            .find_map(|lead| {
+                lower
+                    .strip_prefix(lead)
+                    .filter(|rest| rest.is_empty() || rest.starts_with([',', '!', '.', ' ']))
+            })
+            .map(|rest| rest.trim_start_matches([',', '!', '.', ' ']).to_owned());
+        match trimmed {
+            Some(rest) => lower = rest,
+            None => break,
+        }
+    }
+    lower
+}
+
+/// Whether an agent's working note is a plan or a guess rather than a
+/// finding: "We'll replace persist_tree.", "Now create test.sql with the
+/// arrow.", "If encoding_config is \"autodetect\"…", "That likely means
+/// they answered 'y'." What it then did is in the trail, and a guess is
+/// not what it found; "get_encoding returns the encoding string" is.
+pub(crate) fn is_plan(sentence: &str) -> bool {
+    let lower = without_leads(sentence);
+    let opens = |list: &[&str]| {
+        list.iter().any(|o| {
+            lower
+                .strip_prefix(o)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', ',', ':']))
+        })
+    };
+    if opens(PLAN_OPENERS) || opens(IMPERATIVES) || opens(lang::NARRATION_OPENERS) {
+        return true;
+    }
+    // A fragment ("that's still 'O'") says too little to stand alone.
+    if word_count(&lower) < 4 {
+        return true;
+    }
+    HEDGE.is_match(&lower)
+}
+
+/// How an agent opens a plan or a branch of one.
+const PLAN_OPENERS: &[&str] = &[
+    "we'll",
+    "we will",
+    "we need",
+    "we should",
+    "we can",
+    "we could",
+    "we must",
+    "we have to",
+    "we want",
+    "we'd",
+    "we may",
+    "we might",
+    "we also need",
+    "i need",
+    "i should",
+    "i can",
+    "i must",
+    "i have to",
+    "i'll",
+    "need to",
+    "to fix",
+    "to do",
+    "to test",
+    "to handle",
+    "the plan",
+    "plan",
+    "if",
+    "else",
+    "otherwise",
+    "in that case",
+    "for example",
+    "e.g.",
+    "instead",
+    "alternatively",
+    "either",
+    "one option",
+    "another option",
+    "option",
+];
+
+/// Verbs an agent's instruction to itself opens with ("Create a test.",
+/// "Use linter_logger instead.").
+const IMPERATIVES: &[&str] = &[
+    "add",
+    "apply",
+    "call",
+    "change",
+    "check",
+    "compute",
+    "convert",
+    "create",
+    "define",
+    "delete",
+    "determine",
+    "edit",
+    "ensure",
+    "find",
+    "fix",
+    "get",
+    "handle",
+    "implement",
+    "import",
+    "insert",
+    "install",
+    "keep",
+    "look",
+    "make",
+    "modify",
+    "move",
+    "open",
+    "print",
+    "read",
+    "remove",
+    "rename",
+    "replace",
+    "restore",
+    "return",
+    "revert",
+    "run",
+    "save",
+    "search",
+    "see",
+    "set",
+    "test",
+    "try",
+    "update",
+    "use",
+    "verify",
+    "wrap",
+    "write",
+];
+
+/// Words that make a note a guess.
+static HEDGE: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?-u:\b)(?:likely|probably|possibly|perhaps|maybe|might|i think|i guess|i suspect|presumably|should (?:be|work|trigger|fix|pass)|would (?:be|work)|could be|seems? to|assume|suppose)(?-u:\b)",
+    )
+});
 
 /// Whether a phrase ends where a word may end without a space after it
 /// (its last character is CJK or punctuation, as in `请`, `¿`).
@@ -1405,5 +1554,35 @@ mod tests {
         // Generous for an unoptimised build on a busy machine; a
         // backtracking or quadratic path takes minutes.
         assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
+    }
+
+    #[test]
+    fn a_working_note_is_a_plan_or_a_guess_unless_it_states_what_was_found() {
+        for plan in [
+            "We'll replace persist_tree with a safe writer.",
+            "Now create test.sql with the arrow.",
+            "If encoding_config is \"autodetect\", return utf-8.",
+            "That likely means they answered 'y' to prompts.",
+            "Wait, that's still 'O'.",
+            "Use linter_logger instead of creating a new logger.",
+        ] {
+            assert!(is_plan(plan), "{plan}");
+        }
+        for finding in [
+            "get_encoding returns the encoding string, not \"autodetect\".",
+            "That's because of the `__str__` method in `NodeNG`.",
+            "So the offset is applied twice: 3060 + 3060 = 6120 seconds.",
+            "Position 120 is 'D' (the 'D' in ORDER BY).",
+        ] {
+            assert!(!is_plan(finding), "{finding}");
+        }
+    }
+
+    #[test]
+    fn a_one_letter_prefix_with_a_long_number_is_an_id() {
+        let found: Vec<&str> = identifiers("Saved as Q-30355; see P-1 and X-12.")
+            .map(|(_, _, t)| t)
+            .collect();
+        assert_eq!(found, ["Q-30355"]);
     }
 }

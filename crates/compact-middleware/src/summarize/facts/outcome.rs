@@ -31,6 +31,8 @@ pub(crate) struct Outcome {
     pub diagnostics: Vec<String>,
     /// The result lines of a short output (or the last lines of a long one).
     pub lines: Vec<String>,
+    /// `lines` are all the output said (it was short).
+    pub whole: bool,
 }
 
 static RETURNCODE: LazyLock<Regex> = LazyLock::new(|| {
@@ -71,6 +73,9 @@ static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
         r"^(?:[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure|Warning)|AssertionError|error(?:\[\w+\])?|fatal|panic(?:ked)?)(?::\s.*|$)|: command not found$|: No such file or directory$|: No module named \S+$|^E\s+\w+(?:Error|Exception):",
     )
 });
+/// The shell's own prefix before a complaint.
+static SHELL_PREFIX: LazyLock<Regex> =
+    LazyLock::new(|| re(r"^(?:(?:/\S+/)?(?:ba|da|z|k)?sh: (?:line )?\d+: )"));
 /// Output lines that say nothing about the result.
 static NOISE: LazyLock<Regex> = LazyLock::new(|| {
     re(
@@ -81,6 +86,16 @@ static NOISE: LazyLock<Regex> = LazyLock::new(|| {
 /// A diagnostic line: `path:line[:col]: error|warning|CODE …`.
 static DIAGNOSTIC: LazyLock<Regex> =
     LazyLock::new(|| re(r"^\S+:\d+(?::\d+)?:?\s+(?:error|warning|[A-Z]{1,3}\d{2,4})\b"));
+/// A diagnostic without what varies between its instances: where it is,
+/// the names it quotes, the numbers it gives.
+fn diagnostic_shape(line: &str) -> String {
+    static PLACE: LazyLock<Regex> = LazyLock::new(|| re(r"^\S+?:\d+(?::\d+)?:?\s*"));
+    static QUOTED_OR_NUMBER: LazyLock<Regex> =
+        LazyLock::new(|| re(r#""[^"]*"|'[^']*'|`[^`]*`|\d+"#));
+    let rest = PLACE.replace(line, "");
+    QUOTED_OR_NUMBER.replace_all(&rest, "_").into_owned()
+}
+
 /// Most diagnostics kept from one output.
 const MAX_DIAGNOSTICS: usize = 4;
 
@@ -89,7 +104,7 @@ const MAX_LINES: usize = 3;
 /// Longest result line kept, in bytes.
 const MAX_LINE: usize = 160;
 /// Most test ids kept.
-const MAX_IDS: usize = 4;
+const MAX_IDS: usize = 8;
 
 /// Reads a command's output.
 pub(crate) fn read(output: &str) -> Outcome {
@@ -137,14 +152,34 @@ pub(crate) fn read(output: &str) -> Outcome {
         .rev()
         .map(|l| l.trim())
         .find(|l| ERROR_LINE.is_match(l))
-        .map(|l| clip(l, MAX_LINE));
+        // `bash: line 1: hexdump: command not found`: the shell's name and
+        // line say nothing of what failed.
+        .map(|l| clip(SHELL_PREFIX.replace(l, "").as_ref(), MAX_LINE));
     // A checker's findings (`src/x.py:25: error: …`, `x.rs:3:1: E0425`):
     // each is its own finding, the first few kept.
-    for l in lines
+    // Errors before warnings and style codes: a type error is what the
+    // run is about, `E501 line too long` rarely is.
+    // Many of one kind (`incompatible type "str | None"` in ten places)
+    // are one finding; the odd one out is its own.
+    let found: Vec<&str> = lines
         .iter()
         .map(|l| l.trim())
         .filter(|l| DIAGNOSTIC.is_match(l))
-    {
+        .collect();
+    let shapes: Vec<String> = found.iter().map(|l| diagnostic_shape(l)).collect();
+    let alike = |i: usize| shapes.iter().filter(|s| **s == shapes[i]).count();
+    let mut order: Vec<usize> = (0..found.len())
+        .filter(|&i| shapes[..i].iter().all(|s| *s != shapes[i]))
+        .collect();
+    order.sort_by_key(|&i| (!found[i].contains(": error"), alike(i) > 1));
+    let found: Vec<String> = order
+        .into_iter()
+        .map(|i| match alike(i) {
+            1 => found[i].to_owned(),
+            n => format!("{} (+{} like it)", found[i], n - 1),
+        })
+        .collect();
+    for l in &found {
         if o.diagnostics.len() >= MAX_DIAGNOSTICS {
             break;
         }
@@ -161,7 +196,8 @@ pub(crate) fn read(output: &str) -> Outcome {
     if o.tests.is_none() {
         // A program's output opens with what it set out to show (`Found 81
         // visit methods`) and ends with how it went.
-        let take: Vec<&str> = if meaningful.len() <= MAX_LINES {
+        o.whole = meaningful.len() <= MAX_LINES;
+        let take: Vec<&str> = if o.whole {
             meaningful.clone()
         } else {
             let mut v = vec![meaningful[0]];
@@ -175,7 +211,9 @@ pub(crate) fn read(output: &str) -> Outcome {
             {
                 continue;
             }
-            o.lines.push(clip(l, MAX_LINE));
+            // Indentation inside a line (`493:        if x:`) is layout.
+            let l = l.split_whitespace().collect::<Vec<_>>().join(" ");
+            o.lines.push(clip(&l, MAX_LINE));
         }
     }
     o
@@ -278,10 +316,33 @@ mod tests {
         let o = read("<returncode>0</returncode>\n<output>\nFound 81 visit methods\n</output>");
         assert_eq!(o.lines, ["Found 81 visit methods"]);
         assert!(!o.failed());
+        // The shell's name and line number are not what failed.
         let o = read("bash: line 1: hexdump: command not found\n");
+        assert_eq!(o.error.as_deref(), Some("hexdump: command not found"));
+        // A search's hit keeps its words, not its indentation.
+        let o = read(
+            "<returncode>0</returncode>\n<output>\n493:        if isinstance(uinput, Sequence):\n</output>",
+        );
+        assert!(o.whole);
+        assert_eq!(o.lines, ["493: if isinstance(uinput, Sequence):"]);
+    }
+
+    #[test]
+    fn a_checkers_odd_error_goes_before_its_many_alike_and_its_style_codes() {
+        let out = "src/a.py:3:1: E501 line too long (98 > 88 characters)\n\
+src/t.py:257: error: Argument 1 to \"merge_span\" has incompatible type \"str | None\"; expected \"str\"  [arg-type]\n\
+src/f.py:239: error: Argument 1 to \"emit_key\" has incompatible type \"str | None\"; expected \"str\"  [arg-type]\n\
+src/c.py:12: error: Argument 1 to \"load\" has incompatible type \"str | None\"; expected \"str\"  [arg-type]\n\
+src/k.py:224: error: \"Schema\" has no attribute \"orbit_mode\"  [attr-defined]\n\
+Found 4 errors in 4 files (checked 41 source files)\n[exit code: 1]\n";
+        let o = read(out);
         assert_eq!(
-            o.error.as_deref(),
-            Some("bash: line 1: hexdump: command not found")
+            o.diagnostics,
+            [
+                "src/k.py:224: error: \"Schema\" has no attribute \"orbit_mode\"  [attr-defined]",
+                "src/t.py:257: error: Argument 1 to \"merge_span\" has incompatible type \"str | None\"; expected \"str\"  [arg-type] (+2 like it)",
+                "src/a.py:3:1: E501 line too long (98 > 88 characters)",
+            ]
         );
     }
 

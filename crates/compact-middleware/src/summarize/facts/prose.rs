@@ -6,7 +6,7 @@
 //! remembered as mentioned, so tool output naming them counts as salient.
 use super::lexicon::{
     CONSTRAINT, DATE, NAMED_NUMBER, QUANTITY, QUOTED, Voice, classify_as, identifiers,
-    is_narration, is_request, scan_apis, split_sentences, strip_marker,
+    is_narration, is_plan, is_request, scan_apis, split_sentences, strip_marker,
 };
 use super::shape::OutputShapes;
 use super::{Kind, Ledger, MAX_SENTENCE, clip};
@@ -162,12 +162,18 @@ impl Ledger {
         {
             // A working note ranks below what the agent did (the trail);
             // said again in a reply or by the user, it is theirs.
+            // A plan or a guess of its own ranks lower still: kept when
+            // there is room, after what it found.
+            let working = voice == Voice::Working;
+            let plan = working && is_plan(sentence);
             let item = &mut self.items[i];
-            item.note = if item.first == self.seq {
-                voice == Voice::Working
+            if item.first == self.seq {
+                item.note = working;
+                item.weak = plan;
             } else {
-                item.note && voice == Voice::Working
-            };
+                item.note &= working;
+                item.weak &= plan;
+            }
         }
     }
 

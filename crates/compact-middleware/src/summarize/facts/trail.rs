@@ -51,7 +51,7 @@ fn is_zero(b: &u8) -> bool {
 }
 
 /// Longest outcome kept, in bytes.
-const MAX_OUTCOME: usize = 320;
+const MAX_OUTCOME: usize = 480;
 /// Most earlier failures a test command keeps.
 const MAX_FAILED_BEFORE: usize = 6;
 /// Most declarations kept per file.
@@ -109,7 +109,15 @@ pub(crate) fn rank(kind: Kind, text: &str, t: &Trail) -> Option<u8> {
         }
         Kind::Command => Some(match t.purpose.and_then(Purpose::from_code) {
             Some(Purpose::Test) => 9,
-            Some(Purpose::Run) => 7,
+            // A run that showed something (a value, a result line, an
+            // error) is a finding; one that only exited 0 is a step.
+            Some(Purpose::Run) if t.failed || showed(t) => 8,
+            Some(Purpose::Run) => 5,
+            // A search that found a few lines found something.
+            Some(Purpose::Search) if showed(t) => 6,
+            // A look that failed (`hexdump: command not found`, a missing
+            // file) says something about the machine.
+            Some(Purpose::View | Purpose::Search) if t.failed => 6,
             Some(Purpose::Setup) => 5,
             Some(Purpose::Other) => 4,
             Some(Purpose::Edit | Purpose::Vcs) => 3,
@@ -117,6 +125,18 @@ pub(crate) fn rank(kind: Kind, text: &str, t: &Trail) -> Option<u8> {
         }),
         _ => None,
     }
+}
+
+/// Whether a command's outcome says more than how it exited.
+fn showed(t: &Trail) -> bool {
+    t.outcome.as_deref().is_some_and(|o| {
+        o.split("; ").any(|part| {
+            let tests = ["passed", "failed", "tests", "warning", "error"]
+                .iter()
+                .any(|w| part.contains(w) && part.starts_with(|c: char| c.is_ascii_digit()));
+            !(part.starts_with("exit ") || part.starts_with("timed out") || tests)
+        })
+    })
 }
 
 /// The touches of a file, in display order: `created, tested`.
@@ -155,11 +175,15 @@ pub(crate) fn forms(kind: Kind, text: &str, apis: &[String], t: &Trail) -> [Stri
             ],
             // Even the key says how it ended: a test run without its
             // result is a test nobody knows the state of.
+            // A short command leaves room for more of what it showed.
             Some(o) => [
                 format!(
                     "`{}` → {}",
                     clip_middle(text, KEY_COMMAND),
-                    clip(status(o), 40)
+                    clip(
+                        if showed_value(t) { o } else { status(o) },
+                        KEY_LINE.saturating_sub(text.len()).max(40)
+                    )
                 ),
                 format!("`{}` → {}", clip_middle(text, 120), clip(o, 80)),
                 if t.failed_before.is_empty() {
@@ -177,6 +201,17 @@ pub(crate) fn forms(kind: Kind, text: &str, apis: &[String], t: &Trail) -> [Stri
 
 /// Longest command in a key form, in bytes.
 const KEY_COMMAND: usize = 80;
+/// Longest key form of a command and what it showed, in bytes.
+const KEY_LINE: usize = 120;
+
+/// Whether what a run or a search showed is its point: a value or a line
+/// it found, not a test summary (the status carries that).
+fn showed_value(t: &Trail) -> bool {
+    matches!(
+        t.purpose.and_then(Purpose::from_code),
+        Some(Purpose::Run | Purpose::Search | Purpose::View | Purpose::Other)
+    ) && showed(t)
+}
 
 /// The status part of an outcome: up to its first `; ` after the exit
 /// status and a test summary (`exit 1; 3 failed, 41 passed`).
@@ -315,7 +350,13 @@ impl Ledger {
                 if call.purpose == Purpose::Search
                     && let Some(cmd) = &call.command
                 {
-                    self.record_command(cmd, call.purpose, None, false, Vec::new());
+                    // A search that found a line or three: those lines
+                    // are what it found (`493: if isinstance(uinput,
+                    // Sequence)…`); more are a listing, in the files.
+                    let hits = read
+                        .filter(|o| o.whole && !o.lines.is_empty() && o.tests.is_none())
+                        .map(|o| o.render(MAX_OUTCOME));
+                    self.record_command(cmd, call.purpose, hits, false, Vec::new());
                 }
                 true
             }
@@ -334,10 +375,15 @@ impl Ledger {
                     return true;
                 }
                 let failed = read.as_ref().is_some_and(outcome::Outcome::failed);
+                // What failed: the tests, and a checker's errors (once
+                // fixed, they are what the run was about).
                 let failing = read
                     .as_ref()
                     .filter(|o| o.failed())
-                    .map(|o| o.test_ids.clone())
+                    .map(|o| {
+                        let errors = o.diagnostics.iter().filter(|d| d.contains(": error"));
+                        o.test_ids.iter().chain(errors).cloned().collect()
+                    })
                     .unwrap_or_default();
                 let rendered = read.map(|o| o.render(MAX_OUTCOME));
                 self.record_command(cmd, call.purpose, rendered, failed, failing);
@@ -541,6 +587,118 @@ mod tests {
         assert_eq!(
             (path.as_str(), apis, back.touches),
             (file.text.as_str(), file.apis.clone(), Touch::Viewed.bit())
+        );
+    }
+
+    fn command<'a>(l: &'a Ledger, text: &str) -> &'a super::super::Item {
+        l.items
+            .iter()
+            .find(|i| i.kind == Kind::Command && i.text == text)
+            .unwrap_or_else(|| panic!("no command {text}: {:?}", l.items))
+    }
+
+    fn rank_of(i: &super::super::Item) -> Option<u8> {
+        rank(
+            i.kind,
+            &i.text,
+            i.trail.as_ref().unwrap_or(&Trail::default()),
+        )
+    }
+
+    #[test]
+    fn what_a_run_or_a_search_showed_is_a_finding_and_a_bare_exit_is_a_step() {
+        let mut l = Ledger::default();
+        let rc = |code: i32, out: &str| {
+            format!("<returncode>{code}</returncode>\n<output>\n{out}</output>")
+        };
+        l.extract_trail(
+            "bash",
+            r#"{"command": "grep -n \"isinstance.*Sequence\" pyvista/core/grid.py"}"#,
+            &rc(
+                0,
+                "493:        if isinstance(uinput, Sequence) and not isinstance(uinput, str):\n",
+            ),
+            true,
+        );
+        l.extract_trail(
+            "bash",
+            r#"{"command": "grep -rn open src"}"#,
+            &rc(0, &"src/a.py:1: open(x)\n".repeat(12)),
+            true,
+        );
+        l.extract_trail(
+            "bash",
+            r#"{"command": "python bytepos.py"}"#,
+            &rc(0, "Byte position 120 is within character 118 'O'\n"),
+            true,
+        );
+        l.extract_trail(
+            "bash",
+            r#"{"command": "python -m py_compile x.py"}"#,
+            &rc(0, ""),
+            true,
+        );
+        l.extract_trail(
+            "bash",
+            r#"{"command": "hexdump -C test.sql"}"#,
+            &rc(127, "bash: line 1: hexdump: command not found\n"),
+            true,
+        );
+
+        let hit = command(&l, "grep -n \"isinstance.*Sequence\" pyvista/core/grid.py");
+        assert_eq!(
+            hit.trail.as_ref().and_then(|t| t.outcome.as_deref()),
+            Some(
+                "exit 0; \"493: if isinstance(uinput, Sequence) and not isinstance(uinput, str):\""
+            )
+        );
+        assert_eq!(rank_of(hit), Some(6));
+        // Twelve hits are a listing: the files say where they are.
+        let listing = command(&l, "grep -rn open src");
+        assert_eq!(
+            listing.trail.as_ref().and_then(|t| t.outcome.as_deref()),
+            None
+        );
+        assert_eq!(rank_of(listing), Some(2));
+        let run = command(&l, "python bytepos.py");
+        assert_eq!(rank_of(run), Some(8));
+        // Its key form carries what it showed, not only how it exited.
+        let [key, _, _] = forms(
+            run.kind,
+            &run.text,
+            &run.apis,
+            run.trail.as_ref().expect("trail"),
+        );
+        assert!(key.contains("Byte position 120"), "{key}");
+        assert_eq!(rank_of(command(&l, "python -m py_compile x.py")), Some(5));
+        let failed = command(&l, "hexdump -C test.sql");
+        assert_eq!(rank_of(failed), Some(6));
+        assert!(
+            forms(
+                failed.kind,
+                &failed.text,
+                &failed.apis,
+                failed.trail.as_ref().expect("trail")
+            )[0]
+            .contains("hexdump: command not found")
+        );
+    }
+
+    #[test]
+    fn a_checkers_error_that_a_later_run_no_longer_reports_stays_as_failed_before() {
+        let mut l = Ledger::default();
+        let cmd = r#"{"command": "mypy src"}"#;
+        l.extract_trail("bash", cmd, "src/k.py:224: error: \"Schema\" has no attribute \"orbit_mode\"  [attr-defined]\nFound 1 error\n[exit code: 1]\n", true);
+        l.extract_trail("bash", cmd, "src/t.py:9: error: Name \"x\" is not defined  [name-defined]\nFound 1 error\n[exit code: 1]\n", true);
+        let t = command(&l, "mypy src").trail.clone().expect("trail");
+        assert_eq!(
+            t.failed_before,
+            ["src/k.py:224: error: \"Schema\" has no attribute \"orbit_mode\"  [attr-defined]"]
+        );
+        assert!(
+            t.outcome
+                .as_deref()
+                .is_some_and(|o| o.contains("name-defined"))
         );
     }
 }
