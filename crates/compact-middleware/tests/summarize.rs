@@ -397,6 +397,39 @@ fn call_ids_and_zero_failures_are_not_facts() {
 }
 
 #[test]
+fn a_query_results_flagged_row_is_kept_and_its_metadata_line_is_a_template() {
+    let mut entries = vec![SummaryEntry::new(
+        "user",
+        "Pull the delayed rows from ops.shipments and ops.sites, please.",
+    )];
+    for i in 0..8 {
+        let flagged = if i == 5 { r#""EXC-1594""# } else { "null" };
+        entries.push(SummaryEntry::tool(
+            "run_query",
+            format!(
+                r#"{{"rows": [
+  {{"shipment_id": "SHP-1{i}001", "consignee": "Alder Studio", "exception_code": null}},
+  {{"shipment_id": "SHP-1{i}002", "consignee": "Silverbirch Homes", "exception_code": {flagged}}},
+  {{"shipment_id": "SHP-1{i}003", "consignee": "Cobalt Finance", "exception_code": null}}
+],
+"meta": {{"source": "ops.sites", "generated_at": "2025-0{m}-1{i}T04:5{i}:00Z"}}}}"#,
+                m = 1 + i % 8
+            ),
+        ));
+    }
+    let out = run(&request(None, entries, Strategy::TaskState, 400));
+    // The one set field of a three-row table is a flag.
+    assert!(out.text.contains("EXC-1594"), "{}", out.text);
+    // Eight `source: ops.sites, generated_at: …` lines are one template:
+    // not eight facts.
+    assert!(
+        out.text.matches("generated_at").count() <= 2,
+        "{}",
+        out.text
+    );
+}
+
+#[test]
 fn duplicates_are_merged() {
     let line = "We must keep the API stable for ACME-7.";
     let entries = vec![

@@ -27,6 +27,7 @@
 
 use std::collections::HashSet;
 
+use super::facts::shape::{KeyMap, shape_key};
 use super::facts::{Item, Kind, Ledger, clip, fact_keys};
 use super::forms::{Size, forms};
 use super::render::{parse_previous, render, section_of};
@@ -126,8 +127,8 @@ pub(crate) fn rank(it: &Item, first_goal: bool, templated: bool) -> u8 {
 /// The rank of `it` in `ledger`: a tool line that turned out to be a
 /// template's, and a prose sentence that states nothing but identifiers of
 /// the usual kind, rank lower than they first looked.
-fn rank_in(ledger: &Ledger, it: &Item, first_goal: bool) -> u8 {
-    let r = rank(it, first_goal, templated(ledger, it));
+fn rank_in(ledger: &Ledger, alike: &Alike, it: &Item, first_goal: bool) -> u8 {
+    let r = rank(it, first_goal, templated(ledger, alike, it));
     if it.weak {
         return r.min(BULK + 1);
     }
@@ -140,10 +141,30 @@ fn rank_in(ledger: &Ledger, it: &Item, first_goal: bool) -> u8 {
     r
 }
 
-/// Whether a tool line turned out to be one of a template's many.
-fn templated(ledger: &Ledger, it: &Item) -> bool {
-    it.shape
-        .is_some_and(|s| ledger.shapes.count(s) > TEMPLATE_SEEN)
+/// Whether a tool line turned out to be one of a template's many: its
+/// shape came up in the output again and again, or the ledger holds many
+/// lines like it (`source: ops.sites, generated_at: …` once per query,
+/// read from JSON rather than seen as a line).
+fn templated(ledger: &Ledger, alike: &Alike, it: &Item) -> bool {
+    it.shape.is_some_and(|s| {
+        ledger.shapes.count(s) > TEMPLATE_SEEN
+            || alike
+                .get(&shape_key(&it.text))
+                .is_some_and(|&n| n > TEMPLATE_SEEN)
+    })
+}
+
+/// How many live salient tool lines share each shape.
+type Alike = KeyMap<u32>;
+
+fn alike(ledger: &Ledger) -> Alike {
+    let mut counts = Alike::default();
+    for it in &ledger.items {
+        if it.from_tool && it.salient && it.shape.is_some() && it.superseded_by.is_none() {
+            *counts.entry(shape_key(&it.text)).or_default() += 1;
+        }
+    }
+    counts
 }
 
 /// The first goal: the task as first stated.
@@ -157,6 +178,7 @@ fn first_goal(items: &[Item]) -> Option<usize> {
 /// worth a summary of its own. A file touched is not, on its own: the call
 /// that touched it is what a cleared output leaves in the context.
 pub(crate) fn ranked_facts(ledger: &Ledger) -> usize {
+    let alike = alike(ledger);
     ledger
         .items
         .iter()
@@ -165,7 +187,7 @@ pub(crate) fn ranked_facts(ledger: &Ledger) -> usize {
                 && it.kind.is_statement()
                 && !it.kind.is_narrative()
                 && it.kind != Kind::Touched
-                && rank_in(ledger, it, false) > BULK
+                && rank_in(ledger, &alike, it, false) > BULK
         })
         .count()
 }
@@ -174,12 +196,13 @@ pub(crate) fn ranked_facts(ledger: &Ledger) -> usize {
 /// included.
 pub(crate) fn min_tokens(ledger: &Ledger, strategy: Strategy, count: &TokenCountFn) -> usize {
     let goal = first_goal(&ledger.items);
+    let alike = alike(ledger);
     let mut sections: HashSet<usize> = HashSet::new();
     let mut total = 0;
     for (i, it) in ledger.items.iter().enumerate() {
         if it.superseded_by.is_some()
             || !it.kind.is_statement()
-            || rank_in(ledger, it, goal == Some(i)) <= BULK
+            || rank_in(ledger, &alike, it, goal == Some(i)) <= BULK
         {
             continue;
         }
@@ -276,6 +299,7 @@ fn fit(ledger: &Ledger, req: &SummaryRequest) -> Summary {
     let count = |t: &str| (req.count_tokens)(t);
     let budget = req.max_tokens;
     let goal = first_goal(items);
+    let alike = alike(ledger);
 
     // The rows: live items the strategy has a section for, most important
     // first (then most recently mentioned).
@@ -315,7 +339,7 @@ fn fit(ledger: &Ledger, req: &SummaryRequest) -> Summary {
         };
         rows.push(Row {
             item: i,
-            rank: rank_in(ledger, it, goal == Some(i)),
+            rank: rank_in(ledger, &alike, it, goal == Some(i)),
             section,
             forms,
             cost: [key, short, full],
@@ -585,12 +609,13 @@ struct Ranked {
 fn ranked(ledger: &Ledger, strategy: Strategy) -> Vec<Ranked> {
     let items = &ledger.items[..];
     let goal = first_goal(items);
+    let alike = alike(ledger);
     let mut rows: Vec<(u8, Ranked)> = Vec::new();
     for (i, it) in items.iter().enumerate() {
         if it.superseded_by.is_some() || !it.kind.is_statement() {
             continue;
         }
-        let rank = rank_in(ledger, it, goal == Some(i));
+        let rank = rank_in(ledger, &alike, it, goal == Some(i));
         if rank <= BULK {
             continue;
         }

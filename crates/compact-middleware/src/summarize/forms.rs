@@ -16,8 +16,9 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::facts::{
-    CONSTRAINT, Item, JUSTIFICATIONS as OTHER_JUSTIFICATIONS, LONG_NUMBER, NEGATIONS, QUANTITY,
-    cjk_key, clip, identifiers, key_spans, mostly_cjk, split_label, strip_discourse, word_count,
+    CONSTRAINT, Item, JUSTIFICATIONS as OTHER_JUSTIFICATIONS, Kind, LONG_NUMBER, NEGATIONS,
+    QUANTITY, cjk_key, clip, identifiers, key_spans, mostly_cjk, split_label, strip_discourse,
+    word_count,
 };
 
 /// How an item is shown.
@@ -49,11 +50,20 @@ pub(crate) fn forms(it: &Item) -> [String; 3] {
         return [t.clone(), t.clone(), t];
     }
     if it.kind.is_narrative() {
+        // An earlier goal is its ask, however much room there is: its
+        // padding was context for that turn, and what else it said (a
+        // deadline, a constraint) is a fact of its own. The latest request
+        // is shown as sent.
         let short = the_ask(strip_discourse(&it.text));
+        let full = if it.kind == Kind::Goal {
+            short
+        } else {
+            &it.text
+        };
         return [
             clip(short, REQUEST[0]),
             clip(short, REQUEST[1]),
-            clip(&it.text, REQUEST[2]),
+            clip(full, REQUEST[2]),
         ];
     }
     let full = it.text.clone();
@@ -84,8 +94,20 @@ fn the_ask(text: &str) -> &str {
     let (before, ask) = text.split_at(at);
     // Padding says nothing of its own: no name, no number, no cue ("CI
     // failed on the integration job, can you look?" is all content).
+    // "…, but can you", "…, so could you": the connective belongs to the
+    // padding.
+    let joint = before.trim_end();
+    let joint = ["but", "so", "and"]
+        .iter()
+        .find_map(|w| {
+            joint
+                .strip_suffix(w)
+                .filter(|rest| rest.ends_with(' '))
+                .map(str::trim_end)
+        })
+        .unwrap_or(joint);
     let padded = before.split_whitespace().count() >= 4
-        && before.trim_end().ends_with([',', ':', '-', '—'])
+        && joint.ends_with([',', ':', '-', '—'])
         && identifiers(before).next().is_none()
         && !before.bytes().any(|b| b.is_ascii_digit())
         && super::facts::classify(before).is_none();
@@ -329,5 +351,26 @@ mod tests {
         assert!(k.contains("must never exceed 114 MB"), "{k}");
         assert!(k.contains("zone 14"), "{k}");
         assert!(k.len() < long.len(), "{k}");
+    }
+
+    #[test]
+    fn an_earlier_goal_is_its_ask_without_the_padding_and_the_pleasantries() {
+        for (sent, ask) in [
+            (
+                "As I mentioned in the standup yesterday, and given what legal said, can you get me the raw rows? Thanks a lot.",
+                "can you get me the raw rows?",
+            ),
+            (
+                "Sorry if this is a repeat, I lost track of what we already pulled, but could you check the Iberian routes? I'd like to understand it.",
+                "could you check the Iberian routes?",
+            ),
+            // What comes before names something: it is part of the ask.
+            (
+                "CI failed on the integration job, can you look? Build 88213.",
+                "CI failed on the integration job, can you look? Build 88213.",
+            ),
+        ] {
+            assert_eq!(the_ask(sent), ask);
+        }
     }
 }

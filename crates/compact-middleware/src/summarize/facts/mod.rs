@@ -22,7 +22,7 @@ mod lang;
 mod lexicon;
 mod outcome;
 mod prose;
-mod shape;
+pub(crate) mod shape;
 mod shell;
 mod tool;
 pub(crate) mod trail;

@@ -1067,7 +1067,17 @@ impl Column {
     /// rest say `0`). A small table of a few random values has a "mode" by
     /// chance; that is not an outlier.
     fn is_outlier(&self, cell: &str, rows: usize) -> bool {
-        if rows < 4 || cell.is_empty() || self.count(cell) > 1 {
+        if cell.is_empty() || self.count(cell) > 1 {
+            return false;
+        }
+        // A field set where the other rows leave it empty (an
+        // `exception_code` on one shipment of three) is a flag, in a table
+        // of any size.
+        let set = rows - self.count("");
+        if rows >= 2 && set <= (rows / 4).max(1) {
+            return true;
+        }
+        if rows < 4 {
             return false;
         }
         let dominant = |n: usize| n * 10 >= rows * 6;
