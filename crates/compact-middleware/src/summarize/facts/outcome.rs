@@ -64,6 +64,8 @@ static FAILED_ID: LazyLock<Regex> = LazyLock::new(|| {
         r"(?m)^(?:FAILED|ERROR) (\S+::\S+)|^(\S+::\S+) (?:FAILED|ERROR)|^(?:FAIL|ERROR): (\w+ \([\w.]+\))|^test (\S+) \.\.\. FAILED|^--- FAIL: (\S+)",
     )
 });
+/// jest's failing test, `● Suite › name`.
+static JEST_FAILED: LazyLock<Regex> = LazyLock::new(|| re(r"(?m)^\s*● (.+ › .+?)\s*$"));
 static PASSED_ID: LazyLock<Regex> = LazyLock::new(|| re(r"(?m)^(\S+::\S+) PASSED"));
 /// The line an error ends with: an exception (`ValueError: …`,
 /// `django.core.exceptions.ImproperlyConfigured: …`), a compiler's
@@ -135,6 +137,19 @@ pub(crate) fn read(output: &str) -> Outcome {
             push_unique(&mut o.test_ids, m.as_str());
         }
     }
+    for c in JEST_FAILED.captures_iter(&body) {
+        push_unique(&mut o.test_ids, &c[1]);
+    }
+    // cargo's closing list: `failures:` then one indented test path a line.
+    for block in body.split("\nfailures:\n").skip(1) {
+        for line in block.lines() {
+            let id = line.trim();
+            if id.is_empty() || !line.starts_with("    ") || id.contains(char::is_whitespace) {
+                break;
+            }
+            push_unique(&mut o.test_ids, id);
+        }
+    }
     if o.test_ids.is_empty() {
         let passed: Vec<&str> = PASSED_ID
             .captures_iter(&body)
@@ -154,7 +169,11 @@ pub(crate) fn read(output: &str) -> Outcome {
         .find(|l| ERROR_LINE.is_match(l))
         // `bash: line 1: hexdump: command not found`: the shell's name and
         // line say nothing of what failed.
-        .map(|l| clip(SHELL_PREFIX.replace(l, "").as_ref(), MAX_LINE));
+        .map(|l| {
+            let l = SHELL_PREFIX.replace(l, "");
+            // pytest's `E       AssertionError: …`: the gap is layout.
+            clip(&l.split_whitespace().collect::<Vec<_>>().join(" "), MAX_LINE)
+        });
     // A checker's findings (`src/x.py:25: error: …`, `x.rs:3:1: E0425`):
     // each is its own finding, the first few kept.
     // Errors before warnings and style codes: a type error is what the
@@ -366,6 +385,23 @@ Found 4 errors in 4 files (checked 41 source files)\n[exit code: 1]\n";
         assert_eq!(
             o.lines,
             ["Successfully installed pyyaml-6.0.3 types-pkg_resources-0.1"]
+        );
+    }
+
+    #[test]
+    fn jest_and_cargo_name_their_failing_tests_their_own_way() {
+        let jest = "  ● Export › parse label\n\n    expect(received).toEqual(expected)\n\n  ● Console\n\n  ● Filters › inlet large values\n\n    TypeError: Cannot read properties of undefined (reading 'umberMargin')\n\nTests:       2 failed, 820 passed, 822 total\n[exit code: 1]\n";
+        let o = read(jest);
+        assert_eq!(
+            o.test_ids,
+            ["Export › parse label", "Filters › inlet large values"]
+        );
+        assert_eq!(o.tests.as_deref(), Some("2 failed, 820 passed, 822 total"));
+        let cargo = "failures:\n\n---- grid::tests::split_row stdout ----\nboom\n\nfailures:\n    grid::tests::split_row\n    tokens::tests::mosaic_leap_day\n\ntest result: FAILED. 22 passed; 2 failed; 0 ignored\n";
+        let o = read(cargo);
+        assert_eq!(
+            o.test_ids,
+            ["grid::tests::split_row", "tokens::tests::mosaic_leap_day"]
         );
     }
 }

@@ -606,15 +606,18 @@ fn operands<'a>(words: &'a [String], valued: &[&str]) -> Vec<&'a str> {
 
 /// What one simple command is for, and the files it touches.
 fn classify(c: &Simple) -> (Purpose, Vec<(String, Touch)>) {
-    // `FOO=1 timeout 60 sudo python x.py`: the program is `python`.
+    // `FOO=1 timeout 60 sudo python x.py`: the program is `python`; so is
+    // it in `npx jest`, `uv run pytest`, `poetry run mypy`.
     let mut words: &[String] = &c.words;
     while let Some(first) = words.first() {
         let prefix = first.contains('=') && !first.starts_with('-')
             || matches!(
                 first.as_str(),
-                "sudo" | "time" | "env" | "nohup" | "exec" | "command"
+                "sudo" | "time" | "env" | "nohup" | "exec" | "command" | "npx" | "bunx" | "pnpx"
             );
-        if first == "timeout" {
+        let runner = matches!(first.as_str(), "uv" | "poetry" | "pipenv" | "pdm" | "hatch")
+            && words.get(1).is_some_and(|w| w == "run");
+        if first == "timeout" || runner {
             words = &words[words.len().min(2)..];
         } else if prefix {
             words = &words[1..];

@@ -185,7 +185,18 @@ pub(crate) fn forms(kind: Kind, text: &str, apis: &[String], t: &Trail) -> [Stri
                         KEY_LINE.saturating_sub(text.len()).max(40)
                     )
                 ),
-                format!("`{}` → {}", clip_middle(text, 120), clip(o, 80)),
+                // What failed along the way (then passed) is the story of
+                // the run: kept, shortened, before the latest output's detail.
+                if t.failed_before.is_empty() {
+                    format!("`{}` → {}", clip_middle(text, 120), clip(o, 80))
+                } else {
+                    format!(
+                        "`{}` → {}; failed before: {}",
+                        clip_middle(text, 120),
+                        clip(status(o), 60),
+                        clip(&t.failed_before.join(", "), 200)
+                    )
+                },
                 if t.failed_before.is_empty() {
                     format!("`{text}` → {o}")
                 } else {
@@ -381,8 +392,15 @@ impl Ledger {
                     .as_ref()
                     .filter(|o| o.failed())
                     .map(|o| {
+                        // The error it ended with too: run again, it may end
+                        // with another, and the first was a step of the way.
                         let errors = o.diagnostics.iter().filter(|d| d.contains(": error"));
-                        o.test_ids.iter().chain(errors).cloned().collect()
+                        o.test_ids
+                            .iter()
+                            .chain(errors)
+                            .chain(o.error.iter())
+                            .cloned()
+                            .collect()
                     })
                     .unwrap_or_default();
                 let rendered = read.map(|o| o.render(MAX_OUTCOME));
@@ -439,6 +457,8 @@ impl Ledger {
                         t.failed_before.push(id.clone());
                     }
                 }
+                // Failing again is not "before".
+                t.failed_before.retain(|id| !failing.contains(id));
                 let n = t.failed_before.len();
                 if n > MAX_FAILED_BEFORE {
                     t.failed_before.drain(..n - MAX_FAILED_BEFORE);
@@ -699,6 +719,41 @@ mod tests {
             t.outcome
                 .as_deref()
                 .is_some_and(|o| o.contains("name-defined"))
+        );
+    }
+
+    #[test]
+    fn a_package_runners_test_is_a_test_and_the_error_a_later_run_fixed_is_kept() {
+        let mut l = Ledger::default();
+        let failing = "  ● Filters › inlet large values\n\n    TypeError: Cannot read properties of undefined (reading 'umberMargin')\n\nTests:       1 failed, 9 passed, 10 total\n[exit code: 1]\n";
+        l.extract_trail(
+            "bash",
+            r#"{"command": "npx jest 2>&1 | tail -n 30"}"#,
+            failing,
+            true,
+        );
+        l.extract_trail(
+            "bash",
+            r#"{"command": "npx jest"}"#,
+            "Tests:       10 passed, 10 total\n[exit code: 0]\n",
+            true,
+        );
+        let jest = command(&l, "npx jest");
+        let t = jest.trail.as_ref().expect("trail");
+        assert_eq!(t.purpose, Some(Purpose::Test.code()));
+        assert_eq!(rank_of(jest), Some(9));
+        assert_eq!(
+            t.failed_before,
+            [
+                "Filters › inlet large values",
+                "TypeError: Cannot read properties of undefined (reading 'umberMargin')"
+            ]
+        );
+        // The short form tells the story: passing now, failing before.
+        let [_, short, _] = forms(jest.kind, &jest.text, &jest.apis, t);
+        assert!(
+            short.contains("10 passed") && short.contains("failed before: Filters › inlet"),
+            "{short}"
         );
     }
 }
