@@ -60,7 +60,7 @@ pub struct PostgresSessionStore {
 }
 
 struct Inner {
-    config: tokio_postgres::Config,
+    config: crate::db::Postgres,
     /// The URL with its password masked: the only form that is logged.
     label: String,
     idle: Mutex<Vec<Conn>>,
