@@ -3,6 +3,9 @@
 # free port, everything (data, socket, log) under DIR.
 #   scripts/postgres.sh start DIR   prints the server's URL
 #   scripts/postgres.sh stop DIR
+#   scripts/postgres.sh restart DIR   an immediate stop (as a crash: no
+#                                     checkpoint, clients cut off), then a
+#                                     start on the same port
 # With POSTGRES_TLS=1 the server takes TLS connections only (`ssl=on`,
 # `hostssl` in pg_hba.conf, plain connections rejected), with a certificate
 # for `localhost` signed by a CA made for it: DIR/tls/ca.crt is the root to
@@ -11,7 +14,7 @@
 # user and the server runs as it.
 set -euo pipefail
 
-usage() { echo "usage: $0 start|stop DIR" >&2; exit 2; }
+usage() { echo "usage: $0 start|stop|restart DIR" >&2; exit 2; }
 [ $# -eq 2 ] || usage
 cmd=$1
 dir=$2
@@ -78,6 +81,10 @@ start)
     echo "scripts/postgres.sh: the server did not start; its log:" >&2
     cat "$dir/server.log" >&2 || true
     exit 1
+    ;;
+restart)
+    # pg_ctl restart reuses the options of the last start (postmaster.opts).
+    as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -m immediate -w -t 60 restart >/dev/null
     ;;
 stop)
     if [ -f "$dir/data/postmaster.pid" ]; then

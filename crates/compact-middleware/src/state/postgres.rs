@@ -281,15 +281,22 @@ impl SessionStore for PostgresSessionStore {
         id: &'a SessionId,
     ) -> BoxFuture<'a, Result<Box<dyn SessionGuard>, StateError>> {
         Box::pin(async move {
-            let conn = self.inner.checkout().await?;
             // One round trip; the key is a number we computed, not input.
-            conn.client
-                .batch_execute(&format!(
-                    "BEGIN; SELECT pg_advisory_xact_lock({})",
-                    super::lock_key(id)
-                ))
-                .await
-                .map_err(|e| db("lock", e))?;
+            let begin = format!(
+                "BEGIN; SELECT pg_advisory_xact_lock({})",
+                super::lock_key(id)
+            );
+            // An idle connection may have died without its task noticing
+            // yet (the server restarted): the next one, or a new one.
+            let mut tries = 0;
+            let conn = loop {
+                let conn = self.inner.checkout().await?;
+                match conn.client.batch_execute(&begin).await {
+                    Ok(()) => break conn,
+                    Err(e) if e.is_closed() && tries < MAX_IDLE => tries += 1,
+                    Err(e) => return Err(db("lock", e)),
+                }
+            };
             Ok(Box::new(Guard {
                 inner: self.inner.clone(),
                 id: id.clone(),
@@ -336,7 +343,8 @@ impl Guard {
             }
             Ok(())
         };
-        tokio::try_join!(clear, rows, head, commit).map_err(|e| db("save", e))?;
+        // Biased: sent in this order (the removals before the rows).
+        tokio::try_join!(biased; clear, rows, head, commit).map_err(|e| db("save", e))?;
         Ok(())
     }
 }
