@@ -254,11 +254,13 @@ async fn run(drill: Drill) {
     // The faults, until every session is done: a replica killed and
     // started again every `kill_every`, PostgreSQL restarted once.
     let (mut kills, mut restarted) = (0usize, false);
-    let (mut last_kill, mut last_turns) = (Instant::now(), 0);
+    let (mut last_kill, mut last_turns) = (Instant::now(), 0usize);
     while !tasks.iter().all(|t| t.is_finished()) {
         tokio::time::sleep(Duration::from_millis(20)).await;
         let done = answered.load(Ordering::Relaxed);
-        if last_kill.elapsed() < drill.kill_every && done < last_turns + drill.kill_every_turns {
+        if last_kill.elapsed() < drill.kill_every
+            && done < last_turns.saturating_add(drill.kill_every_turns)
+        {
             continue;
         }
         let i = kills % replicas.len();
