@@ -148,9 +148,12 @@ async fn session(
         let body = json!({"session_id": id, "messages": fed});
         let started = Instant::now();
         let mut attempt = 0usize;
+        let mut last_error = String::new();
         let answer = loop {
             if started.elapsed() > Duration::from_secs(180) {
-                return Err(format!("{id} turn {t}: no replica answered in 180 s"));
+                return Err(format!(
+                    "{id} turn {t}: no replica answered in 180 s ({attempt} attempts, the last: {last_error})"
+                ));
             }
             let base = {
                 let bases = bases.read().await;
@@ -166,17 +169,22 @@ async fn session(
             {
                 Ok(r) if r.status().is_success() => {
                     // An unreadable answer: killed while answering.
-                    if let Ok(v) = r.json::<Value>().await {
-                        break v;
+                    match r.json::<Value>().await {
+                        Ok(v) => break v,
+                        Err(e) => last_error = format!("{base}: {e}"),
                     }
                 }
-                Ok(r) if r.status().is_server_error() => {}
+                Ok(r) if r.status().is_server_error() => {
+                    let status = r.status();
+                    last_error =
+                        format!("{base}: {status}: {}", r.text().await.unwrap_or_default());
+                }
                 Ok(r) => {
                     let status = r.status();
                     let text = r.text().await.unwrap_or_default();
                     return Err(format!("{id} turn {t}: {status}: {text}"));
                 }
-                Err(_) => {}
+                Err(e) => last_error = format!("{base}: {e}"),
             }
             tokio::time::sleep(Duration::from_millis(20 * attempt.min(10) as u64)).await;
         };

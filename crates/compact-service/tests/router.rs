@@ -474,7 +474,10 @@ async fn metrics_count_the_dispatcher_per_exporter_and_the_session_store_writes(
     assert!(value("compact_dispatcher_emitted_total ") >= 6);
     assert_eq!(value("compact_dispatcher_dropped_total "), 0);
     // Per exporter: the service's own (into the server's store).
-    assert_eq!(value("compact_dispatcher_lagged_total{exporter=\"server\"} "), 0);
+    assert_eq!(
+        value("compact_dispatcher_lagged_total{exporter=\"server\"} "),
+        0
+    );
     value("compact_dispatcher_exported_total{exporter=\"server\"} ");
     assert_eq!(value("compact_state_saves_total{store=\"sqlite\"} "), 6);
     assert!(value("compact_state_written_bytes_total{store=\"sqlite\"} ") > 0);

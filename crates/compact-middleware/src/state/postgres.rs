@@ -7,8 +7,8 @@
 //! preflights of one session serialize and the summary chain never forks.
 //! The lock is transaction-scoped, so a replica that dies mid-preflight
 //! leaves nothing locked: the server ends its connection and rolls back.
-//! Each held session uses one connection; released connections wait in a
-//! small idle list for the next lock.
+//! Each held session uses one connection, at most [`MAX_OPEN`] at once per
+//! store; released connections wait in an idle list for the next lock.
 //!
 //! A record is kept in parts (`parts`): a head in `compact_sessions`, the
 //! rest in `compact_session_rows`, and a save writes the head and the rows
@@ -50,8 +50,15 @@ CREATE TABLE IF NOT EXISTS compact_session_rows (
 /// one-key session locks).
 const SCHEMA_LOCK: (i32, i32) = (0x636f_6d70, 1);
 
-/// Connections kept open between locks; more are opened on demand.
-const MAX_IDLE: usize = 16;
+/// Connections open at once per store (held sessions); a lock past this
+/// waits for one to be released. With connections made only when none is
+/// idle, this bounds the connections a process opens: several replicas
+/// under hundreds of concurrent sessions stay under the server's
+/// `max_connections` (100 by default).
+const MAX_OPEN: usize = 16;
+
+/// Connections kept open between locks.
+const MAX_IDLE: usize = MAX_OPEN;
 
 /// Session records in a PostgreSQL database.
 #[derive(Clone)]
@@ -64,6 +71,8 @@ struct Inner {
     /// The URL with its password masked: the only form that is logged.
     label: String,
     idle: Mutex<Vec<Conn>>,
+    /// One permit per held session ([`MAX_OPEN`]).
+    open: Arc<tokio::sync::Semaphore>,
     /// What the database holds of each session this store read or wrote last.
     shapes: Shapes,
     written: Written,
@@ -160,6 +169,7 @@ impl PostgresSessionStore {
                 config,
                 label,
                 idle: Mutex::new(Vec::new()),
+                open: Arc::new(tokio::sync::Semaphore::new(MAX_OPEN)),
                 shapes: Shapes::default(),
                 written: Written::default(),
             }),
@@ -262,6 +272,8 @@ struct Guard {
     inner: Arc<Inner>,
     id: SessionId,
     conn: Conn,
+    /// Released with the guard (after the connection went back).
+    _permit: tokio::sync::OwnedSemaphorePermit,
     observed: Observed,
     /// A save not sent yet: it goes with the `COMMIT` (one round trip).
     pending: Option<(Plan, Etag)>,
@@ -288,6 +300,13 @@ impl SessionStore for PostgresSessionStore {
             );
             // An idle connection may have died without its task noticing
             // yet (the server restarted): the next one, or a new one.
+            let permit = self
+                .inner
+                .open
+                .clone()
+                .acquire_owned()
+                .await
+                .map_err(|e| StateError::Backend(format!("postgres lock: {e}")))?;
             let mut tries = 0;
             let conn = loop {
                 let conn = self.inner.checkout().await?;
@@ -301,6 +320,7 @@ impl SessionStore for PostgresSessionStore {
                 inner: self.inner.clone(),
                 id: id.clone(),
                 conn,
+                _permit: permit,
                 observed: Observed::Unknown,
                 pending: None,
             }) as Box<dyn SessionGuard>)
@@ -463,8 +483,14 @@ impl SessionGuard for Guard {
                     .await
                     .map_err(|e| db("commit", e))?,
             }
-            let Guard { inner, conn, .. } = *self;
+            let Guard {
+                inner,
+                conn,
+                _permit,
+                ..
+            } = *self;
             inner.put_back(conn);
+            drop(_permit);
             Ok(())
         })
     }
