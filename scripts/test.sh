@@ -38,6 +38,11 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
         exit 1
     fi
 fi
+# openssl makes the certificates of the TLS-only PostgreSQL that
+# crates/compact-middleware/tests/postgres_tls.rs starts.
+if ! command -v openssl >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssl >/dev/null
+fi
 if [ -z "${COMPACT_TEST_POSTGRES_URL:-}" ]; then
     pg_dir=$(mktemp -d)
     COMPACT_TEST_POSTGRES_URL=$(scripts/postgres.sh start "$pg_dir")

@@ -94,6 +94,13 @@ impl AppState {
         &self.0.metrics
     }
 
+    /// Adds metrics rendered by `source` to `GET /metrics` (Prometheus
+    /// text appended as it is): how an embedding crate reports its own
+    /// counters, such as the service's dispatcher.
+    pub fn add_metrics(&self, source: impl Fn(&mut String) + Send + Sync + 'static) {
+        self.0.metrics.add_source(Box::new(source));
+    }
+
     pub(crate) fn sse_permits(&self) -> Arc<Semaphore> {
         self.0.sse_permits.clone()
     }

@@ -51,9 +51,24 @@ impl Histogram {
     }
 }
 
+/// Metrics another crate renders into the exposition (the service's
+/// dispatcher): text appended as it is, in the Prometheus text format.
+pub(crate) type MetricsSource = Box<dyn Fn(&mut String) + Send + Sync>;
+
+#[derive(Default)]
+struct Sources(Mutex<Vec<MetricsSource>>);
+
+impl std::fmt::Debug for Sources {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.0.lock().map_or(0, |s| s.len());
+        f.debug_tuple("Sources").field(&n).finish()
+    }
+}
+
 /// The server's counters.
 #[derive(Debug, Default)]
 pub(crate) struct Metrics {
+    sources: Sources,
     ingest: Mutex<BTreeMap<(&'static str, u16), IngestCounts>>,
     sse_clients: AtomicI64,
     sse_connections: AtomicU64,
@@ -111,6 +126,15 @@ impl Metrics {
     /// Events skipped by backpressure so far.
     pub(crate) fn skipped_total(&self) -> u64 {
         self.sse_skipped.load(Ordering::Relaxed)
+    }
+
+    /// Adds metrics another crate renders.
+    pub(crate) fn add_source(&self, source: MetricsSource) {
+        self.sources
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(source);
     }
 
     /// Prometheus text exposition.
@@ -252,6 +276,15 @@ impl Metrics {
             );
             let _ = writeln!(out, "{name}_sum{{stage=\"{stage}\"}} {}", h.sum);
             let _ = writeln!(out, "{name}_count{{stage=\"{stage}\"}} {}", h.count);
+        }
+        for source in self
+            .sources
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+        {
+            source(&mut out);
         }
         out
     }

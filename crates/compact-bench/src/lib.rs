@@ -26,6 +26,7 @@ pub mod retention;
 mod rng;
 mod server;
 mod sidecar;
+mod soak;
 mod tokens;
 mod visibility;
 mod workload;
@@ -50,23 +51,27 @@ pub enum Suite {
     Retention,
     /// `POST /v1/preflight` of a spawned `compact serve`, per session store.
     Sidecar,
-    /// All of the above.
+    /// The soak harness (`compact-soak`) at `--runs N`: not part of `all`
+    /// (10,000 runs take most of an hour).
+    Soak,
+    /// All of the above but `soak`.
     All,
 }
 
 impl Suite {
     /// Every name [`Suite::from_str`] accepts.
-    pub const NAMES: [&'static str; 6] = [
+    pub const NAMES: [&'static str; 7] = [
         "tokens",
         "preflight",
         "server",
         "retention",
         "sidecar",
+        "soak",
         "all",
     ];
 
     fn includes(self, other: Suite) -> bool {
-        self == Suite::All || self == other
+        (self == Suite::All && other != Suite::Soak) || self == other
     }
 }
 
@@ -92,6 +97,7 @@ impl FromStr for Suite {
             "server" => Ok(Suite::Server),
             "retention" => Ok(Suite::Retention),
             "sidecar" => Ok(Suite::Sidecar),
+            "soak" => Ok(Suite::Soak),
             "all" => Ok(Suite::All),
             other => Err(UnknownSuite(other.to_owned())),
         }
@@ -112,6 +118,20 @@ pub fn machine() -> Value {
 /// measurement); the server suite has no quick form. A failing measurement is reported inside the
 /// document; the only error is a tokio runtime that cannot start.
 pub fn run(suite: Suite, quick: bool) -> std::io::Result<Value> {
+    run_with(suite, quick, &SoakOptions::default())
+}
+
+/// What `soak` runs: `runs` (default 1,000, as CI) from `seed` (default 7).
+#[derive(Debug, Clone, Default)]
+pub struct SoakOptions {
+    /// Runs; `None`: 1,000 (20 with `quick`).
+    pub runs: Option<usize>,
+    /// Seed of the first run; `None`: 7, CI's.
+    pub seed: Option<u64>,
+}
+
+/// [`run`], with the soak's options.
+pub fn run_with(suite: Suite, quick: bool, soak: &SoakOptions) -> std::io::Result<Value> {
     let mut doc = Map::new();
     doc.insert("machine".into(), machine());
     if suite.includes(Suite::Tokens) {
@@ -131,6 +151,12 @@ pub fn run(suite: Suite, quick: bool) -> std::io::Result<Value> {
     if suite.includes(Suite::Sidecar) {
         doc.insert("sidecar".into(), sidecar::run(quick));
     }
+    if suite.includes(Suite::Soak) {
+        doc.insert(
+            "soak".into(),
+            soak::run(soak.runs, soak.seed.unwrap_or(7), quick),
+        );
+    }
     Ok(Value::Object(doc))
 }
 
@@ -149,5 +175,6 @@ mod tests {
         );
         assert!(Suite::All.includes(Suite::Server));
         assert!(!Suite::Tokens.includes(Suite::Preflight));
+        assert!(!Suite::All.includes(Suite::Soak) && Suite::Soak.includes(Suite::Soak));
     }
 }

@@ -16,7 +16,8 @@ use compact_bench::Suite;
 #[derive(Parser, Debug)]
 #[command(name = "compact-bench", version)]
 struct Args {
-    /// Which suite: tokens, preflight, server, retention, sidecar, all.
+    /// Which suite: tokens, preflight, server, retention, sidecar, soak, all
+    /// (all but soak).
     #[arg(default_value = "all", value_parser = Suite::NAMES)]
     suite: String,
     /// JSON output (the only format; accepted for scripts).
@@ -25,6 +26,12 @@ struct Args {
     /// Fewer runs: a smoke test, not a measurement.
     #[arg(long)]
     quick: bool,
+    /// soak: how many runs (default 1,000, as CI; 10,000 before a release).
+    #[arg(long)]
+    runs: Option<usize>,
+    /// soak: the seed of the first run (default 7, as CI).
+    #[arg(long)]
+    seed: Option<u64>,
 }
 
 fn main() -> ExitCode {
@@ -36,7 +43,9 @@ fn main() -> ExitCode {
         );
     }
     match run(&args) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(true) => ExitCode::SUCCESS,
+        // A soak with violations (or errors) fails, as `compact-soak` does.
+        Ok(false) => ExitCode::FAILURE,
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("compact bench: error: {e}");
@@ -45,15 +54,20 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(args: &Args) -> std::io::Result<()> {
+fn run(args: &Args) -> std::io::Result<bool> {
     let suite: Suite = args
         .suite
         .parse()
         .map_err(|e: compact_bench::UnknownSuite| std::io::Error::other(e.to_string()))?;
-    let doc = compact_bench::run(suite, args.quick)?;
+    let soak = compact_bench::SoakOptions {
+        runs: args.runs,
+        seed: args.seed,
+    };
+    let doc = compact_bench::run_with(suite, args.quick, &soak)?;
     let text = serde_json::to_string_pretty(&doc).map_err(std::io::Error::other)?;
     // A reader that went away (`| head`) ends the run quietly: see `main`.
     let mut out = std::io::stdout().lock();
     writeln!(out, "{text}")?;
-    out.flush()
+    out.flush()?;
+    Ok(doc.get("soak").is_none_or(|s| s["passed"] == true))
 }

@@ -113,6 +113,46 @@ pub struct ExporterStats {
     pub lagged: u64,
 }
 
+/// Reads a [`Dispatcher`]'s counters without keeping it alive
+/// ([`Dispatcher::stats_reader`]).
+#[derive(Clone)]
+pub struct StatsReader(std::sync::Weak<Shared>);
+
+impl std::fmt::Debug for StatsReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("StatsReader").field(&self.stats()).finish()
+    }
+}
+
+impl StatsReader {
+    /// The counters; `None` once the dispatcher is gone.
+    pub fn stats(&self) -> Option<DispatchStats> {
+        self.0.upgrade().map(|shared| stats_of(&shared))
+    }
+}
+
+fn stats_of(shared: &Shared) -> DispatchStats {
+    let exporters: Vec<ExporterStats> = shared
+        .lanes
+        .iter()
+        .map(|l| ExporterStats {
+            name: l.name.clone(),
+            exported: l.exported.load(Ordering::Relaxed),
+            failed_events: l.failed_events.load(Ordering::Relaxed),
+            failures: l.failures.load(Ordering::Relaxed),
+            lagged: l.lagged.load(Ordering::Relaxed),
+        })
+        .collect();
+    DispatchStats {
+        emitted: shared.emitted.load(Ordering::Relaxed),
+        dropped: shared.dropped.load(Ordering::Relaxed),
+        exported: exporters.iter().map(|e| e.exported).sum(),
+        export_failures: exporters.iter().map(|e| e.failures).sum(),
+        lagged: exporters.iter().map(|e| e.lagged).sum(),
+        exporters,
+    }
+}
+
 /// A clonable handle to the background delivery of events to exporters.
 ///
 /// [`emit`](Dispatcher::emit) never blocks on an exporter and never fails.
@@ -536,26 +576,15 @@ impl Dispatcher {
 
     /// A snapshot of the counters.
     pub fn stats(&self) -> DispatchStats {
-        let shared = &self.inner.shared;
-        let exporters: Vec<ExporterStats> = shared
-            .lanes
-            .iter()
-            .map(|l| ExporterStats {
-                name: l.name.clone(),
-                exported: l.exported.load(Ordering::Relaxed),
-                failed_events: l.failed_events.load(Ordering::Relaxed),
-                failures: l.failures.load(Ordering::Relaxed),
-                lagged: l.lagged.load(Ordering::Relaxed),
-            })
-            .collect();
-        DispatchStats {
-            emitted: shared.emitted.load(Ordering::Relaxed),
-            dropped: shared.dropped.load(Ordering::Relaxed),
-            exported: exporters.iter().map(|e| e.exported).sum(),
-            export_failures: exporters.iter().map(|e| e.failures).sum(),
-            lagged: exporters.iter().map(|e| e.lagged).sum(),
-            exporters,
-        }
+        stats_of(&self.inner.shared)
+    }
+
+    /// Reads the counters without keeping the dispatcher alive: what a
+    /// metrics endpoint holds (the dispatcher's exporters may hold the
+    /// server that serves the endpoint, and a strong handle there would
+    /// keep both alive and the dispatcher from shutting down).
+    pub fn stats_reader(&self) -> StatsReader {
+        StatsReader(Arc::downgrade(&self.inner.shared))
     }
 
     // Registers a flush with the worker; `None` when there is no worker to ask.

@@ -47,7 +47,7 @@ mod span;
 pub mod truncate;
 
 pub use console::ConsoleExporter;
-pub use dispatcher::{DispatchOptions, DispatchStats, Dispatcher, ExporterStats};
+pub use dispatcher::{DispatchOptions, DispatchStats, Dispatcher, ExporterStats, StatsReader};
 pub use exporter::{CollectingExporter, ExportError, Exporter};
 pub use jsonl::JsonlExporter;
 pub use span::{

@@ -39,19 +39,31 @@ pub(crate) fn open_sqlite(
     Ok((conn, in_memory))
 }
 
-/// A PostgreSQL URL (`postgres://user:password@host:port/db`) as the
-/// client's configuration (10 s to connect unless it says otherwise) and
-/// its label, the URL with the password masked: the only form that is
-/// shown.
-pub(crate) fn postgres_config(url: &str) -> Result<(tokio_postgres::Config, String), String> {
+/// A PostgreSQL server to connect to: the client's configuration and the
+/// TLS connector of its `sslmode` (`crate::pgtls`).
+#[derive(Clone)]
+pub(crate) struct Postgres {
+    config: tokio_postgres::Config,
+    tls: Option<crate::pgtls::MakeRustls>,
+}
+
+/// A PostgreSQL URL (`postgres://user:password@host:port/db`, with libpq's
+/// `sslmode` and `sslrootcert` if wanted) as the client's configuration
+/// (10 s to connect unless it says otherwise) and its label, the URL with
+/// the password masked: the only form that is shown.
+pub(crate) fn postgres_config(url: &str) -> Result<(Postgres, String), String> {
     let label = redact_url_password(url);
-    let mut config: tokio_postgres::Config = url
+    let tls = crate::pgtls::settings(url).map_err(|e| format!("{label}: {e}"))?;
+    let mut config: tokio_postgres::Config = tls
+        .url
         .parse()
         .map_err(|e| format!("{label}: not a PostgreSQL URL: {e}"))?;
+    config.ssl_mode(tls.mode.ssl_mode());
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(Duration::from_secs(10));
     }
-    Ok((config, label))
+    let tls = crate::pgtls::connector(&tls).map_err(|e| format!("{label}: {e}"))?;
+    Ok((Postgres { config, tls }, label))
 }
 
 /// The database's own message (`42P01: relation … does not exist`), more
@@ -66,22 +78,33 @@ pub(crate) fn postgres_detail(e: &tokio_postgres::Error) -> String {
     }
 }
 
-/// A new connection; its task runs on the current runtime until the
-/// connection closes.
-pub(crate) async fn postgres_connect(
-    config: &tokio_postgres::Config,
-    label: &str,
-) -> Result<Client, String> {
-    let (client, connection) = config
-        .connect(NoTls)
-        .await
-        .map_err(|e| format!("postgres {label}: cannot connect: {}", source_chain(&e)))?;
+/// A new connection (over TLS when its `sslmode` asks for it); its task runs
+/// on the current runtime until the connection closes.
+pub(crate) async fn postgres_connect(pg: &Postgres, label: &str) -> Result<Client, String> {
+    let failed = |e: tokio_postgres::Error| {
+        format!("postgres {label}: cannot connect: {}", source_chain(&e))
+    };
     let label = label.to_owned();
-    tokio::spawn(async move {
-        if let Err(e) = connection.await {
-            tracing::debug!(url = %label, error = %e, "postgres connection closed");
+    let client = match &pg.tls {
+        None => {
+            let (client, connection) = pg.config.connect(NoTls).await.map_err(failed)?;
+            tokio::spawn(async move {
+                if let Err(e) = connection.await {
+                    tracing::debug!(url = %label, error = %e, "postgres connection closed");
+                }
+            });
+            client
         }
-    });
+        Some(tls) => {
+            let (client, connection) = pg.config.connect(tls.clone()).await.map_err(failed)?;
+            tokio::spawn(async move {
+                if let Err(e) = connection.await {
+                    tracing::debug!(url = %label, error = %e, "postgres connection closed");
+                }
+            });
+            client
+        }
+    };
     Ok(client)
 }
 

@@ -33,6 +33,7 @@ pub mod invariants;
 pub mod manager;
 pub mod memory;
 pub mod model;
+mod pgtls;
 pub mod pipeline;
 mod prehashed;
 pub mod redact;

@@ -1001,3 +1001,35 @@ mod redaction_property {
         }
     }
 }
+
+#[test]
+fn events_a_killed_writer_left_unrecorded_are_recorded_by_the_next_append() {
+    // A replica SIGKILLed between appending its events and appending their
+    // manifest line leaves whole lines the manifest does not cover.
+    let dir = tmp();
+    let fs = FsAdapter::new(dir.path().join("archive"));
+    let a = Archive::new(&fs);
+    let s = sid("killed");
+    let rt = rt();
+    rt.block_on(a.save_events(&s, &[json!({"n": 1})]))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let orphan = archive::encode_lines(&[json!({"n": 2}), json!({"n": 3})]).unwrap_or_default();
+    rt.block_on(fs.append("killed/events.jsonl", orphan))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let v = rt.block_on(a.verify(&s)).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        matches!(v.problem, Some(Problem::Unrecorded { .. })),
+        "{:?}",
+        v.problem
+    );
+
+    // The next preflight's events: the orphan lines are recorded first.
+    rt.block_on(a.save_events(&s, &[json!({"n": 4})]))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let v = rt.block_on(a.verify(&s)).unwrap_or_else(|e| panic!("{e}"));
+    assert!(v.is_ok(), "{:?}", v.problem);
+    assert_eq!(v.entries, 3);
+    let text =
+        std::fs::read_to_string(dir.path().join("archive/killed/events.jsonl")).unwrap_or_default();
+    assert_eq!(text.lines().count(), 4, "nothing was dropped: {text}");
+}

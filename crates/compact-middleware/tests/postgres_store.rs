@@ -345,3 +345,96 @@ async fn records_compress_with_lz4_where_the_server_can() {
     // A second replica starting leaves it as it is.
     let _again = connect(&db.url).await;
 }
+
+/// A connection of the test's own, to look at the tables.
+async fn raw_client(url: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(connection);
+    client
+}
+
+#[tokio::test]
+async fn a_record_stored_whole_by_an_earlier_version_continues_and_is_stored_in_parts() {
+    let db = postgres_support::database().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let one = drive(
+        &[manager(&config(&dir.path().join("one")), None)],
+        |_| 0,
+        24,
+    )
+    .await;
+
+    // Turns 0-11 on a manager of its own; its record then goes into the
+    // table and the row an earlier version wrote: the whole record, as
+    // JSON, in `record`, and no `head` column yet.
+    let memory = Arc::new(compact_middleware::state::MemorySessionStore::new());
+    let cfg = config(&dir.path().join("pg"));
+    let first = manager(&cfg, Some(memory.clone()));
+    let mut fed = vec![Message::system("You are an agent.")];
+    let mut outputs = Vec::new();
+    for i in 0..12 {
+        fed.extend(turn(i));
+        let out = first.preflight("s1", fed.clone()).await.expect("turn");
+        fed = out.messages.clone();
+        outputs.push(out.messages);
+    }
+    let record = memory.load(&id("s1")).await.expect("load").expect("record");
+    assert!(record.summary.is_some() && !record.ledger.is_empty());
+    let old = raw_client(&db.url).await;
+    old.batch_execute(
+        "CREATE TABLE compact_sessions (
+            session_id TEXT        PRIMARY KEY,
+            etag       BIGINT      NOT NULL,
+            format     INTEGER     NOT NULL,
+            record     TEXT        NOT NULL,
+            updated_at TIMESTAMPTZ NOT NULL DEFAULT now()
+        )",
+    )
+    .await
+    .expect("old schema");
+    let text = String::from_utf8(record.to_json().expect("json")).expect("utf-8");
+    old.execute(
+        "INSERT INTO compact_sessions (session_id, etag, format, record, updated_at)
+         VALUES ($1, $2, $3, $4, now())",
+        &[&"s1", &12345_i64, &1_i32, &text],
+    )
+    .await
+    .expect("old row");
+
+    // A store of this version opens the old table and reads the record.
+    let store = connect(&db.url).await;
+    let back = store
+        .load(&id("s1"))
+        .await
+        .expect("load")
+        .expect("old record");
+    assert_eq!(
+        back.to_json().expect("json"),
+        record.to_json().expect("json")
+    );
+    let second = manager(&cfg, Some(store));
+    for i in 12..24 {
+        fed.extend(turn(i));
+        let out = second.preflight("s1", fed.clone()).await.expect("turn");
+        fed = out.messages.clone();
+        outputs.push(out.messages);
+        if i == 12 {
+            // Its first save stored it in parts.
+            let row = old
+                .query_one(
+                    "SELECT format, length(record),
+                            (SELECT count(*) FROM compact_session_rows WHERE session_id = 's1')
+                     FROM compact_sessions WHERE session_id = 's1'",
+                    &[],
+                )
+                .await
+                .expect("layout");
+            let (format, len, rows): (i32, i32, i64) = (row.get(0), row.get(1), row.get(2));
+            assert_eq!((format, len), (2, 0));
+            assert!(rows > 10, "{rows} rows");
+        }
+    }
+    assert_eq!(outputs, one, "the chain did not continue");
+}

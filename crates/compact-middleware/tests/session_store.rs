@@ -168,3 +168,143 @@ fn records_tolerate_fields_they_do_not_know() {
         .expect("record");
     assert_eq!(r.step, Some(3));
 }
+
+/// The table and the row of a record as versions before records were
+/// stored in parts wrote them: the whole record, as JSON, in `record`.
+const OLD_SQLITE_SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS compact_sessions (
+    session_id TEXT    PRIMARY KEY,
+    etag       INTEGER NOT NULL,
+    format     INTEGER NOT NULL,
+    record     TEXT    NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+";
+
+fn write_old_row(path: &std::path::Path, session: &str, record: &SessionRecord) {
+    let conn = rusqlite::Connection::open(path).expect("sqlite");
+    conn.execute_batch(OLD_SQLITE_SCHEMA).expect("old schema");
+    let text = String::from_utf8(record.to_json().expect("json")).expect("utf-8");
+    conn.execute(
+        "INSERT INTO compact_sessions (session_id, etag, format, record, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5)
+         ON CONFLICT(session_id) DO UPDATE SET
+             etag = excluded.etag, format = excluded.format,
+             record = excluded.record, updated_at = excluded.updated_at",
+        rusqlite::params![session, 12345_i64, record.format, text, 0_i64],
+    )
+    .expect("old row");
+}
+
+/// `(format, length of record, rows)` of a session in a SQLite file.
+fn stored_layout(path: &std::path::Path, session: &str) -> (i64, usize, i64) {
+    let conn = rusqlite::Connection::open(path).expect("sqlite");
+    conn.query_row(
+        "SELECT format, length(record),
+                (SELECT count(*) FROM compact_session_rows WHERE session_id = ?1)
+         FROM compact_sessions WHERE session_id = ?1",
+        [session],
+        |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as usize, r.get(2)?)),
+    )
+    .expect("layout")
+}
+
+#[tokio::test]
+async fn a_record_stored_whole_by_an_earlier_version_continues_and_is_stored_in_parts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for feed_back in [true, false] {
+        let one = drive(
+            &[manager(
+                &config(&dir.path().join(format!("one{feed_back}"))),
+                None,
+            )],
+            |_| 0,
+            30,
+            feed_back,
+        )
+        .await;
+
+        // Turns 0-14 on a manager whose record ends up in a SQLite file the
+        // way an earlier version stored it.
+        let memory = Arc::new(MemorySessionStore::new());
+        let cfg = config(&dir.path().join(format!("m{feed_back}")));
+        let first = manager(&cfg, Some(memory.clone()));
+        let mut raw = vec![Message::system("You are an agent.")];
+        let mut fed = raw.clone();
+        let mut outputs = Vec::new();
+        let path = dir.path().join(format!("old{feed_back}.sqlite3"));
+        let mut current = first;
+        for i in 0..30 {
+            if i == 15 {
+                let id = compact_middleware::archive::SessionId::parse("s1").expect("id");
+                let record = memory.load(&id).await.expect("load").expect("a record");
+                assert!(record.summary.is_some() && !record.ledger.is_empty());
+                write_old_row(&path, "s1", &record);
+                let store: Arc<dyn SessionStore> =
+                    Arc::new(SqliteSessionStore::open(&path).expect("opens the old file"));
+                // It loads as it was written.
+                let back = store
+                    .load(&id)
+                    .await
+                    .expect("load")
+                    .expect("the old record");
+                assert_eq!(
+                    back.to_json().expect("json"),
+                    record.to_json().expect("json")
+                );
+                assert_eq!(stored_layout(&path, "s1").2, 0);
+                current = manager(&cfg, Some(store));
+            }
+            raw.extend(turn(i));
+            fed.extend(turn(i));
+            let input = if feed_back { fed.clone() } else { raw.clone() };
+            let out = current
+                .preflight("s1", input)
+                .await
+                .unwrap_or_else(|e| panic!("turn {i}: {e}"));
+            fed = out.messages.clone();
+            outputs.push(out.messages);
+            if i == 15 {
+                // Converted by its first save: the head and rows.
+                let (format, record_len, rows) = stored_layout(&path, "s1");
+                assert_eq!((format, record_len), (2, 0));
+                assert!(rows > 10, "{rows} rows");
+            }
+        }
+        assert_eq!(
+            outputs, one,
+            "feed_back {feed_back}: the chain did not continue"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_long_session_writes_what_changed_not_the_whole_record() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Arc::new(SqliteSessionStore::open(dir.path().join("s.sqlite3")).expect("store"));
+    let m = manager(&config(dir.path()), Some(store.clone()));
+    let id = compact_middleware::archive::SessionId::parse("s1").expect("id");
+    let mut raw = vec![Message::system("You are an agent.")];
+    let mut whole = 0;
+    let mut before = store.write_stats();
+    for i in 0..200 {
+        raw.extend(turn(i));
+        m.preflight("s1", raw.clone())
+            .await
+            .unwrap_or_else(|e| panic!("turn {i}: {e}"));
+        if i == 149 {
+            before = store.write_stats();
+        }
+        if i >= 150 {
+            // What an earlier version wrote at this save: the whole record.
+            let record = store.load(&id).await.expect("load").expect("record");
+            whole += record.to_json().expect("json").len() as u64;
+        }
+    }
+    let after = store.write_stats();
+    let saves = after.saves - before.saves;
+    let (now, then) = ((after.bytes - before.bytes) / saves, whole / 50);
+    println!("turns 150-199: {now} bytes written per save, the whole record {then} bytes");
+    assert_eq!(saves, 50);
+    assert!(now * 5 < then, "{now} bytes per save, whole record {then}");
+}

@@ -66,7 +66,88 @@ impl Service {
     /// Sends the service's events into `server`'s store from now on.
     pub(crate) fn attach(&self, server: &AppState) {
         // Set once: a service is mounted on one server.
-        let _ = self.events.0.set(server.clone());
+        if self.events.0.set(server.clone()).is_ok() {
+            // A reader, not a handle: the dispatcher's exporter holds the
+            // server, so a handle here would keep both alive.
+            let reader = self.manager.dispatcher().stats_reader();
+            let store = self.manager.session_store().cloned();
+            server.add_metrics(move |out| {
+                if let Some(stats) = reader.stats() {
+                    dispatch_metrics(&stats, out);
+                }
+                if let Some(store) = &store {
+                    state_metrics(store.kind(), store.write_stats(), out);
+                }
+            });
+        }
+    }
+}
+
+/// What the session store wrote: saves, and the bytes of record text they
+/// wrote (a long session's preflight writes what changed, not its record).
+fn state_metrics(kind: &str, stats: compact_middleware::state::WriteStats, out: &mut String) {
+    use std::fmt::Write;
+    let _ = writeln!(
+        out,
+        "# HELP compact_state_saves_total Session records saved.\n# TYPE compact_state_saves_total counter\ncompact_state_saves_total{{store=\"{kind}\"}} {}",
+        stats.saves
+    );
+    let _ = writeln!(
+        out,
+        "# HELP compact_state_written_bytes_total Bytes of session record text those saves wrote.\n# TYPE compact_state_written_bytes_total counter\ncompact_state_written_bytes_total{{store=\"{kind}\"}} {}",
+        stats.bytes
+    );
+}
+
+/// The manager's dispatcher in Prometheus text: what was emitted, what the
+/// queue refused, and per exporter what it acknowledged, what failed and
+/// what it skipped for falling behind (`lagged`: its drops).
+fn dispatch_metrics(stats: &compact_middleware::events::DispatchStats, out: &mut String) {
+    use std::fmt::Write;
+    let counter = |out: &mut String, name: &str, help: &str| {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+    };
+    counter(
+        out,
+        "compact_dispatcher_emitted_total",
+        "Events the service's preflights emitted.",
+    );
+    let _ = writeln!(out, "compact_dispatcher_emitted_total {}", stats.emitted);
+    counter(
+        out,
+        "compact_dispatcher_dropped_total",
+        "Events the dispatcher's queue refused (full or shut down): no exporter saw them.",
+    );
+    let _ = writeln!(out, "compact_dispatcher_dropped_total {}", stats.dropped);
+    type Get = fn(&compact_middleware::events::ExporterStats) -> u64;
+    let families: [(&str, &str, Get); 4] = [
+        (
+            "compact_dispatcher_exported_total",
+            "Events an exporter acknowledged.",
+            |e| e.exported,
+        ),
+        (
+            "compact_dispatcher_failed_events_total",
+            "Events in batches an exporter failed to export.",
+            |e| e.failed_events,
+        ),
+        (
+            "compact_dispatcher_lagged_total",
+            "Events an exporter never got because it fell too far behind (its drops).",
+            |e| e.lagged,
+        ),
+        (
+            "compact_dispatcher_export_failures_total",
+            "Failed export or flush calls of an exporter.",
+            |e| e.failures,
+        ),
+    ];
+    for (name, help, get) in families {
+        counter(out, name, help);
+        for e in &stats.exporters {
+            let label = e.name.replace('\\', "\\\\").replace('"', "\\\"");
+            let _ = writeln!(out, "{name}{{exporter=\"{label}\"}} {}", get(e));
+        }
     }
 }
 

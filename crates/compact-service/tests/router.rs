@@ -437,3 +437,52 @@ async fn the_openapi_document_has_every_route() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_the_dispatcher_per_exporter_and_the_session_store_writes() {
+    let state = tempfile::tempdir().expect("tempdir");
+    let app = app(&format!(
+        "state:\n  store: sqlite\n  path: {}\n",
+        state.path().join("s.sqlite3").display()
+    ));
+    let mut messages = vec![json!({"role": "system", "content": "You are an agent."})];
+    for t in 0..6 {
+        turn(&mut messages, t);
+        let (status, body) = call(
+            &app,
+            Method::POST,
+            "/v1/preflight",
+            Some(json!({"session_id": "m1", "messages": messages})),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        messages = body["messages"].as_array().expect("messages").clone();
+    }
+    let req = Request::builder()
+        .uri("/metrics")
+        .body(Body::empty())
+        .expect("request");
+    let res = app.router.clone().oneshot(req).await.expect("answer");
+    assert_eq!(res.status(), StatusCode::OK);
+    let bytes = res.into_body().collect().await.expect("body").to_bytes();
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let value = |line: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(line)?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {line} in\n{text}"))
+    };
+    assert!(value("compact_dispatcher_emitted_total ") >= 6);
+    assert_eq!(value("compact_dispatcher_dropped_total "), 0);
+    // Per exporter: the service's own (into the server's store).
+    assert_eq!(
+        value("compact_dispatcher_lagged_total{exporter=\"server\"} "),
+        0
+    );
+    value("compact_dispatcher_exported_total{exporter=\"server\"} ");
+    assert_eq!(value("compact_state_saves_total{store=\"sqlite\"} "), 6);
+    assert!(value("compact_state_written_bytes_total{store=\"sqlite\"} ") > 0);
+    // The server's own metrics are still there, and every family has its
+    // HELP and TYPE.
+    assert!(text.contains("# TYPE ariadne_store_events gauge"));
+    assert!(text.contains("# TYPE compact_dispatcher_lagged_total counter"));
+}

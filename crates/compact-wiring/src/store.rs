@@ -41,16 +41,16 @@ pub fn session_store(
         StateStoreKind::Postgres => {
             // Validation requires the URL with this store; never print it
             // unmasked (the store's errors mask its password).
+            // The URL with `state.ssl_mode` / `state.ssl_root_cert` added.
             let url = config
                 .state
-                .url
-                .as_deref()
+                .postgres_url()
                 .ok_or_else(|| WiringError::Config {
                     field: "state.url",
                     message: "state.url is required when state.store is postgres".into(),
                 })?;
             let store = rt
-                .block_on(PostgresSessionStore::connect(url))
+                .block_on(PostgresSessionStore::connect(&url))
                 .map_err(|e| WiringError::config("state.url", e))?;
             Ok(Some(Arc::new(store)))
         }

@@ -88,7 +88,7 @@ impl<'a> Archive<'a> {
         target: Target,
         bytes: Vec<u8>,
     ) -> Result<Stored, ArchiveError> {
-        let entries = self.manifest_for_append(session).await?;
+        let mut entries = self.manifest_for_append(session).await?;
         let len = bytes.len() as u64;
         let sha256 = sha256_hex(&bytes);
         let (kind, offset) = match target {
@@ -98,7 +98,10 @@ impl<'a> Archive<'a> {
             }
             Target::Events if self.adapter.native_append() => {
                 let key = layout::key(session, FileKind::Events);
-                (FileKind::Events, self.adapter.append(&key, bytes).await?)
+                let offset = self.adapter.append(&key, bytes).await?;
+                self.record_unrecorded(session, &key, offset, &mut entries)
+                    .await?;
+                (FileKind::Events, offset)
             }
             Target::Events => {
                 // Numbered from the manifest, so an object whose entry never
@@ -135,6 +138,53 @@ impl<'a> Archive<'a> {
     }
 
     /// The manifest's entries, for extending it.
+    /// A process killed between appending events and appending their
+    /// manifest line (a SIGKILLed replica) leaves whole, unrecorded lines
+    /// before the ones just appended at `offset` (the adapter cuts a torn
+    /// line). They are that preflight's events: recorded as they are, before
+    /// the new chunk, the chain stays whole and they stay verifiable.
+    async fn record_unrecorded(
+        &self,
+        session: &SessionId,
+        key: &str,
+        offset: u64,
+        entries: &mut Vec<Entry>,
+    ) -> Result<(), ArchiveError> {
+        let name = FileKind::Events.name();
+        let recorded = entries
+            .iter()
+            .filter(|e| e.file == name)
+            .map(|e| e.offset + e.len)
+            .max()
+            .unwrap_or(0);
+        if offset <= recorded {
+            return Ok(());
+        }
+        let data = self.adapter.get(key).await?;
+        let gap = usize::try_from(recorded)
+            .ok()
+            .zip(usize::try_from(offset).ok())
+            .and_then(|(a, b)| data.get(a..b));
+        // Shorter than the manifest says: not ours to mend (verify says so).
+        let Some(gap) = gap else {
+            return Ok(());
+        };
+        tracing::warn!(
+            session = %session,
+            bytes = gap.len(),
+            "archive: events a killed writer appended without recording them are recorded now"
+        );
+        let entry = Entry::next(entries.last(), &name, recorded, gap);
+        self.adapter
+            .append(
+                &layout::key(session, FileKind::Manifest),
+                entry.to_line().into_bytes(),
+            )
+            .await?;
+        entries.push(entry);
+        Ok(())
+    }
+
     async fn manifest_for_append(&self, session: &SessionId) -> Result<Vec<Entry>, ArchiveError> {
         let bytes = match self.read(session, MANIFEST_FILE).await {
             Ok(b) => b,

@@ -127,6 +127,8 @@ pub(super) const LEAVES: &[Leaf] = &[
     leaf("state.store", Kind::Str),
     leaf("state.path", Kind::Str),
     leaf("state.url", Kind::OptStr),
+    leaf("state.ssl_mode", Kind::OptStr),
+    leaf("state.ssl_root_cert", Kind::OptStr),
     leaf("server.addr", Kind::Str),
     leaf("server.data_dir", Kind::Str),
     aliased(

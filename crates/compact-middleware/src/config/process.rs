@@ -36,6 +36,51 @@ pub struct StateSettings {
     /// never printed or logged.
     #[garde(custom(postgres_url))]
     pub url: Option<String>,
+    /// TLS to PostgreSQL: libpq's `sslmode` (`disable`, `allow`, `prefer`,
+    /// `require`, `verify-ca`, `verify-full`), for a URL that does not set
+    /// it; `null`: the URL's, else `prefer`.
+    #[garde(custom(ssl_mode_rule))]
+    pub ssl_mode: Option<String>,
+    /// The CA certificates (a PEM file) that check the server's certificate,
+    /// or `system` for the bundled public roots: libpq's `sslrootcert`, for
+    /// a URL that does not set it.
+    #[garde(skip)]
+    pub ssl_root_cert: Option<String>,
+}
+
+impl StateSettings {
+    /// `url` with `ssl_mode` and `ssl_root_cert` added as the URL
+    /// parameters it does not have (the URL's own win).
+    pub fn postgres_url(&self) -> Option<String> {
+        let mut url = self.url.clone()?;
+        let has = |url: &str, key: &str| {
+            url.split_once('?').is_some_and(|(_, q)| {
+                q.split('&')
+                    .any(|p| p.split_once('=').map_or(p, |(k, _)| k) == key)
+            })
+        };
+        for (key, value) in [
+            ("sslmode", &self.ssl_mode),
+            ("sslrootcert", &self.ssl_root_cert),
+        ] {
+            if let Some(value) = value
+                && !has(&url, key)
+            {
+                url.push(if url.contains('?') { '&' } else { '?' });
+                url.push_str(key);
+                url.push('=');
+                for c in value.chars() {
+                    match c {
+                        '%' | '&' | '#' | ' ' | '+' | '?' => {
+                            url.push_str(&format!("%{:02X}", c as u32))
+                        }
+                        c => url.push(c),
+                    }
+                }
+            }
+        }
+        Some(url)
+    }
 }
 
 impl Default for StateSettings {
@@ -44,6 +89,8 @@ impl Default for StateSettings {
             store: StateStoreKind::Memory,
             path: "./.compact/state.sqlite3".to_owned(),
             url: None,
+            ssl_mode: None,
+            ssl_root_cert: None,
         }
     }
 }
@@ -54,6 +101,8 @@ impl std::fmt::Debug for StateSettings {
             .field("store", &self.store)
             .field("path", &self.path)
             .field("url", &self.url.as_deref().map(redact_url_password))
+            .field("ssl_mode", &self.ssl_mode)
+            .field("ssl_root_cert", &self.ssl_root_cert)
             .finish()
     }
 }
@@ -82,6 +131,24 @@ pub fn redact_url_password(url: &str) -> String {
         })
         .collect();
     format!("{scheme}://{}", hidden.join("&"))
+}
+
+fn ssl_mode_rule(value: &Option<String>, _: &()) -> garde::Result {
+    const MODES: [&str; 6] = [
+        "disable",
+        "allow",
+        "prefer",
+        "require",
+        "verify-ca",
+        "verify-full",
+    ];
+    match value {
+        Some(mode) if !MODES.contains(&mode.as_str()) => Err(Error::new(format!(
+            "must be one of {} (got {mode:?})",
+            MODES.join(", ")
+        ))),
+        _ => Ok(()),
+    }
 }
 
 fn postgres_url(value: &Option<String>, _: &()) -> garde::Result {

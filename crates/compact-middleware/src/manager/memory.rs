@@ -43,10 +43,10 @@ pub(super) fn configured_summarizer(config: &Config) -> Result<Arc<dyn Summarize
 /// the SQLite file `memory.store_path`.
 fn configured_store(config: &Config) -> Result<Arc<dyn MemoryStore>, CompactError> {
     if config.state.store == StateStoreKind::Postgres {
-        let url = config.state.url.as_deref().ok_or_else(|| {
+        let url = config.state.postgres_url().ok_or_else(|| {
             CompactError::Config("state.url is required when state.store is postgres".into())
         })?;
-        let store = PostgresMemoryStore::shared(url)
+        let store = PostgresMemoryStore::shared(&url)
             .map_err(|e| CompactError::Config(format!("state.url (memory store): {e}")))?;
         return Ok(store);
     }

@@ -312,6 +312,12 @@ impl CompactManager {
         &self.inner.shared.dispatcher
     }
 
+    /// The session store, when sessions are stored outside this manager
+    /// (for its `write_stats`).
+    pub fn session_store(&self) -> Option<&Arc<dyn SessionStore>> {
+        self.inner.shared.store.as_ref()
+    }
+
     /// The token estimate of a request, without touching any session.
     pub fn estimate(&self, messages: &[Message], tools: &[Value]) -> Estimate {
         self.inner.estimator.estimate(

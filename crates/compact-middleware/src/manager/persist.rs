@@ -88,11 +88,15 @@ impl CompactManager {
         mut guard: Box<dyn SessionGuard>,
         session: &mut Session,
     ) -> Result<(), CompactError> {
-        let record = to_record(session);
+        // The ledger moves into the record and back rather than being
+        // cloned: for a long session it is most of the record.
+        let ledger = std::mem::take(&mut session.ledger);
+        let mut record = to_record(session, ledger);
         let saved = match guard.save(&record).await {
             Ok(etag) => guard.release().await.map(|()| etag),
             Err(e) => Err(e),
         };
+        session.ledger = std::mem::take(&mut record.ledger);
         match saved {
             Ok(etag) => {
                 session.etag = Some(etag);
@@ -190,8 +194,8 @@ impl CompactManager {
     }
 }
 
-/// The record a store keeps of `s`.
-pub(super) fn to_record(s: &Session) -> SessionRecord {
+/// The record a store keeps of `s`, whose ledger is `ledger`.
+pub(super) fn to_record(s: &Session, ledger: crate::summarize::FactLedger) -> SessionRecord {
     SessionRecord {
         format: RECORD_FORMAT,
         summary: s.summary.as_ref().map(|sum| SummaryRecord {
@@ -221,7 +225,7 @@ pub(super) fn to_record(s: &Session) -> SessionRecord {
             .last_report
             .as_ref()
             .and_then(|l| serde_json::to_value(l.layers).ok()),
-        ledger: s.ledger.clone(),
+        ledger,
         estimate_error: s.estimate_error,
         updated_at_ms: crate::state::now_ms(),
     }

@@ -66,7 +66,7 @@ pub struct PostgresMemoryStore {
 }
 
 struct Inner {
-    config: tokio_postgres::Config,
+    config: crate::db::Postgres,
     /// The URL with its password masked: the only form that is logged.
     label: String,
     /// `None` only while dropping.

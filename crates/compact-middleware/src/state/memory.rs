@@ -8,7 +8,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::OwnedMutexGuard;
 
-use super::{Etag, Fetched, SessionGuard, SessionRecord, SessionStore, StateError, new_etag};
+use super::{
+    Etag, Fetched, SessionGuard, SessionRecord, SessionStore, StateError, WriteStats, Written,
+    new_etag,
+};
 use crate::BoxFuture;
 use crate::archive::SessionId;
 
@@ -19,6 +22,7 @@ type Records = Arc<Mutex<HashMap<SessionId, (Etag, SessionRecord)>>>;
 pub struct MemorySessionStore {
     records: Records,
     locks: Arc<Mutex<HashMap<SessionId, Arc<tokio::sync::Mutex<()>>>>>,
+    written: Arc<Written>,
 }
 
 impl MemorySessionStore {
@@ -45,12 +49,19 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 struct Guard {
     id: SessionId,
     records: Records,
+    written: Arc<Written>,
     _held: OwnedMutexGuard<()>,
 }
 
 impl SessionStore for MemorySessionStore {
     fn kind(&self) -> &'static str {
         "memory"
+    }
+
+    /// Saves are counted; bytes stay 0: a save keeps a clone of the record
+    /// (its messages shared), it serializes nothing.
+    fn write_stats(&self) -> WriteStats {
+        self.written.stats()
     }
 
     fn lock<'a>(
@@ -63,6 +74,7 @@ impl SessionStore for MemorySessionStore {
             Ok(Box::new(Guard {
                 id: id.clone(),
                 records: self.records.clone(),
+                written: self.written.clone(),
                 _held: held,
             }) as Box<dyn SessionGuard>)
         })
@@ -85,6 +97,7 @@ impl SessionGuard for Guard {
     ) -> BoxFuture<'a, Result<Etag, StateError>> {
         let etag = new_etag();
         lock(&self.records).insert(self.id.clone(), (etag, record.clone()));
+        self.written.add(0);
         Box::pin(async move { Ok(etag) })
     }
 

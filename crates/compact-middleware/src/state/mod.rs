@@ -17,11 +17,20 @@
 //!   a session is held by a transaction-scoped advisory lock, so a dead
 //!   replica never leaves one locked.
 //!
-//! Private modules: `record` (the record and its encoding), `memory`,
-//! `sqlite`, `postgres`, `filelock` (the advisory lock files).
+//! The SQL stores keep a record in parts (`parts`): a small head, and rows
+//! for the summary, each ledger item, each message of the last output and
+//! so on; a save writes the head and the rows that changed, so a preflight
+//! of a long session writes kilobytes, not the whole record. Records an
+//! earlier version stored whole still load, and are stored in parts from
+//! their next save.
+//!
+//! Private modules: `record` (the record and its encoding), `parts` (a
+//! record as rows, and what a save writes), `memory`, `sqlite`,
+//! `postgres`, `filelock` (the advisory lock files).
 
 mod filelock;
 mod memory;
+mod parts;
 mod postgres;
 mod record;
 mod sqlite;
@@ -54,6 +63,41 @@ pub enum StateError {
     Config(String),
 }
 
+/// What a store wrote, counted since it was opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteStats {
+    /// Saves that succeeded.
+    pub saves: u64,
+    /// Bytes of record text those saves wrote (heads and rows; for a store
+    /// that keeps records whole, whole records; 0 for one that serializes
+    /// nothing).
+    pub bytes: u64,
+}
+
+/// The counters behind [`WriteStats`].
+#[derive(Debug, Default)]
+pub(crate) struct Written {
+    saves: std::sync::atomic::AtomicU64,
+    bytes: std::sync::atomic::AtomicU64,
+}
+
+impl Written {
+    /// Counts one save of `bytes`.
+    pub(crate) fn add(&self, bytes: u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.saves.fetch_add(1, Relaxed);
+        self.bytes.fetch_add(bytes, Relaxed);
+    }
+
+    pub(crate) fn stats(&self) -> WriteStats {
+        use std::sync::atomic::Ordering::Relaxed;
+        WriteStats {
+            saves: self.saves.load(Relaxed),
+            bytes: self.bytes.load(Relaxed),
+        }
+    }
+}
+
 /// What [`SessionGuard::load`] found.
 #[derive(Debug)]
 pub enum Fetched {
@@ -68,6 +112,12 @@ pub enum Fetched {
 /// Where session records live. Implementations serialize
 /// [`SessionStore::lock`] per session across every process that shares the
 /// store, so two preflights of one session never fork its summary chain.
+///
+/// The contract, whatever a store writes: after [`SessionGuard::save`] of a
+/// record, the next load (in any process) returns that record, equal field
+/// by field; a store may write only what differs from what it holds
+/// (`SessionGuard::save` knows what it holds from the guard's own load, or
+/// from its own last save), never less.
 pub trait SessionStore: Send + Sync + fmt::Debug {
     /// A short name for logs and reports: `memory`, `sqlite`, `postgres`.
     fn kind(&self) -> &'static str;
@@ -78,6 +128,12 @@ pub trait SessionStore: Send + Sync + fmt::Debug {
         &'a self,
         id: &'a SessionId,
     ) -> BoxFuture<'a, Result<Box<dyn SessionGuard>, StateError>>;
+
+    /// What the store wrote since it was opened (zeros when it does not
+    /// count).
+    fn write_stats(&self) -> WriteStats {
+        WriteStats::default()
+    }
 
     /// The session's record, if any (takes the lock for the read).
     fn load<'a>(

@@ -56,6 +56,44 @@ pub(crate) fn with_database(url: &str, name: &str) -> String {
     format!("{}/{name}{query}", &base[..host_end])
 }
 
+/// A server of this test's own that takes TLS connections only (plain
+/// ones are rejected), with a certificate for `localhost`: its URL's port,
+/// and the directory of `ca.crt` (the root that signed it) and
+/// `other-ca.crt` (one that did not). Stopped on drop.
+pub(crate) struct TlsServer {
+    pub(crate) port: u16,
+    pub(crate) tls: PathBuf,
+    _server: Server,
+}
+
+/// Starts a [`TlsServer`] (`POSTGRES_TLS=1 scripts/postgres.sh start`).
+pub(crate) fn tls_server() -> TlsServer {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = script();
+    let out = Command::new(&script)
+        .arg("start")
+        .arg(dir.path())
+        .env("POSTGRES_TLS", "1")
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e}\n{HOW}", script.display()));
+    assert!(
+        out.status.success(),
+        "PostgreSQL with TLS did not start: {}\n{HOW}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let url = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let port = url
+        .rsplit_once(':')
+        .and_then(|(_, rest)| rest.split('/').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {url}"));
+    TlsServer {
+        port,
+        tls: dir.path().join("tls"),
+        _server: Server { dir, script },
+    }
+}
+
 /// A fresh, empty database on a real server.
 pub(crate) async fn database() -> TestDb {
     let (base, server) = match std::env::var("COMPACT_TEST_POSTGRES_URL") {
