@@ -172,7 +172,10 @@ pub(crate) fn read(output: &str) -> Outcome {
         .map(|l| {
             let l = SHELL_PREFIX.replace(l, "");
             // pytest's `E       AssertionError: …`: the gap is layout.
-            clip(&l.split_whitespace().collect::<Vec<_>>().join(" "), MAX_LINE)
+            clip(
+                &l.split_whitespace().collect::<Vec<_>>().join(" "),
+                MAX_LINE,
+            )
         });
     // A checker's findings (`src/x.py:25: error: …`, `x.rs:3:1: E0425`):
     // each is its own finding, the first few kept.
