@@ -16,7 +16,8 @@
 //! turns answered or 1.5 s); the issue's
 //! drill, 200 sessions x 50 turns, is `fault_drill_full`, ignored by
 //! default: `cargo test --release --test fault_drill -- --ignored
-//! --nocapture` (`COMPACT_DRILL_SESSIONS`, `COMPACT_DRILL_TURNS` change it).
+//! --nocapture` (`COMPACT_DRILL_SESSIONS`, `COMPACT_DRILL_TURNS`,
+//! `COMPACT_DRILL_KILL_SECS` change it).
 
 mod support;
 
@@ -148,11 +149,11 @@ async fn session(
         let body = json!({"session_id": id, "messages": fed});
         let started = Instant::now();
         let mut attempt = 0usize;
-        let mut last_error = String::new();
+        let (mut last_error, mut last_answer) = (String::new(), String::new());
         let answer = loop {
             if started.elapsed() > Duration::from_secs(180) {
                 return Err(format!(
-                    "{id} turn {t}: no replica answered in 180 s ({attempt} attempts, the last: {last_error})"
+                    "{id} turn {t}: no replica answered in 180 s ({attempt} attempts, the last: {last_error}; the last error answered: {last_answer})"
                 ));
             }
             let base = {
@@ -178,6 +179,7 @@ async fn session(
                     let status = r.status();
                     last_error =
                         format!("{base}: {status}: {}", r.text().await.unwrap_or_default());
+                    last_answer.clone_from(&last_error);
                 }
                 Ok(r) => {
                     let status = r.status();
@@ -263,9 +265,18 @@ async fn run(drill: Drill) {
     // started again every `kill_every`, PostgreSQL restarted once.
     let (mut kills, mut restarted) = (0usize, false);
     let (mut last_kill, mut last_turns) = (Instant::now(), 0usize);
+    let mut last_report = Instant::now();
     while !tasks.iter().all(|t| t.is_finished()) {
         tokio::time::sleep(Duration::from_millis(20)).await;
         let done = answered.load(Ordering::Relaxed);
+        if last_report.elapsed() > Duration::from_secs(30) {
+            eprintln!(
+                "fault drill: {:.0} s, {done} of {} turns answered, {kills} kills",
+                started.elapsed().as_secs_f64(),
+                drill.sessions * drill.turns
+            );
+            last_report = Instant::now();
+        }
         if last_kill.elapsed() < drill.kill_every
             && done < last_turns.saturating_add(drill.kill_every_turns)
         {
@@ -287,10 +298,24 @@ async fn run(drill: Drill) {
     let mut latencies = Vec::new();
     let mut finals = Vec::new();
     for (n, task) in tasks.into_iter().enumerate() {
-        let (lat, versions) = task
-            .await
-            .expect("session task")
-            .unwrap_or_else(|e| panic!("{e}"));
+        let (lat, versions) = match task.await.expect("session task") {
+            Ok(done) => done,
+            Err(e) => {
+                // What the database was doing: a lock left behind shows here.
+                let activity = Command::new("psql")
+                    .arg(&pg.url)
+                    .args([
+                        "-Atc",
+                        "SELECT pid, state, wait_event_type, wait_event, now() - xact_start, \
+                         left(query, 80) FROM pg_stat_activity WHERE datname IS NOT NULL \
+                         AND pid <> pg_backend_pid() ORDER BY xact_start",
+                    ])
+                    .output()
+                    .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                    .unwrap_or_default();
+                panic!("{e}\npg_stat_activity:\n{activity}");
+            }
+        };
         assert_eq!(lat.len(), drill.turns, "drill-{n}: every turn answered");
         latencies.extend(lat);
         finals.push(versions.last().copied().unwrap_or(0));
@@ -360,7 +385,7 @@ async fn fault_drill_full() {
     run(Drill {
         sessions: var("COMPACT_DRILL_SESSIONS", 200),
         turns: var("COMPACT_DRILL_TURNS", 50),
-        kill_every: Duration::from_secs(3),
+        kill_every: Duration::from_secs(var("COMPACT_DRILL_KILL_SECS", 3) as u64),
         kill_every_turns: usize::MAX,
     })
     .await;
