@@ -755,17 +755,7 @@ pub(crate) fn is_narration(sentence: &str) -> bool {
     if t.ends_with(':') || t.ends_with('：') {
         return true;
     }
-    let mut lower = t.to_lowercase();
-    for _ in 0..2 {
-        let trimmed = NARRATION_LEADS
-            .iter()
-            .find_map(|lead| lower.strip_prefix(lead))
-            .map(|rest| rest.trim_start_matches([',', '!', '.', ' ']).to_owned());
-        match trimmed {
-            Some(rest) => lower = rest,
-            None => break,
-        }
-    }
+    let lower = without_leads(t);
     NARRATION_OPENERS
         .iter()
         .chain(lang::NARRATION_OPENERS)

@@ -172,10 +172,7 @@ pub(crate) fn read(output: &str) -> Outcome {
         .map(|l| {
             let l = SHELL_PREFIX.replace(l, "");
             // pytest's `E       AssertionError: …`: the gap is layout.
-            clip(
-                &l.split_whitespace().collect::<Vec<_>>().join(" "),
-                MAX_LINE,
-            )
+            clip(&one_spaced(&l), MAX_LINE)
         });
     // A checker's findings (`src/x.py:25: error: …`, `x.rs:3:1: E0425`):
     // each is its own finding, the first few kept.
@@ -234,11 +231,16 @@ pub(crate) fn read(output: &str) -> Outcome {
                 continue;
             }
             // Indentation inside a line (`493:        if x:`) is layout.
-            let l = l.split_whitespace().collect::<Vec<_>>().join(" ");
-            o.lines.push(clip(&l, MAX_LINE));
+            o.lines.push(clip(&one_spaced(l), MAX_LINE));
         }
     }
     o
+}
+
+/// `line` with each run of whitespace as one space: the gaps inside an
+/// output line (`493:        if x:`, pytest's `E       `) are layout.
+fn one_spaced(line: &str) -> String {
+    line.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 fn push_unique(v: &mut Vec<String>, s: &str) {
