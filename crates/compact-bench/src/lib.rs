@@ -18,6 +18,7 @@
 pub mod corpus;
 mod demo_visibility;
 mod harness;
+pub mod injection;
 mod preflight;
 pub mod probe;
 mod reference;

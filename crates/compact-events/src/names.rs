@@ -22,8 +22,11 @@ pub const ERROR: &str = "compact.error";
 /// Redaction is switched off (high severity).
 pub const REDACTION_DISABLED: &str = "compact.redaction_disabled";
 
+/// Tool text that read as orders to the agent was kept out of the summary.
+pub const SECURITY: &str = "compact.security";
+
 /// Every event name compact emits.
-pub const ALL: [&str; 8] = [
+pub const ALL: [&str; 9] = [
     PREFLIGHT,
     TOKEN_ESTIMATE,
     TRIGGER_DECISION,
@@ -32,6 +35,7 @@ pub const ALL: [&str; 8] = [
     ARCHIVAL,
     ERROR,
     REDACTION_DISABLED,
+    SECURITY,
 ];
 
 /// The trace `metadata` key carrying the agent's name. The keys of each

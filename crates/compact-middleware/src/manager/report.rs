@@ -118,6 +118,11 @@ pub struct Report {
     /// (empty without overlays).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub config_sources: Vec<super::ConfigSource>,
+    /// Tool text that read as orders to the agent and was kept out of the
+    /// summary by this call (the `compact.security` event); left out when
+    /// none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub neutralized: Vec<crate::summarize::Neutralized>,
 }
 
 /// The values a report is made of, before compaction.
@@ -176,6 +181,7 @@ impl Report {
             injected: f.injected,
             duration_us: 0,
             config_sources: Vec::new(),
+            neutralized: Vec::new(),
         }
     }
 
@@ -196,5 +202,6 @@ impl Report {
         self.summary_tokens = c.summary.as_ref().map(|s| s.summary_tokens);
         self.target_reached = c.target_reached;
         self.fallbacks = c.fallbacks.clone();
+        self.neutralized = c.neutralized.clone();
     }
 }

@@ -15,6 +15,9 @@ use super::error::CompactError;
 use super::report::Report;
 use super::session::{Recognised, Session};
 
+/// Most clauses a `compact.security` event lists (the count says all).
+const MAX_NEUTRALIZED: usize = 50;
+
 /// The spans of one preflight, in the order they happened.
 pub(super) struct Trail {
     session_id: String,
@@ -195,7 +198,8 @@ impl Trail {
         }));
     }
 
-    /// The spans of a compaction: a `compact.error` per fallback, then
+    /// The spans of a compaction: a `compact.error` per fallback, a
+    /// `compact.security` when tool text was kept out, then
     /// `compact.summary_created` when a summary was committed.
     pub(super) fn compacted(&mut self, c: &Compaction) {
         for f in &c.fallbacks {
@@ -207,6 +211,7 @@ impl Trail {
                 ..Default::default()
             }));
         }
+        self.security(c);
         if let Some(s) = &c.summary {
             let span = self.child(SpanBuilder::started_ago(
                 &self.session_id,
@@ -239,6 +244,25 @@ impl Trail {
                 }),
             );
         }
+    }
+
+    /// `compact.security` when the compaction kept tool text that read as
+    /// orders to the agent out of the summary.
+    pub(super) fn security(&mut self, c: &Compaction) {
+        if c.neutralized.is_empty() {
+            return;
+        }
+        let n = c.neutralized.len();
+        let span = self.start(names::SECURITY);
+        self.events.push(span.0.finish_payload(&payload::Security {
+            severity: "medium".into(),
+            message: format!(
+                "{n} clause{} of tool output that reads as instructions kept out of the summary",
+                if n == 1 { "" } else { "s" }
+            ),
+            count: n as u64,
+            neutralized: c.neutralized.iter().take(MAX_NEUTRALIZED).cloned().collect(),
+        }));
     }
 
     /// `compact.pruned_messages`: what left the context at archive `step`.

@@ -239,6 +239,15 @@ impl SlidingWindow {
             let result = summarizer
                 .summarize(&req)
                 .await
+                .map(|s| {
+                    // The memory goes into the instructions: what a tool
+                    // told the agent to do never rides along.
+                    let (s, held) = crate::summarize::guard_model_summary(s, &req.entries);
+                    for n in &held {
+                        tracing::warn!(tool = %n.tool, reason = %n.reason, "memory summary repeated tool text that reads as instructions; replaced by a note");
+                    }
+                    s
+                })
                 .and_then(|s| fallback::validate(&s, req.max_tokens, 0, true).map(|()| s));
             let ms = started.elapsed().as_millis() as i64;
             // The store is synchronous: its writes go to the blocking pool.

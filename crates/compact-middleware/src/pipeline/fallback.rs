@@ -35,6 +35,9 @@ pub struct Outcome {
     /// The configured (non-extractive) summarizer was tried and produced
     /// nothing usable: counts towards the circuit breaker.
     pub primary_failed: bool,
+    /// Lines of the committed model summary that repeated tool text
+    /// reading as orders, replaced by a note (`summarize/guard.rs`).
+    pub neutralized: Vec<crate::summarize::Neutralized>,
 }
 
 /// Checks a summary against its budget and what it replaces.
@@ -109,6 +112,7 @@ pub async fn summarize_with_fallbacks(
         strategy: req.strategy,
         fallbacks: Vec::new(),
         primary_failed: false,
+        neutralized: Vec::new(),
     };
     let has_input = !req.entries.is_empty();
     let is_primary = summarizer.name() != "extractive";
@@ -127,8 +131,15 @@ pub async fn summarize_with_fallbacks(
         let mut brief_tried = false;
         loop {
             let result = match summarizer.summarize(&attempt).await {
-                Ok(s) => validate(&s, req.max_tokens, replaced_tokens, has_input)
-                    .map(|()| keep_facts(s, req)),
+                Ok(s) => {
+                    // Checked before the budget: a note may be longer than
+                    // the line it stands for.
+                    let (s, held) = crate::summarize::guard_model_summary(s, &req.entries);
+                    validate(&s, req.max_tokens, replaced_tokens, has_input).map(|()| {
+                        out.neutralized.extend(held);
+                        keep_facts(s, req)
+                    })
+                }
                 Err(e) => Err(e),
             };
             match result {

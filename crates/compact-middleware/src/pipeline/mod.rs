@@ -201,6 +201,10 @@ pub struct Compaction {
     pub primary_failed: bool,
     /// The fact ledger with everything that left the context in this run.
     pub ledger: FactLedger,
+    /// Tool text that read as orders to the agent and was kept out of the
+    /// summary in this run (`summarize/guard.rs`): the `compact.security`
+    /// event.
+    pub neutralized: Vec<crate::summarize::Neutralized>,
 }
 
 impl Compaction {
@@ -419,6 +423,7 @@ impl<'a> Work<'a> {
                 target_reached: false,
                 primary_failed: false,
                 ledger,
+                neutralized: Vec::new(),
             },
             chosen: None,
             capped: Default::default(),
@@ -1000,6 +1005,7 @@ impl<'a> Work<'a> {
     ) -> Option<Message> {
         self.out.primary_failed |= outcome.primary_failed;
         self.out.fallbacks.extend(outcome.fallbacks);
+        self.out.neutralized.extend(outcome.neutralized);
         let strategy = outcome.strategy;
         let result = outcome.summary;
         let role = self.summary_role();
@@ -1167,6 +1173,8 @@ impl<'a> Work<'a> {
     }
 
     fn finish(mut self) -> Compaction {
+        let caught = self.out.ledger.take_neutralized();
+        self.out.neutralized.splice(0..0, caught);
         let indexed: Vec<(Message, Option<usize>)> = match self.chosen.take() {
             None => {
                 let plan = self.initial_plan();

@@ -206,7 +206,7 @@ pub(crate) fn min_tokens(ledger: &Ledger, strategy: Strategy, count: &TokenCount
         {
             continue;
         }
-        let Some((section, header, _)) = section_of(strategy, it.kind) else {
+        let Some((section, header, _)) = section_of(strategy, it.kind, it.from_tool) else {
             continue;
         };
         if sections.insert(section) {
@@ -309,7 +309,8 @@ fn fit(ledger: &Ledger, req: &SummaryRequest) -> Summary {
         if it.superseded_by.is_some() {
             continue;
         }
-        let Some((section, header, inline)) = section_of(req.strategy, it.kind) else {
+        let Some((section, header, inline)) = section_of(req.strategy, it.kind, it.from_tool)
+        else {
             continue;
         };
         if header_cost.len() <= section {
@@ -619,7 +620,7 @@ fn ranked(ledger: &Ledger, strategy: Strategy) -> Vec<Ranked> {
         if rank <= BULK {
             continue;
         }
-        let Some((section, header, _)) = section_of(strategy, it.kind) else {
+        let Some((section, header, _)) = section_of(strategy, it.kind, it.from_tool) else {
             continue;
         };
         rows.push((

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 mod extractive;
 mod facts;
 mod forms;
+mod guard;
 mod openai;
 mod render;
 mod templates;
@@ -189,6 +190,66 @@ pub struct Summary {
     pub facts: Option<FactsReport>,
 }
 
+/// A clause of a tool's output that read as orders to the agent (a prompt
+/// injection) and was kept out of every message that is not a tool
+/// result (`summarize/guard.rs`); the `compact.security` event lists them.
+pub use compact_events::payload::Neutralized;
+
+/// The clauses of a tool's output that read as orders to the agent, each
+/// with the rule that flagged it (`override`, `role`, `conceal`,
+/// `risky_order`, `authority`, `lasting_order`): what compaction keeps out
+/// of the summary (docs/design.md §12, invariant 9).
+pub fn orders_in(text: &str) -> Vec<(&'static str, &str)> {
+    guard::screen(text)
+        .into_iter()
+        .map(|h| (h.reason, text[h.start..h.end].trim()))
+        .collect()
+}
+
+/// A summary a model (or any summarizer but the extractive one) wrote,
+/// checked before it is committed: a line that reads as orders to the
+/// agent and repeats a tool's text of the span that read as orders too is
+/// replaced by the neutral note the ledger keeps for it. Instructions the
+/// user gave stay: only what a tool said is held back.
+pub(crate) fn guard_model_summary(
+    mut summary: Summary,
+    entries: &[SummaryEntry],
+) -> (Summary, Vec<Neutralized>) {
+    let flagged = guard::flagged_tool_clauses(entries);
+    let mut neutralized = Vec::new();
+    if flagged.is_empty() {
+        return (summary, neutralized);
+    }
+    let mut out = String::with_capacity(summary.text.len());
+    for line in summary.text.split_inclusive('\n') {
+        match guard::echoes(line, &flagged) {
+            Some((tool, reason)) => {
+                let bullet = if line.trim_start().starts_with("- ") {
+                    "- "
+                } else {
+                    ""
+                };
+                let label = format!("[{tool}] ");
+                out.push_str(bullet);
+                out.push_str(&guard::note(&label, line));
+                if line.ends_with('\n') {
+                    out.push('\n');
+                }
+                neutralized.push(Neutralized {
+                    tool: tool.to_owned(),
+                    reason: reason.to_owned(),
+                    source: "model_summary".to_owned(),
+                    excerpt: guard::excerpt(line),
+                    identifiers: guard::note_ids(line),
+                });
+            }
+            None => out.push_str(line),
+        }
+    }
+    summary.text = out;
+    (summary, neutralized)
+}
+
 /// What a summary kept of the facts it was given.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FactsReport {
@@ -216,6 +277,12 @@ impl FactLedger {
     /// An empty ledger.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The tool text that read as orders to the agent and was kept out of
+    /// the ledger since the last call (`summarize/guard.rs`).
+    pub fn take_neutralized(&mut self) -> Vec<Neutralized> {
+        std::mem::take(&mut self.0.neutralized)
     }
 
     /// Facts recorded (superseded ones included).

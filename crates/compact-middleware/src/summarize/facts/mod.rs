@@ -174,6 +174,10 @@ pub(crate) struct Ledger {
     /// "output" per message).
     #[serde(default)]
     pub(crate) prose_shapes: ShapeStats,
+    /// Tool text that read as orders to the agent, kept out since the
+    /// pipeline last took them (`summarize/guard.rs`).
+    #[serde(skip)]
+    pub(crate) neutralized: Vec<super::Neutralized>,
 }
 
 /// The dedupe key of an item: identifiers are case-sensitive (a sha, a
@@ -524,6 +528,21 @@ impl Ledger {
     pub(super) fn absorb(&mut self, entries: &[super::SummaryEntry]) {
         let mut requests: Vec<String> = Vec::new();
         for entry in entries {
+            let screened;
+            let entry = if matches!(entry.role.as_str(), "tool" | "function") {
+                match self.screen_tool_text(entry.name.as_deref(), &entry.text) {
+                    Some(text) => {
+                        screened = super::SummaryEntry {
+                            text,
+                            ..entry.clone()
+                        };
+                        &screened
+                    }
+                    None => entry,
+                }
+            } else {
+                entry
+            };
             if entry.role == "user" && !entry.part {
                 let key = xxhash_rust::xxh3::xxh3_64(entry.text.trim().as_bytes());
                 if self.user_texts.contains(&key) {
@@ -551,6 +570,35 @@ impl Ledger {
             }
             self.set_latest(&newest);
         }
+    }
+
+    /// Cuts what reads as orders to the agent out of a tool's output
+    /// (`summarize/guard.rs`): each clause becomes a neutral note in the
+    /// ledger and a report. Returns the text to read, `None` when nothing
+    /// was cut.
+    fn screen_tool_text(&mut self, tool: Option<&str>, text: &str) -> Option<String> {
+        let hits = super::guard::screen(text);
+        if hits.is_empty() {
+            return None;
+        }
+        let tool = tool
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .unwrap_or("tool");
+        let label = format!("[{tool}] ");
+        for h in &hits {
+            let clause = &text[h.start..h.end];
+            let note = super::guard::note(&label, clause);
+            self.add_with(Kind::Fact, &note, true, true);
+            self.neutralized.push(super::Neutralized {
+                tool: tool.to_owned(),
+                reason: h.reason.to_owned(),
+                source: "tool_output".to_owned(),
+                excerpt: super::guard::excerpt(clause),
+                identifiers: super::guard::note_ids(clause),
+            });
+        }
+        Some(super::guard::without(text, &hits))
     }
 
     /// Makes `text` the latest request; the previous one becomes a goal
