@@ -299,6 +299,565 @@ pub(crate) struct Hit {
 /// overlapping. Cheap when there are none: one pass of each cue set.
 pub(crate) fn screen(text: &str) -> Vec<Hit> {
     let mut hits: Vec<Hit> = Vec::new();
+    // Clauses never span lines: each line that may hold a flagged clause
+    // (its cue words say so) is searched on its own, the rest is skipped.
+    for (from, to) in worth_reading(text) {
+        let line = &text[from..to];
+        screen_line(text, from, line, &mut hits);
+    }
+    hits
+}
+
+/// Cue categories: a line is read only when its cue words could make a
+/// clause read as orders (see [`reads_as_orders`]).
+const STRONG: u8 = 1;
+const ORDER_CUE: u8 = 2;
+const RISKY_CUE: u8 = 4;
+const AUTHORITY_CUE: u8 = 8;
+const LASTING_CUE: u8 = 16;
+
+/// The cue words of each rule, lowercase: every match of a rule's regex
+/// holds one of its words (the tests check the corpus still flags).
+const CUES: &[(u8, &[&str])] = &[
+    (
+        STRONG,
+        &[
+            // Drop your instructions.
+            "ignor",
+            "disregard",
+            "forget",
+            "overrid",
+            "bypass",
+            "discard",
+            "olvid",
+            "omite",
+            "descart",
+            "esque",
+            "vergiss",
+            "missacht",
+            "oubli",
+            "néglig",
+            "忽略",
+            "无视",
+            "忽视",
+            "忘记",
+            "忘掉",
+            "無視",
+            "忘れ",
+            // A role, an address.
+            "system",
+            "sys]",
+            "sys>",
+            "admin",
+            "developer",
+            "assistant",
+            "instruction",
+            "<|",
+            "note to",
+            "note for",
+            "message to",
+            "message for",
+            "attention",
+            "notice to",
+            "notice for",
+            "reminder to",
+            "reminder for",
+            "memo to",
+            "memo for",
+            "security notice",
+            "security message",
+            "security alert",
+            "security update",
+            "security prompt",
+            "security instruction",
+            "dear ",
+            "hey ",
+            "hello ",
+            "hi ",
+            "hi,",
+            "if you are",
+            "ai agent",
+            "ai assistant",
+            "ai model",
+            "llm",
+            "to you,",
+            "you are now",
+            "your new",
+            "your real",
+            "your actual",
+            "your updated",
+            "gave you",
+            "before you",
+            "ai,",
+            "chatbot",
+            "copilot",
+            "claude",
+            "gpt",
+            "aviso",
+            "mensaje",
+            "instrucci",
+            "nota para",
+            "si eres",
+            "ahora eres",
+            "mensagem",
+            "avviso",
+            "messaggio",
+            "hinweis",
+            "nachricht",
+            "anweisung",
+            "falls du",
+            "du bist",
+            "deine neue",
+            "avis",
+            "système",
+            "si tu es",
+            "tu es ",
+            "message pour",
+            "note pour",
+            "note à",
+            "message à",
+            "系统",
+            "致",
+            "如果你是",
+            "你现在是",
+            "システム",
+            "アシスタント",
+            "エージェント",
+            "あなたは今",
+            // Keep it from the user.
+            "do not",
+            "don't",
+            "never",
+            "without",
+            "no le",
+            "no digas",
+            "no informes",
+            "no menciones",
+            "no cuentes",
+            "sin decirle",
+            "sin avisar",
+            "benutzer",
+            "nutzer",
+            "anwender",
+            "ne le",
+            "ne lui",
+            "ne dis",
+            "ne dites",
+            "ne mentionne",
+            "ne signale",
+            "sans le",
+            "sans prévenir",
+            "sans informer",
+            "不要",
+            "别告诉",
+            "ユーザーに",
+        ],
+    ),
+    (
+        ORDER_CUE,
+        &[
+            "you",
+            "must",
+            "shall",
+            "required",
+            "always",
+            "make sure",
+            "be sure",
+            "ensure",
+            "mandatory",
+            "do not forget",
+            "please",
+            "immediately",
+            "now",
+            "first",
+            "then",
+            "run",
+            "execute",
+            "send",
+            "upload",
+            "post",
+            "delete",
+            "remove",
+            "disable",
+            "push",
+            "email",
+            "forward",
+            "copy",
+            "share",
+            "transfer",
+            "grant",
+            "exfiltrate",
+            "leak",
+            "print",
+            "output",
+            "reveal",
+            "include",
+            "append",
+            "insert",
+            "write",
+            "open",
+            "visit",
+            "download",
+            "install",
+            "call",
+            "curl",
+            "wget",
+            "reply",
+            "respond",
+            "say",
+            "tell",
+            "stop",
+            "transmit",
+            "submit",
+            "paste",
+            "debes",
+            "tienes que",
+            "deber",
+            "obligatorio",
+            "asegúrate",
+            "asegurate",
+            "siempre",
+            "por favor",
+            "envía",
+            "envia",
+            "envie",
+            "sube",
+            "ejecuta",
+            "borra",
+            "elimina",
+            "desactiva",
+            "comparte",
+            "copia",
+            "reenv",
+            "publica",
+            "manda",
+            "você deve",
+            "voce deve",
+            "sempre",
+            "devi",
+            "carregue",
+            "apague",
+            "invia",
+            "carica",
+            "esegui",
+            "musst",
+            "müssen",
+            "sollst",
+            "immer",
+            "stelle sicher",
+            "stellen sie sicher",
+            "bitte",
+            "sende",
+            "schicke",
+            "lade",
+            "führe",
+            "lösche",
+            "entferne",
+            "deaktiviere",
+            "teile",
+            "kopiere",
+            "leite",
+            "tu dois",
+            "vous devez",
+            "il faut",
+            "toujours",
+            "assure-toi",
+            "assurez-vous",
+            "veuillez",
+            "envoie",
+            "envoyez",
+            "télécharge",
+            "téléverse",
+            "exécute",
+            "supprime",
+            "désactive",
+            "partage",
+            "copie",
+            "transfère",
+            "你必须",
+            "你需要",
+            "你应该",
+            "你要",
+            "务必",
+            "请",
+            "总是",
+            "一定要",
+            "必ず",
+            "してください",
+            "しなさい",
+            "すること",
+            "常に",
+        ],
+    ),
+    (
+        RISKY_CUE,
+        &[
+            // What is sent (every transfer names it, or a URL or address).
+            "secret",
+            "credential",
+            "api key",
+            "api_key",
+            "api-key",
+            "apikey",
+            "access key",
+            "access_key",
+            "token",
+            "password",
+            "passphrase",
+            "private key",
+            "private_key",
+            "ssh key",
+            "ssh_key",
+            "ssh-key",
+            ".env",
+            "env var",
+            "environment var",
+            "cookie",
+            "security code",
+            "verification code",
+            "2fa",
+            "otp",
+            "source code",
+            "codebase",
+            "repository",
+            "customer data",
+            "database",
+            "to http",
+            "to ftp",
+            "send",
+            "upload",
+            "email",
+            "forward",
+            "transmit",
+            "exfiltrat",
+            "submit",
+            "post",
+            // Destruction, a download run.
+            "rm -",
+            "delete",
+            "remove",
+            "wipe",
+            "erase",
+            "truncate",
+            "destroy",
+            "drop table",
+            "drop database",
+            "force",
+            "push -f",
+            "disable",
+            "chmod",
+            "curl",
+            "wget",
+            "base64",
+            // Other languages: what is sent.
+            "secreto",
+            "credencial",
+            "clave",
+            "contraseña",
+            "segredo",
+            "senha",
+            "segret",
+            "geheimnis",
+            "zugangsdat",
+            "schlüssel",
+            "passw",
+            "kennw",
+            "identifiant",
+            "clé",
+            "mot de passe",
+            "mots de passe",
+            "jeton",
+            "密钥",
+            "凭证",
+            "密码",
+            "令牌",
+            "秘密",
+            "私钥",
+            "源代码",
+            "代码库",
+            "認証",
+            "パスワード",
+            "トークン",
+            "鍵",
+            "シークレット",
+            "ソースコード",
+        ],
+    ),
+    (
+        AUTHORITY_CUE,
+        &[
+            "important",
+            "urgent",
+            "critical",
+            "mandatory",
+            "attention",
+            "hard constraint",
+            "security notice",
+            "system",
+            "admin",
+            "developer",
+            "assistant",
+            "operator",
+            "required",
+            "automated",
+            "ai agent",
+            "ai assistant",
+            "ai tool",
+            "user ",
+            "owner",
+            "maintainer",
+            "security team",
+            "task",
+            "important message",
+            "authorized by",
+            "approved by",
+            "on behalf",
+            "policy",
+            "importante",
+            "urgente",
+            "obligatorio",
+            "wichtig",
+            "dringend",
+            "achtung",
+            "obligatoire",
+            "usuario",
+            "benutzer",
+            "nutzer",
+            "utilisateur",
+            "重要",
+            "紧急",
+            "管理员",
+            "用户",
+            "緊急",
+            "管理者",
+            "ユーザー",
+        ],
+    ),
+    (
+        LASTING_CUE,
+        &[
+            "from now",
+            "going forward",
+            "henceforth",
+            "future",
+            "subsequent",
+            "every time",
+            "rest of",
+            "until told",
+            "until instructed",
+            "permanently",
+            "a partir de",
+            "de ahora",
+            "d'ora",
+            "ab sofort",
+            "von nun",
+            "ab jetzt",
+            "désormais",
+            "dorénavant",
+            "从现在",
+            "今后",
+            "以后都",
+            "今後",
+            "これからは",
+            "以後",
+        ],
+    ),
+];
+
+static CUE_MATCHER: LazyLock<Option<(aho_corasick::AhoCorasick, Vec<u8>)>> = LazyLock::new(|| {
+    // One pattern per word, its categories merged: a word of two rules
+    // ("system") counts for both.
+    let mut words: Vec<&str> = Vec::new();
+    let mut kinds: Vec<u8> = Vec::new();
+    for (kind, list) in CUES {
+        for w in *list {
+            match words.iter().position(|x| x.eq_ignore_ascii_case(w)) {
+                Some(i) => kinds[i] |= *kind,
+                None => {
+                    words.push(w);
+                    kinds.push(*kind);
+                }
+            }
+        }
+    }
+    aho_corasick::AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+        // A DFA: one table lookup per byte, however many words.
+        .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+        .build(&words)
+        .ok()
+        .map(|ac| (ac, kinds))
+});
+
+/// Whether a line whose cue categories are `mask` may hold a clause
+/// [`reads_as_orders`] flags.
+fn may_flag(mask: u8) -> bool {
+    mask & STRONG != 0
+        || (mask & ORDER_CUE != 0 && mask & (RISKY_CUE | AUTHORITY_CUE | LASTING_CUE) != 0)
+        || (mask & RISKY_CUE != 0 && mask & (AUTHORITY_CUE | LASTING_CUE) != 0)
+}
+
+/// The byte ranges of the lines of `text` worth reading.
+fn worth_reading(text: &str) -> Vec<(usize, usize)> {
+    let Some((ac, kinds)) = CUE_MATCHER.as_ref() else {
+        // No matcher (cannot happen with these words): read every line.
+        return lines(text).collect();
+    };
+    let mut out = Vec::new();
+    let bytes = text.as_bytes();
+    let mut line: Option<(usize, usize, u8)> = None;
+    for m in ac.find_iter(text) {
+        let at = m.start();
+        let current = match line {
+            Some(l) if at >= l.0 && at < l.1 => l,
+            _ => {
+                if let Some((s, e, mask)) = line
+                    && may_flag(mask)
+                {
+                    out.push((s, e));
+                }
+                let s = memchr_back(bytes, at);
+                let e = bytes[at..]
+                    .iter()
+                    .position(|&b| b == b'\n')
+                    .map_or(bytes.len(), |p| at + p);
+                (s, e, 0)
+            }
+        };
+        line = Some((
+            current.0,
+            current.1,
+            current.2 | kinds[m.pattern().as_usize()],
+        ));
+    }
+    if let Some((s, e, mask)) = line
+        && may_flag(mask)
+    {
+        out.push((s, e));
+    }
+    out
+}
+
+/// The start of the line holding `at`.
+fn memchr_back(bytes: &[u8], at: usize) -> usize {
+    bytes[..at]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |p| p + 1)
+}
+
+fn lines(text: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let mut from = 0;
+    text.split('\n').map(move |l| {
+        let r = (from, from + l.len());
+        from += l.len() + 1;
+        r
+    })
+}
+
+/// [`screen`] for one line at `from` in `text`.
+fn screen_line(text: &str, from: usize, line: &str, hits: &mut Vec<Hit>) {
     let mut starts: Vec<(usize, usize)> = Vec::new();
     // An order alone is never flagged, so its cues need not be searched:
     // every flagged clause holds one of these.
@@ -310,10 +869,10 @@ pub(crate) fn screen(text: &str) -> Vec<Hit> {
         &*AUTHORITY,
         &*LASTING,
     ] {
-        starts.extend(set.find_iter(text).map(|m| (m.start(), m.end())));
-    }
-    if starts.is_empty() {
-        return hits;
+        starts.extend(
+            set.find_iter(line)
+                .map(|m| (from + m.start(), from + m.end())),
+        );
     }
     starts.sort_unstable();
     for (at, end) in starts {
@@ -341,7 +900,6 @@ pub(crate) fn screen(text: &str) -> Vec<Hit> {
             }
         }
     }
-    hits
 }
 
 /// `text` without the clauses of `hits` (each replaced by one space, so a
