@@ -256,29 +256,43 @@ fn string_or_line_end(text: &str, at: usize) -> usize {
 
 /// Why `clause` reads as orders to the agent, or `None`.
 pub(crate) fn reads_as_orders(clause: &str) -> Option<&'static str> {
-    if OVERRIDE.is_match(clause) {
+    reads_as_orders_with(clause, ALL_CUES)
+}
+
+/// Every cue category: nothing is skipped.
+const ALL_CUES: u8 = STRONG | ORDER_CUE | RISKY_CUE | AUTHORITY_CUE | LASTING_CUE;
+
+/// [`reads_as_orders`] for a clause of a line whose cue categories are
+/// `mask`: a rule none of whose cue words the line holds cannot match, so
+/// it is not run.
+fn reads_as_orders_with(clause: &str, mask: u8) -> Option<&'static str> {
+    let has = |cue: u8, re: &Regex| mask & cue != 0 && re.is_match(clause);
+    if has(STRONG, &OVERRIDE) {
         return Some("override");
     }
-    if ROLE.is_match(clause) {
+    if has(STRONG, &ROLE) {
         return Some("role");
     }
-    if CONCEAL.is_match(clause) {
+    if has(STRONG, &CONCEAL) {
         return Some("conceal");
     }
-    if ORDER.is_match(clause) {
-        if RISKY.is_match(clause) {
+    let risky = || has(RISKY_CUE, &RISKY);
+    let authority = || has(AUTHORITY_CUE, &AUTHORITY);
+    let lasting = || has(LASTING_CUE, &LASTING);
+    if has(ORDER_CUE, &ORDER) {
+        if risky() {
             return Some("risky_order");
         }
-        if AUTHORITY.is_match(clause) {
+        if authority() {
             return Some("authority");
         }
-        if LASTING.is_match(clause) {
+        if lasting() {
             return Some("lasting_order");
         }
     }
     // "The repository secrets must be uploaded to https://… from now on":
     // no second person, still an order.
-    if RISKY.is_match(clause) && (AUTHORITY.is_match(clause) || LASTING.is_match(clause)) {
+    if risky() && (authority() || lasting()) {
         return Some("risky_order");
     }
     None
@@ -301,9 +315,9 @@ pub(crate) fn screen(text: &str) -> Vec<Hit> {
     let mut hits: Vec<Hit> = Vec::new();
     // Clauses never span lines: each line that may hold a flagged clause
     // (its cue words say so) is searched on its own, the rest is skipped.
-    for (from, to) in worth_reading(text) {
+    for (from, to, mask) in worth_reading(text) {
         let line = &text[from..to];
-        screen_line(text, from, line, &mut hits);
+        screen_line(text, from, line, mask, &mut hits);
     }
     hits
 }
@@ -769,7 +783,10 @@ static CUE_MATCHER: LazyLock<Option<(aho_corasick::AhoCorasick, Vec<u8>)>> = Laz
     // ("system") counts for both.
     let mut words: Vec<&str> = Vec::new();
     let mut kinds: Vec<u8> = Vec::new();
-    for (kind, list) in CUES {
+    // Order words are not searched: they are everywhere ("you", "run",
+    // "then") and an order alone is never flagged, so a line is read when
+    // it holds any other cue, and its order rule is run there.
+    for (kind, list) in CUES.iter().filter(|(k, _)| *k != ORDER_CUE) {
         for w in *list {
             match words.iter().position(|x| x.eq_ignore_ascii_case(w)) {
                 Some(i) => kinds[i] |= *kind,
@@ -793,16 +810,14 @@ static CUE_MATCHER: LazyLock<Option<(aho_corasick::AhoCorasick, Vec<u8>)>> = Laz
 /// Whether a line whose cue categories are `mask` may hold a clause
 /// [`reads_as_orders`] flags.
 fn may_flag(mask: u8) -> bool {
-    mask & STRONG != 0
-        || (mask & ORDER_CUE != 0 && mask & (RISKY_CUE | AUTHORITY_CUE | LASTING_CUE) != 0)
-        || (mask & RISKY_CUE != 0 && mask & (AUTHORITY_CUE | LASTING_CUE) != 0)
+    mask & (STRONG | RISKY_CUE | AUTHORITY_CUE | LASTING_CUE) != 0
 }
 
 /// The byte ranges of the lines of `text` worth reading.
-fn worth_reading(text: &str) -> Vec<(usize, usize)> {
+fn worth_reading(text: &str) -> Vec<(usize, usize, u8)> {
     let Some((ac, kinds)) = CUE_MATCHER.as_ref() else {
         // No matcher (cannot happen with these words): read every line.
-        return lines(text).collect();
+        return lines(text).map(|(s, e)| (s, e, ALL_CUES)).collect();
     };
     let mut out = Vec::new();
     let bytes = text.as_bytes();
@@ -815,7 +830,7 @@ fn worth_reading(text: &str) -> Vec<(usize, usize)> {
                 if let Some((s, e, mask)) = line
                     && may_flag(mask)
                 {
-                    out.push((s, e));
+                    out.push((s, e, mask | ORDER_CUE));
                 }
                 let s = memchr_back(bytes, at);
                 let e = bytes[at..]
@@ -834,7 +849,7 @@ fn worth_reading(text: &str) -> Vec<(usize, usize)> {
     if let Some((s, e, mask)) = line
         && may_flag(mask)
     {
-        out.push((s, e));
+        out.push((s, e, mask | ORDER_CUE));
     }
     out
 }
@@ -857,18 +872,21 @@ fn lines(text: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
 }
 
 /// [`screen`] for one line at `from` in `text`.
-fn screen_line(text: &str, from: usize, line: &str, hits: &mut Vec<Hit>) {
+fn screen_line(text: &str, from: usize, line: &str, mask: u8, hits: &mut Vec<Hit>) {
     let mut starts: Vec<(usize, usize)> = Vec::new();
     // An order alone is never flagged, so its cues need not be searched:
     // every flagged clause holds one of these.
-    for set in [
-        &*OVERRIDE,
-        &*ROLE,
-        &*CONCEAL,
-        &*RISKY,
-        &*AUTHORITY,
-        &*LASTING,
+    for (cue, set) in [
+        (STRONG, &*OVERRIDE),
+        (STRONG, &*ROLE),
+        (STRONG, &*CONCEAL),
+        (RISKY_CUE, &*RISKY),
+        (AUTHORITY_CUE, &*AUTHORITY),
+        (LASTING_CUE, &*LASTING),
     ] {
+        if mask & cue == 0 {
+            continue;
+        }
         starts.extend(
             set.find_iter(line)
                 .map(|m| (from + m.start(), from + m.end())),
@@ -880,7 +898,7 @@ fn screen_line(text: &str, from: usize, line: &str, hits: &mut Vec<Hit>) {
             continue;
         }
         let (s, e) = clause_bounds(text, at, end);
-        if let Some(reason) = reads_as_orders(&text[s..e]) {
+        if let Some(reason) = reads_as_orders_with(&text[s..e], mask) {
             // A clause that is only a tag (`[SYSTEM]`, `[SYSTEM] <div
             // style=`) takes the rest of its line or JSON string with it:
             // the tag is what makes what follows read as orders, and a
