@@ -66,6 +66,8 @@ pub(crate) struct Serve<'a> {
     pub(crate) args: Vec<&'a str>,
     /// `COMPACT_MAX_CONTEXT_TOKENS`.
     pub(crate) window: usize,
+    /// Where its stderr goes (appended); discarded when `None`.
+    pub(crate) log: Option<std::path::PathBuf>,
 }
 
 impl<'a> Serve<'a> {
@@ -79,6 +81,7 @@ impl<'a> Serve<'a> {
             ],
             args: Vec::new(),
             window: 3000,
+            log: None,
         }
     }
 
@@ -92,12 +95,22 @@ impl<'a> Serve<'a> {
             ],
             args: Vec::new(),
             window: 3000,
+            log: None,
         }
     }
 
     /// Starts the replica and waits until it answers `/healthz`.
     pub(crate) async fn start(&self, client: &reqwest::Client) -> Replica {
         let port = free_port();
+        let stderr = match &self.log {
+            Some(path) => std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map(Stdio::from)
+                .expect("the replica's log file opens"),
+            None => Stdio::null(),
+        };
         let child = Command::new(compact_bin())
             .args([
                 "serve",
@@ -113,7 +126,7 @@ impl<'a> Serve<'a> {
             .env_remove("COMPACT_INGEST_TOKEN")
             .env_remove("COMPACT_READ_TOKEN")
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .spawn()
             .expect("compact serve starts");
         let mut r = Replica {

@@ -1033,3 +1033,60 @@ fn events_a_killed_writer_left_unrecorded_are_recorded_by_the_next_append() {
         std::fs::read_to_string(dir.path().join("archive/killed/events.jsonl")).unwrap_or_default();
     assert_eq!(text.lines().count(), 4, "nothing was dropped: {text}");
 }
+
+#[test]
+fn files_a_killed_writer_left_unrecorded_are_recorded_by_the_next_compaction() {
+    // A replica SIGKILLed between writing a compaction's summary and
+    // appending its manifest line leaves a whole file the manifest does not
+    // record; the call is retried, and its compaction archived as the next
+    // step, by another replica.
+    let dir = tmp();
+    let fs = FsAdapter::new(dir.path().join("archive"));
+    let a = Archive::new(&fs);
+    let s = sid("killed");
+    let rt = rt();
+    rt.block_on(a.save_transcript(&s, 1, &[json!({"role": "user", "content": "hi"})]))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let orphan = json!({"summary_version": 1, "message": {"content": "COMPACT-SUMMARY v1"}});
+    let bytes = serde_json::to_vec_pretty(&orphan).unwrap_or_default();
+    rt.block_on(fs.put("killed/summary-001.json", bytes))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let v = rt.block_on(a.verify(&s)).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        matches!(v.problem, Some(Problem::Unrecorded { ref file, trailing_bytes: None }) if file == "summary-001.json"),
+        "{:?}",
+        v.problem
+    );
+
+    // The retried compaction, step 2: the orphan is recorded as it is, first.
+    rt.block_on(a.save_transcript(&s, 2, &[json!({"role": "user", "content": "hi"})]))
+        .unwrap_or_else(|e| panic!("{e}"));
+    rt.block_on(a.save_summary(&s, 2, &orphan))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let v = rt.block_on(a.verify(&s)).unwrap_or_else(|e| panic!("{e}"));
+    assert!(v.is_ok(), "{:?}", v.problem);
+    assert_eq!(v.entries, 4);
+    let manifest = std::fs::read_to_string(dir.path().join("archive/killed/manifest.jsonl"))
+        .unwrap_or_default();
+    let files: Vec<String> = manifest
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|e| e["file"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(
+        files,
+        [
+            "transcript-pre-compact-001.jsonl",
+            "summary-001.json",
+            "transcript-pre-compact-002.jsonl",
+            "summary-002.json"
+        ]
+    );
+
+    // Nothing left over: the next compaction records nothing more.
+    rt.block_on(a.save_transcript(&s, 3, &[json!({"role": "user", "content": "hi"})]))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let v = rt.block_on(a.verify(&s)).unwrap_or_else(|e| panic!("{e}"));
+    assert!(v.is_ok(), "{:?}", v.problem);
+    assert_eq!(v.entries, 5);
+}

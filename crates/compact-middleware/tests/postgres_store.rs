@@ -1,15 +1,19 @@
 //! The PostgreSQL session store against a real server: the store contract
 //! (load, save, delete, a record round trip with its fact ledger), managers
 //! on separate connections continuing one summary chain exactly as one
-//! manager does, and locks of one session serializing across connections.
+//! manager does, locks of one session serializing across connections, and a
+//! lock that cannot be had within `state.wait_ms` failing as busy.
 
 mod postgres_support;
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use compact_middleware::archive::SessionId;
 use compact_middleware::config::Config;
-use compact_middleware::state::{Fetched, PostgresSessionStore, SessionRecord, SessionStore};
+use compact_middleware::state::{
+    Fetched, PostgresSessionStore, SessionRecord, SessionStore, StateError,
+};
 use compact_middleware::{CompactManager, Message};
 
 fn turn(i: usize) -> Vec<Message> {
@@ -176,8 +180,10 @@ async fn alternating_managers_on_one_database_match_one_manager() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn locks_of_one_session_serialize_across_connections() {
     let db = postgres_support::database().await;
-    let a = connect(&db.url).await;
-    let b = connect(&db.url).await;
+    // Waits long enough that a loaded machine never turns a wait into
+    // `Busy`: this is about serializing (the bound has its own test).
+    let a = connect_waiting(&db.url, Duration::from_secs(120)).await;
+    let b = connect_waiting(&db.url, Duration::from_secs(120)).await;
 
     // a holds the session; b's lock waits in the server until a commits,
     // then b reads what a wrote.
@@ -262,6 +268,82 @@ async fn locks_of_one_session_serialize_across_connections() {
     }
     let n = a.load(&id("n")).await.expect("load").expect("record");
     assert_eq!(n.step, Some(16));
+}
+
+async fn connect_waiting(url: &str, wait: Duration) -> Arc<dyn SessionStore> {
+    Arc::new(
+        PostgresSessionStore::connect_with_wait(url, wait)
+            .await
+            .unwrap_or_else(|e| panic!("{e}")),
+    )
+}
+
+/// `state.wait_ms`: a lock that cannot be had in time, because every
+/// connection of the process is held or because another replica holds the
+/// session, fails as `Busy` after the wait instead of waiting on; and the
+/// store works normally once the holders let go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_that_cannot_be_had_in_time_is_busy() {
+    let db = postgres_support::database().await;
+    let wait = Duration::from_millis(300);
+    let a = connect_waiting(&db.url, wait).await;
+    let b = connect_waiting(&db.url, wait).await;
+
+    // Every connection of `a` held (16, docs/operations.md): the next lock
+    // of any session gives up after the wait.
+    let mut held = Vec::new();
+    let busy = loop {
+        let started = Instant::now();
+        match a.lock(&id(&format!("s{}", held.len()))).await {
+            Ok(guard) => held.push(guard),
+            Err(e) => break (e, started.elapsed()),
+        }
+        assert!(held.len() <= 64, "the pool never ran out");
+    };
+    assert_eq!(held.len(), 16, "{}", busy.0);
+    assert!(matches!(busy.0, StateError::Busy(_)), "{}", busy.0);
+    assert!(busy.0.to_string().contains("state.wait_ms"), "{}", busy.0);
+    assert!(busy.1 >= wait / 2, "gave up after {:?}", busy.1);
+    // Another process is not affected.
+    let other = b.lock(&id("elsewhere")).await.expect("lock");
+    other.release().await.expect("release");
+
+    // `s0` held by `a`: `b` waits in the server for the wait, then is busy.
+    let started = Instant::now();
+    let err = match b.lock(&id("s0")).await {
+        Ok(_) => panic!("s0 is held by a"),
+        Err(e) => e,
+    };
+    // After the wait (the server's timer, give or take a millisecond), not at once.
+    assert!(started.elapsed() >= wait / 2, "{:?}", started.elapsed());
+    assert!(matches!(err, StateError::Busy(_)), "{err}");
+    assert!(err.to_string().contains("s0"), "{err}");
+
+    // Let go: `a` locks again, `b` gets `s0` and reads what `a` wrote.
+    let mut first = held.remove(0);
+    first
+        .save(&SessionRecord {
+            step: Some(7),
+            ..SessionRecord::default()
+        })
+        .await
+        .expect("save");
+    first.release().await.expect("release");
+    for guard in held {
+        guard.release().await.expect("release");
+    }
+    a.lock(&id("again"))
+        .await
+        .expect("lock")
+        .release()
+        .await
+        .expect("release");
+    let mut guard = b.lock(&id("s0")).await.expect("lock");
+    match guard.load(None).await.expect("load") {
+        Fetched::Record(_, r) => assert_eq!(r.step, Some(7)),
+        other => panic!("{other:?}"),
+    }
+    guard.release().await.expect("release");
 }
 
 #[tokio::test]

@@ -4,7 +4,7 @@
 
 use axum::Json;
 use axum::extract::rejection::BytesRejection;
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use compact_middleware::CompactError;
 
@@ -75,6 +75,12 @@ impl IntoResponse for ApiError {
             message: e.to_string(),
             guidance,
         };
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            // The session store was busy or failed, and the call's result
+            // was not kept (nothing committed): the same call can be sent
+            // again at once, to another replica or here.
+            return (status, [(header::RETRY_AFTER, "1")], Json(body)).into_response();
+        }
         (status, Json(body)).into_response()
     }
 }

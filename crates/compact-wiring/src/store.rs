@@ -49,8 +49,9 @@ pub fn session_store(
                     field: "state.url",
                     message: "state.url is required when state.store is postgres".into(),
                 })?;
+            let wait = std::time::Duration::from_millis(config.state.wait_ms);
             let store = rt
-                .block_on(PostgresSessionStore::connect(&url))
+                .block_on(PostgresSessionStore::connect_with_wait(&url, wait))
                 .map_err(|e| WiringError::config("state.url", e))?;
             Ok(Some(Arc::new(store)))
         }

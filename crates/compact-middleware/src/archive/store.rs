@@ -93,6 +93,11 @@ impl<'a> Archive<'a> {
         let sha256 = sha256_hex(&bytes);
         let (kind, offset) = match target {
             Target::Whole(kind) => {
+                // A compaction's writes start with its transcript: the
+                // moment to take in what a killed writer left unrecorded.
+                if matches!(kind, FileKind::Transcript(_)) {
+                    self.record_unrecorded_files(session, &mut entries).await?;
+                }
                 self.adapter.put(&layout::key(session, kind), bytes).await?;
                 (kind, 0)
             }
@@ -182,6 +187,54 @@ impl<'a> Archive<'a> {
             )
             .await?;
         entries.push(entry);
+        Ok(())
+    }
+
+    /// A process killed between writing a compaction's transcript or
+    /// summary and appending its manifest line (a SIGKILLed replica) leaves
+    /// a whole file the manifest does not record. The compaction it belongs
+    /// to was never committed (the session's record is saved after the
+    /// archive writes), so the call is retried and archived again under the
+    /// next step; the file left behind is recorded as it is, like
+    /// [`record_unrecorded`](Self::record_unrecorded)'s events, so the chain
+    /// stays whole and it stays verifiable. One listing per compaction.
+    async fn record_unrecorded_files(
+        &self,
+        session: &SessionId,
+        entries: &mut Vec<Entry>,
+    ) -> Result<(), ArchiveError> {
+        let recorded: std::collections::HashSet<String> =
+            entries.iter().map(|e| e.file.clone()).collect();
+        let mut left: Vec<(u32, String)> = self
+            .files(session)
+            .await?
+            .into_iter()
+            .filter(|name| !recorded.contains(name))
+            .filter_map(|name| match FileKind::parse(&name) {
+                Some(kind @ (FileKind::Transcript(_) | FileKind::Summary(_))) => {
+                    Some((kind.step().unwrap_or(0), name))
+                }
+                _ => None,
+            })
+            .collect();
+        // In the order they were written: a step's transcript, then its summary.
+        left.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| b.1.cmp(&a.1)));
+        for (_, name) in left {
+            let data = self.read(session, &name).await?;
+            tracing::warn!(
+                session = %session,
+                file = %name,
+                "archive: a file a killed writer wrote without recording it is recorded now"
+            );
+            let entry = Entry::next(entries.last(), &name, 0, &data);
+            self.adapter
+                .append(
+                    &layout::key(session, FileKind::Manifest),
+                    entry.to_line().into_bytes(),
+                )
+                .await?;
+            entries.push(entry);
+        }
         Ok(())
     }
 

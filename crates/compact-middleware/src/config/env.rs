@@ -129,6 +129,7 @@ pub(super) const LEAVES: &[Leaf] = &[
     leaf("state.url", Kind::OptStr),
     leaf("state.ssl_mode", Kind::OptStr),
     leaf("state.ssl_root_cert", Kind::OptStr),
+    leaf("state.wait_ms", Kind::UInt),
     leaf("server.addr", Kind::Str),
     leaf("server.data_dir", Kind::Str),
     aliased(

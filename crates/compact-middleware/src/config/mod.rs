@@ -29,8 +29,8 @@ pub use env::{EnvVar, env_vars};
 pub use error::{ConfigError, FieldError};
 pub use load::{Loaded, Source, load};
 pub use process::{
-    ServerLimits, ServerRetention, ServerSettings, ServerStore, ServerStoreBackend, StateSettings,
-    StateStoreKind, redact_url_password,
+    DEFAULT_STATE_WAIT_MS, ServerLimits, ServerRetention, ServerSettings, ServerStore,
+    ServerStoreBackend, StateSettings, StateStoreKind, redact_url_password,
 };
 pub use schema::{
     Config, ExporterKind, Mode, ModelOverride, OtlpProtocolKind, Policy, Redaction, Repair, Role,

@@ -22,6 +22,12 @@ pub enum StateStoreKind {
     Postgres,
 }
 
+/// The default of `state.wait_ms`: long enough for a queue a healthy
+/// replica drains (calls hold a connection for milliseconds, or for a
+/// summarizer's round trip), short enough that a client told "busy" still
+/// has time to be answered elsewhere.
+pub const DEFAULT_STATE_WAIT_MS: u64 = 2_000;
+
 /// `state:`: where session state lives.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize, Validate)]
 #[serde(default, deny_unknown_fields)]
@@ -46,6 +52,14 @@ pub struct StateSettings {
     /// a URL that does not set it.
     #[garde(skip)]
     pub ssl_root_cert: Option<String>,
+    /// How long a call waits for the PostgreSQL store before it fails as
+    /// busy (HTTP 503, which a client retries, on another replica): for one
+    /// of the process's connections when all are in use, and for the
+    /// session when another call (in any replica) holds it. A replica that
+    /// cannot start a call in this time is overloaded or the session is
+    /// stuck elsewhere; saying so beats a wait with no end.
+    #[garde(custom(rules::at_least_u64(1)))]
+    pub wait_ms: u64,
 }
 
 impl StateSettings {
@@ -91,6 +105,7 @@ impl Default for StateSettings {
             url: None,
             ssl_mode: None,
             ssl_root_cert: None,
+            wait_ms: DEFAULT_STATE_WAIT_MS,
         }
     }
 }
@@ -103,6 +118,7 @@ impl std::fmt::Debug for StateSettings {
             .field("url", &self.url.as_deref().map(redact_url_password))
             .field("ssl_mode", &self.ssl_mode)
             .field("ssl_root_cert", &self.ssl_root_cert)
+            .field("wait_ms", &self.wait_ms)
             .finish()
     }
 }

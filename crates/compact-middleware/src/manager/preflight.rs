@@ -29,24 +29,38 @@ impl CompactManager {
         let started = Instant::now();
         let handle = self.session_handle(id.clone());
         let mut session = handle.lock().await;
+        let locked = started.elapsed();
         let guard = self.load_session(&id, &mut session).await?;
+        let loaded = started.elapsed();
         // The call runs on the manager of its overlays' configuration
         // (`overlay.rs`), read from the session just loaded.
         let (this, sources, guard) = self.overlaid(&session, &req.overlays, guard).await?;
         let mut trail = Trail::open(&mut session, &this.inner.config.telemetry.agent_name);
         let result = this.run_steps(&mut session, &mut trail, req, started).await;
         let result = result.map(|o| o.with_sources(sources));
+        let ran = started.elapsed();
         let closed = trail.close(result.as_ref().map(|o| &o.report));
         // Still under the session lock, so this session's archive writes
         // stay in order.
         this.emit(&session, closed.events, closed.archived, closed.sent)
             .await;
+        let emitted = started.elapsed();
         if let Ok(outcome) = &result {
             this.remember_report(&mut session, outcome);
         }
         if let Some(guard) = guard {
             self.save_session(guard, &mut session).await?;
         }
+        // Where a slow preflight spent its time (`COMPACT_LOG=compact_middleware=debug`).
+        tracing::debug!(
+            session = %id,
+            session_ms = locked.as_millis() as u64,
+            store_ms = (loaded - locked).as_millis() as u64,
+            steps_ms = (ran - loaded).as_millis() as u64,
+            emit_ms = (emitted - ran).as_millis() as u64,
+            save_ms = (started.elapsed() - emitted).as_millis() as u64,
+            "preflight timings"
+        );
         result
     }
 

@@ -61,6 +61,11 @@ pub enum StateError {
     /// The store cannot be opened with the given settings.
     #[error("session store configuration: {0}")]
     Config(String),
+    /// The session could not be held in time (`state.wait_ms`): every
+    /// connection was in use, or another call held the session. Nothing
+    /// was read or written; a retry (on another replica) may succeed.
+    #[error("session store busy: {0}")]
+    Busy(String),
 }
 
 /// What a store wrote, counted since it was opened.

@@ -9,6 +9,10 @@
 //! leaves nothing locked: the server ends its connection and rolls back.
 //! Each held session uses one connection, at most [`MAX_OPEN`] at once per
 //! store; released connections wait in an idle list for the next lock.
+//! Waiting is bounded (`state.wait_ms`): for a connection when all are
+//! held, and in the server for the session's lock (`lock_timeout`); past
+//! it `lock` fails with [`StateError::Busy`], having done nothing, so an
+//! overloaded replica says so instead of holding a call it cannot start.
 //!
 //! A record is kept in parts (`parts`): a head in `compact_sessions`, the
 //! rest in `compact_session_rows`, and a save writes the head and the rows
@@ -18,6 +22,9 @@
 //! pipelined with `COMMIT` at release.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, Statement};
 
 use super::parts::{self, LAYOUT_PARTS, Observed, Plan, Shapes};
@@ -51,14 +58,20 @@ CREATE TABLE IF NOT EXISTS compact_session_rows (
 const SCHEMA_LOCK: (i32, i32) = (0x636f_6d70, 1);
 
 /// Connections open at once per store (held sessions); a lock past this
-/// waits for one to be released. With connections made only when none is
-/// idle, this bounds the connections a process opens: several replicas
-/// under hundreds of concurrent sessions stay under the server's
-/// `max_connections` (100 by default).
+/// waits for one to be released, at most `state.wait_ms`. With connections
+/// made only when none is idle, this bounds the connections a process
+/// opens: several replicas under hundreds of concurrent sessions stay under
+/// the server's `max_connections` (100 by default).
 const MAX_OPEN: usize = 16;
 
 /// Connections kept open between locks.
 const MAX_IDLE: usize = MAX_OPEN;
+
+/// How much longer than `wait` the client itself waits for the server to
+/// grant the session's lock: the server's `lock_timeout` answers first
+/// with a clear error; this only bounds a server that does not answer at
+/// all (a connection that hangs, a server that stopped responding).
+const LOCK_GRACE: Duration = Duration::from_secs(1);
 
 /// Session records in a PostgreSQL database.
 #[derive(Clone)]
@@ -73,6 +86,9 @@ struct Inner {
     idle: Mutex<Vec<Conn>>,
     /// One permit per held session ([`MAX_OPEN`]).
     open: Arc<tokio::sync::Semaphore>,
+    /// The longest `lock` waits, for a permit and the session's lock
+    /// together (`state.wait_ms`).
+    wait: Duration,
     /// What the database holds of each session this store read or wrote last.
     shapes: Shapes,
     written: Written,
@@ -161,8 +177,17 @@ fn db(what: &str, e: tokio_postgres::Error) -> StateError {
 impl PostgresSessionStore {
     /// Connects to `url` (`postgres://user:password@host:port/db`), creating
     /// the tables if they are missing. Needs a tokio runtime: each
-    /// connection runs as a task on it.
+    /// connection runs as a task on it. `lock` waits at most
+    /// `state.wait_ms`'s default ([`connect_with_wait`](Self::connect_with_wait)).
     pub async fn connect(url: &str) -> Result<Self, StateError> {
+        let wait = Duration::from_millis(crate::config::DEFAULT_STATE_WAIT_MS);
+        Self::connect_with_wait(url, wait).await
+    }
+
+    /// [`connect`](Self::connect), with `lock` waiting at most `wait` for a
+    /// connection and the session's lock together before it fails with
+    /// [`StateError::Busy`] (`state.wait_ms`).
+    pub async fn connect_with_wait(url: &str, wait: Duration) -> Result<Self, StateError> {
         let (config, label) = crate::db::postgres_config(url).map_err(StateError::Config)?;
         let store = Self {
             inner: Arc::new(Inner {
@@ -170,6 +195,7 @@ impl PostgresSessionStore {
                 label,
                 idle: Mutex::new(Vec::new()),
                 open: Arc::new(tokio::sync::Semaphore::new(MAX_OPEN)),
+                wait: wait.max(Duration::from_millis(1)),
                 shapes: Shapes::default(),
                 written: Written::default(),
             }),
@@ -293,27 +319,73 @@ impl SessionStore for PostgresSessionStore {
         id: &'a SessionId,
     ) -> BoxFuture<'a, Result<Box<dyn SessionGuard>, StateError>> {
         Box::pin(async move {
-            // One round trip; the key is a number we computed, not input.
+            let wait = self.inner.wait;
+            let deadline = tokio::time::Instant::now() + wait;
+            // The semaphore is fair: a call waits behind those that came
+            // first, and gives up its place at the deadline.
+            let permit = match tokio::time::timeout_at(
+                deadline,
+                self.inner.open.clone().acquire_owned(),
+            )
+            .await
+            {
+                Ok(Ok(permit)) => permit,
+                Ok(Err(e)) => return Err(StateError::Backend(format!("postgres lock: {e}"))),
+                Err(_) => {
+                    return Err(StateError::Busy(format!(
+                        "postgres: all {MAX_OPEN} connections of this process stayed held by other calls for {} ms (state.wait_ms); retry, on another replica if there is one",
+                        wait.as_millis()
+                    )));
+                }
+            };
+            // The rest of the wait goes to the session's lock, enforced by
+            // the server (`lock_timeout`, in milliseconds, 0 would mean
+            // none) and reset once it is held, so the call's own statements
+            // never fail on it. One round trip; the numbers are ours, not
+            // input.
+            let left = deadline
+                .saturating_duration_since(tokio::time::Instant::now())
+                .max(Duration::from_millis(1));
             let begin = format!(
-                "BEGIN; SELECT pg_advisory_xact_lock({})",
+                "BEGIN; SET LOCAL lock_timeout = {}; SELECT pg_advisory_xact_lock({}); SET LOCAL lock_timeout = 0",
+                left.as_micros().div_ceil(1000),
                 super::lock_key(id)
             );
-            // An idle connection may have died without its task noticing
-            // yet (the server restarted): the next one, or a new one.
-            let permit = self
-                .inner
-                .open
-                .clone()
-                .acquire_owned()
-                .await
-                .map_err(|e| StateError::Backend(format!("postgres lock: {e}")))?;
-            let mut tries = 0;
-            let conn = loop {
-                let conn = self.inner.checkout().await?;
-                match conn.client.batch_execute(&begin).await {
-                    Ok(()) => break conn,
-                    Err(e) if e.is_closed() && tries < MAX_IDLE => tries += 1,
-                    Err(e) => return Err(db("lock", e)),
+            let held = tokio::time::timeout_at(deadline + LOCK_GRACE, async {
+                // An idle connection may have died without its task noticing
+                // yet (the server restarted): the next one, or a new one.
+                let mut tries = 0;
+                loop {
+                    let conn = self.inner.checkout().await?;
+                    match conn.client.batch_execute(&begin).await {
+                        Ok(()) => return Ok(conn),
+                        Err(e) if e.is_closed() && tries < MAX_IDLE => tries += 1,
+                        Err(e) if e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) => {
+                            // The transaction is aborted: end it, and the
+                            // connection serves the next call.
+                            if conn.client.batch_execute("ROLLBACK").await.is_ok() {
+                                self.inner.put_back(conn);
+                            }
+                            return Err(StateError::Busy(format!(
+                                "postgres: session {id} stayed held by another call (on this or another replica) for {} ms (state.wait_ms); retry",
+                                wait.as_millis()
+                            )));
+                        }
+                        Err(e) => return Err(db("lock", e)),
+                    }
+                }
+            })
+            .await;
+            let conn = match held {
+                Ok(conn) => conn?,
+                // The server did not answer in time; the connection was
+                // dropped mid-call, so the server ends its transaction.
+                Err(_) => {
+                    return Err(StateError::Backend(format!(
+                        "postgres lock: no answer from {} within {} ms while taking session {id}",
+                        self.inner.label,
+                        (wait + LOCK_GRACE).as_millis()
+                    )));
                 }
             };
             Ok(Box::new(Guard {
