@@ -12,8 +12,9 @@
 //! suites), `rng` ([`Rng`], seeded and reproducible), `visibility` (preflight end to
 //! a live viewer, for the server suite). Public: [`corpus`] (long agent
 //! sessions with planted facts, and the hand-written fixtures), [`probe`]
-//! (whether a fact is in a context) and [`retention`] (the suite the soak
-//! harness and `compact replay` reuse).
+//! (whether a fact is in a context), [`retention`] (the suite the soak
+//! harness and `compact replay` reuse) and [`injection`] (prompt injections
+//! planted in tool outputs, replayed and checked for leaks and reports).
 
 pub mod corpus;
 mod demo_visibility;
