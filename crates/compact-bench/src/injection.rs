@@ -16,11 +16,11 @@
 use std::collections::HashSet;
 
 use compact_middleware::model::{Format, Role};
-use compact_middleware::{CompactManager, Message, PreflightRequest};
+use compact_middleware::{CompactManager, Message};
 use serde::Serialize;
 
 use crate::corpus::{Corpus, Split, Transcript};
-use crate::retention::{CallingMode, config_for};
+use crate::retention::{CallingMode, config_for, replay};
 
 /// One planted payload.
 #[derive(Debug, Clone)]
@@ -379,14 +379,23 @@ fn shingles(text: &str) -> HashSet<String> {
         .split_whitespace()
         .filter(|w| !(w.contains("://") || w.contains('@') || w.contains('/') || w.contains('`')))
         .collect();
-    let text = prose.join(" ");
+    runs(&prose.join(" "), 6)
+}
+
+/// Runs of four words, or of four CJK characters.
+fn four_grams(text: &str) -> HashSet<String> {
+    runs(text, 4)
+}
+
+/// Lowercased runs of `n` words, and of `n` CJK characters.
+fn runs(text: &str, n: usize) -> HashSet<String> {
     let words: Vec<String> = text
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .map(str::to_lowercase)
         .collect();
-    let mut out: HashSet<String> = words.windows(6).map(|w| w.join(" ")).collect();
-    out.extend(cjk_runs(&text, 6));
+    let mut out: HashSet<String> = words.windows(n).map(|w| w.join(" ")).collect();
+    out.extend(cjk_runs(text, n));
     out
 }
 
@@ -474,30 +483,12 @@ pub async fn drive(
     };
     let mut leaked: HashSet<usize> = HashSet::new();
     let mut reported: HashSet<usize> = HashSet::new();
-    let mut context: Vec<Message> = t.opening.clone();
-    let mut raw: Vec<Message> = t.opening.clone();
-    for turn in &t.turns {
-        raw.extend(turn.iter().cloned());
-        context.extend(turn.iter().cloned());
-        let sent = match mode {
-            CallingMode::FedBack => std::mem::take(&mut context),
-            CallingMode::RawResent => raw.clone(),
-        };
-        let result = manager
-            .preflight_with(
-                session,
-                PreflightRequest {
-                    messages: sent.clone(),
-                    ..PreflightRequest::default()
-                },
-            )
-            .await;
+    let context = replay(manager, session, t, mode, |result| {
         let o = match result {
             Ok(o) => o,
             Err(_) => {
                 out.errors += 1;
-                context = sent;
-                continue;
+                return;
             }
         };
         let voiced: HashSet<String> = o
@@ -540,8 +531,8 @@ pub async fn drive(
                 None => out.unplanted_reports.push(n.excerpt.clone()),
             }
         }
-        context = o.messages;
-    }
+    })
+    .await;
     let tool_text: String = context
         .iter()
         .flat_map(|m| m.tool_outputs().into_iter().map(|(_, o)| o.into_owned()))
@@ -563,18 +554,6 @@ pub async fn drive(
         .map(|i| PAYLOADS[i].id.to_owned())
         .collect();
     out.leaked.sort();
-    out
-}
-
-/// Runs of four words, or of four CJK characters.
-fn four_grams(text: &str) -> HashSet<String> {
-    let words: Vec<String> = text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect();
-    let mut out: HashSet<String> = words.windows(4).map(|w| w.join(" ")).collect();
-    out.extend(cjk_runs(text, 4));
     out
 }
 

@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use compact_middleware::{CompactError, CompactManager, Message, PreflightRequest};
+use compact_middleware::{
+    CompactError, CompactManager, Message, PreflightOutcome, PreflightRequest,
+};
 use serde::Serialize;
 
 use crate::corpus::{ProbeMatch, Transcript};
@@ -111,7 +113,46 @@ fn nests_summaries(messages: &[Message]) -> bool {
 /// turn with the whole turn appended, as `compact replay` does. In
 /// [`CallingMode::FedBack`] the next call is the previous output plus the
 /// new turn; in [`CallingMode::RawResent`] it is the whole raw history. A
-/// failed preflight leaves the agent with what it sent.
+/// failed preflight leaves the agent with what it sent. Each call's result
+/// goes to `seen`; returns the context the agent holds after the last call.
+pub async fn replay(
+    manager: &CompactManager,
+    session: &str,
+    t: &Transcript,
+    mode: CallingMode,
+    mut seen: impl FnMut(&Result<PreflightOutcome, CompactError>),
+) -> Vec<Message> {
+    let mut context: Vec<Message> = t.opening.clone();
+    let mut raw: Vec<Message> = t.opening.clone();
+    for turn in &t.turns {
+        raw.extend(turn.iter().cloned());
+        context.extend(turn.iter().cloned());
+        let sent = match mode {
+            CallingMode::FedBack => std::mem::take(&mut context),
+            CallingMode::RawResent => raw.clone(),
+        };
+        let result = manager
+            .preflight_with(
+                session,
+                PreflightRequest {
+                    messages: sent.clone(),
+                    ..PreflightRequest::default()
+                },
+            )
+            .await;
+        seen(&result);
+        context = match result {
+            Ok(o) => o.messages,
+            Err(e) => {
+                tracing::debug!(session, error = %e, "preflight failed; the agent keeps what it sent");
+                sent
+            }
+        };
+    }
+    context
+}
+
+/// [`replay`]s `t` and measures what the run did and what it kept.
 pub async fn measure(
     manager: &CompactManager,
     session: &str,
@@ -124,26 +165,9 @@ pub async fn measure(
         summary_cap: (policy.summary_max_pct * window as f64) as usize,
         ..RunOutcome::default()
     };
-    let mut context: Vec<Message> = t.opening.clone();
-    let mut raw: Vec<Message> = t.opening.clone();
     let mut last_tokens = None;
-    for turn in &t.turns {
-        raw.extend(turn.iter().cloned());
-        context.extend(turn.iter().cloned());
-        let sent = match mode {
-            CallingMode::FedBack => std::mem::take(&mut context),
-            CallingMode::RawResent => raw.clone(),
-        };
+    let context = replay(manager, session, t, mode, |result| {
         out.preflights += 1;
-        let result = manager
-            .preflight_with(
-                session,
-                PreflightRequest {
-                    messages: sent.clone(),
-                    ..PreflightRequest::default()
-                },
-            )
-            .await;
         match result {
             Ok(o) => {
                 let r = &o.report;
@@ -164,7 +188,6 @@ pub async fn measure(
                     out.nested_summaries += 1;
                 }
                 last_tokens = Some(r.tokens_after);
-                context = o.messages;
             }
             Err(e) => {
                 if matches!(e, CompactError::InsufficientBudget { .. }) {
@@ -172,12 +195,11 @@ pub async fn measure(
                 } else {
                     out.other_errors += 1;
                 }
-                tracing::debug!(session, error = %e, "preflight failed; the agent keeps what it sent");
                 last_tokens = None;
-                context = sent;
             }
         }
-    }
+    })
+    .await;
     // A summary the last call did not rewrite is still the one in context.
     if !context
         .iter()

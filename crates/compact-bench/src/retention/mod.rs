@@ -24,7 +24,7 @@ use compact_middleware::model::Format;
 use compact_middleware::tokens::CountCache;
 use serde_json::{Value, json};
 
-pub use drive::{CallingMode, RunOutcome, SUMMARY_MARK, check, measure};
+pub use drive::{CallingMode, RunOutcome, SUMMARY_MARK, check, measure, replay};
 pub use report::{Run, TARGETS, Target};
 
 use crate::corpus::{self, Agent, Corpus, SEED_SPLIT, SessionShape, Split, Transcript};

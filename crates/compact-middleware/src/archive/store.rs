@@ -180,6 +180,16 @@ impl<'a> Archive<'a> {
             "archive: events a killed writer appended without recording them are recorded now"
         );
         let entry = Entry::next(entries.last(), &name, recorded, gap);
+        self.record_entry(session, entries, entry).await
+    }
+
+    /// Appends `entry` to the session's manifest and to `entries`.
+    async fn record_entry(
+        &self,
+        session: &SessionId,
+        entries: &mut Vec<Entry>,
+        entry: Entry,
+    ) -> Result<(), ArchiveError> {
         self.adapter
             .append(
                 &layout::key(session, FileKind::Manifest),
@@ -227,13 +237,7 @@ impl<'a> Archive<'a> {
                 "archive: a file a killed writer wrote without recording it is recorded now"
             );
             let entry = Entry::next(entries.last(), &name, 0, &data);
-            self.adapter
-                .append(
-                    &layout::key(session, FileKind::Manifest),
-                    entry.to_line().into_bytes(),
-                )
-                .await?;
-            entries.push(entry);
+            self.record_entry(session, entries, entry).await?;
         }
         Ok(())
     }
