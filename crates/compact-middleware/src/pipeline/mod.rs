@@ -294,8 +294,8 @@ struct Work<'a> {
     /// Messages whose whole text went to the ledger in this run: taken in
     /// once, however many tiers let go of them.
     absorbed: std::collections::HashSet<usize>,
-    /// The ledger's items and ranked facts before this run.
-    ledger_at_start: (usize, usize),
+    /// The ledger's items, ranked facts and trail revision before this run.
+    ledger_at_start: (usize, usize, u64),
     /// Whether the ledger learned a fact in this run, by the item count it
     /// was computed at.
     grew: std::cell::Cell<Option<(usize, bool)>>,
@@ -335,7 +335,11 @@ fn widen_to_lines(text: &str, start: usize, end: usize) -> &str {
 impl<'a> Work<'a> {
     fn new(input: Input<'_>, policy: &'a Policy, est: &'a Estimator) -> Self {
         let mut w = Self::build(input, policy, est);
-        w.ledger_at_start = (w.out.ledger.len(), w.out.ledger.ranked_len());
+        w.ledger_at_start = (
+            w.out.ledger.len(),
+            w.out.ledger.ranked_len(),
+            w.out.ledger.trail_rev(),
+        );
         w
     }
 
@@ -429,7 +433,7 @@ impl<'a> Work<'a> {
             capped: Default::default(),
             cleared: Default::default(),
             absorbed: Default::default(),
-            ledger_at_start: (0, 0),
+            ledger_at_start: (0, 0, 0),
             grew: std::cell::Cell::new(None),
         }
     }
@@ -670,9 +674,11 @@ impl<'a> Work<'a> {
     /// Whether the previous summary may be rewritten with nothing folded:
     /// only where a summary belongs, after nothing but pinned messages, and
     /// not inside the last `keep_recent_turns` turns as a reader who cannot
-    /// tell it from a message counts them. (One fed back with our `meta`
+    /// tell it from a message counts them (one fed back with our `meta`
     /// stripped may follow messages that were pinned then, or start a
-    /// recent turn; the next compaction that folds a span puts it right.)
+    /// recent turn; the next compaction that folds a span puts it right),
+    /// unless it heads an agent's long run, whose older rounds compact like
+    /// older turns: then the rewrite is a reduction (tier 4).
     fn may_rewrite_summary(&self) -> bool {
         let Some(si) = self.summary_index else {
             return true;
@@ -680,13 +686,32 @@ impl<'a> Work<'a> {
         let after_unpinned = (0..self.layout.groups.len())
             .take_while(|&gi| self.layout.groups[gi].start < si)
             .any(|gi| !self.layout.anchored(gi) && !self.layout.summary[gi]);
-        !after_unpinned && !self.in_recent_turns(si)
+        !after_unpinned && (!self.in_recent_turns(si) || self.heads_long_run(si))
+    }
+
+    /// Whether message `si` comes before the last `keep_recent_rounds`
+    /// rounds of a latest turn that has more rounds than that: an agent's
+    /// run of one task and many tool rounds, where a summary after the task
+    /// stands for rounds that are gone.
+    fn heads_long_run(&self, si: usize) -> bool {
+        let rounds = self.layout.latest_rounds(&self.msgs);
+        let keep = self.policy.keep_recent_rounds.max(1);
+        rounds.len() > keep
+            && self
+                .layout
+                .groups
+                .get(rounds.end - keep)
+                .is_some_and(|g| si < g.start)
     }
 
     /// Whether the ledger learned a fact in this run (from a capped or
-    /// cleared output): the summary must show it, or it would be gone from
-    /// the context.
+    /// cleared output), or the artifact trail changed what it shows (a
+    /// command run again): the summary must show it, or it would be gone
+    /// from the context.
     fn ledger_grew(&self) -> bool {
+        if self.out.ledger.trail_rev() != self.ledger_at_start.2 {
+            return true;
+        }
         let len = self.out.ledger.len();
         if len == self.ledger_at_start.0 {
             return false;
@@ -779,8 +804,8 @@ impl<'a> Work<'a> {
         // does. When none reaches the target, the most reduced one that fits
         // the budget; else the last resort.
         //
-        // The summary's part is what the ledger needs to show every fact at
-        // its smallest (up to the cap), not a token minimum: a fact folded
+        // The summary's part is what the ledger wants to show every fact at
+        // its short form (up to the cap), not a token minimum: a fact folded
         // into the summary costs a line, the same fact in a kept turn costs
         // its whole turn, tool outputs included. Each plan's remainder goes
         // to the ledger as the plan is weighed (remainders only grow along
@@ -823,21 +848,21 @@ impl<'a> Work<'a> {
         }
     }
 
-    /// What the summary needs to show every fact of the ledger at its
-    /// smallest (with `plan`'s remainder folded in), up to the cap.
+    /// What the summary wants to show every fact of the ledger at its
+    /// short form (with `plan`'s remainder folded in), up to the cap.
     fn summary_want(&mut self, plan: &Plan) -> usize {
         self.absorb(plan.messages_in(Class::Remainder).collect::<Vec<_>>());
         self.ledger_want()
     }
 
-    /// What the ledger as it is needs to show every fact at its smallest,
-    /// up to the cap.
+    /// What the ledger as it is wants to show every fact at its short
+    /// form, up to the cap.
     fn ledger_want(&self) -> usize {
         let counter = self.est.counter();
         let count: crate::summarize::TokenCountFn = Arc::new(move |s: &str| counter.count(s));
         self.out
             .ledger
-            .min_tokens(self.policy.strategy, &count)
+            .want_tokens(self.policy.strategy, &count)
             .min(self.summary_cap())
     }
 
@@ -1084,6 +1109,15 @@ impl<'a> Work<'a> {
             return;
         };
         self.out.tiers.push(Tier::Summarize);
+        // Rewriting a summary that heads an agent's long run changes a
+        // message a reader counts in the recent turns.
+        if self
+            .summary_index
+            .is_some_and(|si| self.in_recent_turns(si))
+            && !self.out.tiers.contains(&Tier::ReduceKeep)
+        {
+            self.out.tiers.push(Tier::ReduceKeep);
+        }
         match self.summary_index {
             Some(si) => {
                 self.msgs[si] = message;

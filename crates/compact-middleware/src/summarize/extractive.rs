@@ -124,10 +124,62 @@ pub(crate) fn rank(it: &Item, first_goal: bool, templated: bool) -> u8 {
     }
 }
 
+/// Mentions (after the first) that make a name the people or the agent
+/// wrote a fact of its own: one they keep coming back to.
+const FOCUS_AGAIN: u32 = 2;
+/// The rank of a name in focus: beside the agent's working notes, which
+/// mostly say what it did with those names.
+const FOCUS_RANK: u8 = 7;
+
+/// A name (a function, a class, a symbol) the people or the agent wrote
+/// in three messages or more: the work is about it, and one short entry
+/// in the summary's name list keeps it when the sentences that named it
+/// are gone.
+fn in_focus(it: &Item) -> bool {
+    it.kind == Kind::Api && !it.from_tool && it.again >= FOCUS_AGAIN && names_code(&it.text)
+}
+
+/// Whether a backticked name reads as code of this project rather than a
+/// word or a language's own: `_set_pk_val`, `FieldCacheMixin`,
+/// `get_cache_name()`, `order.product_id`; not `None`, `self`, `order`,
+/// `Ellipsis`.
+fn names_code(name: &str) -> bool {
+    let bare = name.trim_end_matches("()");
+    if [
+        "None",
+        "True",
+        "False",
+        "null",
+        "nil",
+        "undefined",
+        "self",
+        "this",
+        "cls",
+    ]
+    .contains(&bare)
+    {
+        return false;
+    }
+    let humps = bare
+        .as_bytes()
+        .windows(2)
+        .filter(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase())
+        .count();
+    bare.contains(['_', '.', ':']) || humps > 0
+}
+
+/// A statement, or a name in focus: what the fitting treats as a fact.
+fn is_fact(it: &Item) -> bool {
+    it.kind.is_statement() || in_focus(it)
+}
+
 /// The rank of `it` in `ledger`: a tool line that turned out to be a
 /// template's, and a prose sentence that states nothing but identifiers of
 /// the usual kind, rank lower than they first looked.
 fn rank_in(ledger: &Ledger, alike: &Alike, it: &Item, first_goal: bool) -> u8 {
+    if in_focus(it) {
+        return FOCUS_RANK;
+    }
     let r = rank(it, first_goal, templated(ledger, alike, it));
     if it.weak {
         return r.min(BULK + 1);
@@ -184,7 +236,7 @@ pub(crate) fn ranked_facts(ledger: &Ledger) -> usize {
         .iter()
         .filter(|it| {
             it.superseded_by.is_none()
-                && it.kind.is_statement()
+                && is_fact(it)
                 && !it.kind.is_narrative()
                 && it.kind != Kind::Touched
                 && rank_in(ledger, &alike, it, false) > BULK
@@ -192,16 +244,18 @@ pub(crate) fn ranked_facts(ledger: &Ledger) -> usize {
         .count()
 }
 
-/// Tokens of the ledger's facts at their smallest forms, headers
-/// included.
-pub(crate) fn min_tokens(ledger: &Ledger, strategy: Strategy, count: &TokenCountFn) -> usize {
+/// Tokens of the ledger's facts at their short forms (a sentence cut to
+/// its clause, a command with its status and what failed), headers
+/// included: the room the summary wants. Less, and facts shrink to their
+/// keys, which keep a fact's identifiers but not what it said of them.
+pub(crate) fn want_tokens(ledger: &Ledger, strategy: Strategy, count: &TokenCountFn) -> usize {
     let goal = first_goal(&ledger.items);
     let alike = alike(ledger);
     let mut sections: HashSet<usize> = HashSet::new();
     let mut total = 0;
     for (i, it) in ledger.items.iter().enumerate() {
         if it.superseded_by.is_some()
-            || !it.kind.is_statement()
+            || !is_fact(it)
             || rank_in(ledger, &alike, it, goal == Some(i)) <= BULK
         {
             continue;
@@ -212,8 +266,8 @@ pub(crate) fn min_tokens(ledger: &Ledger, strategy: Strategy, count: &TokenCount
         if sections.insert(section) {
             total += count(header) + 1;
         }
-        let [key, _, _] = forms(it);
-        total += count(&key) + 2;
+        let [_, short, _] = forms(it);
+        total += count(&short) + 2;
     }
     total
 }
@@ -221,6 +275,9 @@ pub(crate) fn min_tokens(ledger: &Ledger, strategy: Strategy, count: &TokenCount
 /// One item as the fitting sees it.
 struct Row {
     item: usize,
+    /// The items a folded row stands for (`fold.rs`), oldest first; empty
+    /// for a row of one item.
+    members: Vec<usize>,
     rank: u8,
     section: usize,
     forms: [String; 3],
@@ -294,6 +351,150 @@ impl Fit<'_> {
     }
 }
 
+/// The highest rank at which a statement that repeats what others show
+/// goes first: the agent's working notes and tool facts. What the people
+/// said (constraints, decisions, requests, their facts) and the trail are
+/// dropped by rank and age only.
+const REPEATS_GO_FIRST: u8 = 7;
+
+/// Drops facts, least important first, until the body fits. Within one
+/// rank, a statement whose identifiers other shown statements all carry
+/// (or that names none) goes before one that names something nothing
+/// else does, oldest first in each: a summary of forty notes about one
+/// variable says less than one of forty notes about forty things.
+fn drop_until_fit(f: &mut Fit<'_>, facts: &[usize], budget: usize) {
+    // `None`: dropped by rank and age only.
+    let keys: Vec<Option<Vec<String>>> = facts
+        .iter()
+        .map(|&r| {
+            let it = &f.items[f.rows[r].item];
+            // A folded row's keys are those of all its lines.
+            (!(it.kind.is_trail() || in_focus(it) || f.rows[r].rank > REPEATS_GO_FIRST))
+                .then(|| fact_keys(&f.rows[r].forms[2]))
+        })
+        .collect();
+    let mut carried: std::collections::HashMap<&str, u32> = std::collections::HashMap::new();
+    for k in keys.iter().flatten().flatten() {
+        *carried.entry(k.as_str()).or_default() += 1;
+    }
+    let mut at = facts.len();
+    while at > 0 && f.total > budget {
+        // The rows of the lowest rank still standing: facts[start..at].
+        let rank = f.rows[facts[at - 1]].rank;
+        let start = facts[..at]
+            .iter()
+            .rposition(|&r| f.rows[r].rank != rank)
+            .map_or(0, |p| p + 1);
+        if rank <= REPEATS_GO_FIRST {
+            for j in (start..at).rev() {
+                if f.total <= budget {
+                    return;
+                }
+                let repeats = keys[j]
+                    .as_ref()
+                    .is_some_and(|ks| ks.iter().all(|k| carried.get(k.as_str()) > Some(&1)));
+                if repeats && f.shown[facts[j]].is_some() {
+                    for k in keys[j].iter().flatten() {
+                        if let Some(n) = carried.get_mut(k.as_str()) {
+                            *n -= 1;
+                        }
+                    }
+                    f.set(facts[j], None);
+                }
+            }
+        }
+        for j in (start..at).rev() {
+            if f.total <= budget {
+                return;
+            }
+            if f.shown[facts[j]].is_some() {
+                for k in keys[j].iter().flatten() {
+                    if let Some(n) = carried.get_mut(k.as_str()) {
+                        *n -= 1;
+                    }
+                }
+                f.set(facts[j], None);
+            }
+        }
+        at = start;
+    }
+}
+
+/// Most lines one folded row lists: past it, the oldest stand alone.
+const MAX_FOLDED: usize = 16;
+
+/// Whether an item's line may fold with others of its shape: a line
+/// quoted from a tool's output (a template's, machine-written). What
+/// people say in the same words twice says two things: their lines stand
+/// alone.
+fn foldable(it: &Item) -> bool {
+    it.from_tool && it.kind.is_statement() && !it.kind.is_trail() && !it.kind.is_narrative()
+}
+
+/// Folds the rows of one section whose lines share a shape into one row
+/// each (`fold.rs`): the template once, every value it took. The folded
+/// row ranks as its best member and ages as its newest.
+fn fold_templates(items: &[Item], rows: Vec<Row>, req: &SummaryRequest) -> Vec<Row> {
+    let mut groups: std::collections::HashMap<(usize, u64), Vec<usize>> =
+        std::collections::HashMap::new();
+    for (r, row) in rows.iter().enumerate() {
+        let it = &items[row.item];
+        // A template's bulk (`source: …, generated_at: …` per query) is
+        // noise however it is listed.
+        if foldable(it) && row.rank > BULK {
+            groups
+                .entry((row.section, shape_key(&it.text)))
+                .or_default()
+                .push(r);
+        }
+    }
+    let mut gone = vec![false; rows.len()];
+    let mut folded: Vec<Row> = Vec::new();
+    for (_, mut group) in groups {
+        if group.len() < 2 {
+            continue;
+        }
+        // The newest lines, shown oldest first.
+        group.sort_by_key(|&r| std::cmp::Reverse(items[rows[r].item].last));
+        group.truncate(MAX_FOLDED);
+        group.sort_by_key(|&r| items[rows[r].item].first);
+        let fold_form = |k: usize| {
+            let lines: Vec<&str> = group.iter().map(|&r| rows[r].forms[k].as_str()).collect();
+            super::fold::fold(&lines)
+        };
+        let (Some(key), Some(short), Some(full)) = (fold_form(0), fold_form(1), fold_form(2))
+        else {
+            continue;
+        };
+        let Some(&best) = group.iter().max_by_key(|&&r| {
+            let it = &items[rows[r].item];
+            (rows[r].rank, it.last)
+        }) else {
+            continue;
+        };
+        // Statements are bullets in every strategy.
+        let line_cost = |t: &str| (req.count_tokens)(&format!("- {t}\n"));
+        let cost = [line_cost(&key), line_cost(&short), line_cost(&full)];
+        for &r in &group {
+            gone[r] = true;
+        }
+        folded.push(Row {
+            item: rows[best].item,
+            members: group.iter().map(|&r| rows[r].item).collect(),
+            rank: rows[best].rank,
+            section: rows[best].section,
+            forms: [key, short, full],
+            cost,
+        });
+    }
+    rows.into_iter()
+        .zip(gone)
+        .filter(|(_, g)| !g)
+        .map(|(r, _)| r)
+        .chain(folded)
+        .collect()
+}
+
 fn fit(ledger: &Ledger, req: &SummaryRequest) -> Summary {
     let items = &ledger.items[..];
     let count = |t: &str| (req.count_tokens)(t);
@@ -340,12 +541,14 @@ fn fit(ledger: &Ledger, req: &SummaryRequest) -> Summary {
         };
         rows.push(Row {
             item: i,
+            members: Vec::new(),
             rank: rank_in(ledger, &alike, it, goal == Some(i)),
             section,
             forms,
             cost: [key, short, full],
         });
     }
+    let mut rows = fold_templates(items, rows, req);
     rows.sort_by(|a, b| {
         let (x, y) = (&items[a.item], &items[b.item]);
         b.rank
@@ -364,7 +567,7 @@ fn fit(ledger: &Ledger, req: &SummaryRequest) -> Summary {
         header_cost,
         total: 0,
     };
-    let statement = |f: &Fit<'_>, r: usize| items[f.rows[r].item].kind.is_statement();
+    let statement = |f: &Fit<'_>, r: usize| is_fact(&items[f.rows[r].item]);
     let facts: Vec<usize> = (0..n)
         .filter(|&r| statement(&f, r) && f.rows[r].rank > BULK)
         .collect();
@@ -373,11 +576,8 @@ fn fit(ledger: &Ledger, req: &SummaryRequest) -> Summary {
     for &r in &facts {
         f.set(r, Some(Size::Key));
     }
-    for &r in facts.iter().rev() {
-        if f.total <= budget {
-            break;
-        }
-        f.set(r, None);
+    if f.total > budget {
+        drop_until_fit(&mut f, &facts, budget);
     }
     // 2. Grow: all to their short form, then all to their full sentence.
     for size in [Size::Short, Size::Full] {
@@ -490,27 +690,35 @@ fn report(ledger: &Ledger, f: &Fit<'_>, text: &str, facts: &[usize]) -> FactsRep
     let present: HashSet<String> = fact_keys(text).into_iter().collect();
     let mut report = FactsReport::default();
     for &r in facts {
-        let it = &ledger.items[f.rows[r].item];
-        if it.kind.is_narrative() {
-            continue;
-        }
-        let keys = fact_keys(&it.text);
-        let carried = if keys.is_empty() {
-            f.shown[r].is_some()
+        let row = &f.rows[r];
+        let one = [row.item];
+        let members: &[usize] = if row.members.is_empty() {
+            &one
         } else {
-            keys.iter().all(|k| present.contains(k))
+            &row.members
         };
-        if carried {
-            report.kept += 1;
-            if f.shown[r]
-                .is_some_and(|s| s != Size::Full && f.rows[r].cost[s as usize] < f.rows[r].cost[2])
-            {
-                report.shrunk += 1;
+        for &m in members {
+            let it = &ledger.items[m];
+            if it.kind.is_narrative() {
+                continue;
             }
-        } else {
-            report.dropped += 1;
-            if report.dropped_keys.len() < MAX_DROPPED_KEYS {
-                report.dropped_keys.push(clip(&it.text, 80));
+            let keys = fact_keys(&it.text);
+            let carried = if keys.is_empty() {
+                f.shown[r].is_some()
+            } else {
+                keys.iter().all(|k| present.contains(k))
+            };
+            if carried {
+                report.kept += 1;
+                if f.shown[r].is_some_and(|s| s != Size::Full && row.cost[s as usize] < row.cost[2])
+                {
+                    report.shrunk += 1;
+                }
+            } else {
+                report.dropped += 1;
+                if report.dropped_keys.len() < MAX_DROPPED_KEYS {
+                    report.dropped_keys.push(clip(&it.text, 80));
+                }
             }
         }
     }
@@ -613,7 +821,7 @@ fn ranked(ledger: &Ledger, strategy: Strategy) -> Vec<Ranked> {
     let alike = alike(ledger);
     let mut rows: Vec<(u8, Ranked)> = Vec::new();
     for (i, it) in items.iter().enumerate() {
-        if it.superseded_by.is_some() || !it.kind.is_statement() {
+        if it.superseded_by.is_some() || !is_fact(it) {
             continue;
         }
         let rank = rank_in(ledger, &alike, it, goal == Some(i));

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 mod extractive;
 mod facts;
+mod fold;
 mod forms;
 mod guard;
 mod openai;
@@ -296,11 +297,17 @@ impl FactLedger {
         extractive::ranked_facts(&self.0)
     }
 
+    /// How often the artifact trail changed what it shows (see
+    /// `Ledger::trail_rev`).
+    pub(crate) fn trail_rev(&self) -> u64 {
+        self.0.trail_rev
+    }
+
     /// Tokens the summary of this ledger takes with every fact at its
-    /// smallest form (bulk and bare identifiers left out): the room a
-    /// summary needs to keep everything.
-    pub(crate) fn min_tokens(&self, strategy: Strategy, count: &TokenCountFn) -> usize {
-        extractive::min_tokens(&self.0, strategy, count)
+    /// short form (bulk and bare identifiers left out): the room a summary
+    /// wants to keep everything readably.
+    pub(crate) fn want_tokens(&self, strategy: Strategy, count: &TokenCountFn) -> usize {
+        extractive::want_tokens(&self.0, strategy, count)
     }
 
     /// Whether nothing was recorded.

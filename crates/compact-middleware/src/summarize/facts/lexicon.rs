@@ -285,7 +285,10 @@ pub(crate) fn classify_as(sentence: &str, voice: Voice) -> Option<Kind> {
         Voice::Agent => &STRONG_CONSTRAINT,
         Voice::Working => return None,
     };
-    if constraint.is_match(sentence) {
+    if constraint
+        .find_iter(sentence)
+        .any(|m| !describes(sentence, m.start(), m.end()))
+    {
         Some(Kind::Constraint)
     } else if DECISION.is_match(sentence) {
         Some(Kind::Decision)
@@ -297,6 +300,66 @@ pub(crate) fn classify_as(sentence: &str, voice: Voice) -> Option<Kind> {
         Some(Kind::Error)
     } else {
         None
+    }
+}
+
+/// Whether the constraint cue at `start..end` of `sentence` describes
+/// rather than rules (English): "only" or "never" before a verb in the
+/// past or the third person ("I only noticed it", "the page only says",
+/// "a code we never received"), "must" that guesses ("how frustrating this
+/// must be", "it must have been"), and "don't" of someone's state ("I
+/// don't have much technical knowledge", "we don't yet know"). "Only go to",
+/// "never touch", "must stay", "please don't ask" still rule.
+fn describes(sentence: &str, start: usize, end: usize) -> bool {
+    let cue = sentence[start..end].to_ascii_lowercase();
+    let before = sentence[..start].to_ascii_lowercase();
+    let mut after = sentence[end..]
+        .split(|c: char| !(c.is_ascii_alphabetic() || c == '\''))
+        .filter(|w| !w.is_empty())
+        .map(str::to_ascii_lowercase);
+    let next = after.next().unwrap_or_default();
+    let next = if next == "yet" || next == "really" || next == "even" {
+        after.next().unwrap_or_default()
+    } else {
+        next
+    };
+    match cue.as_str() {
+        "only" | "never" => {
+            let stem = next.trim_end_matches('\'');
+            (stem.len() > 3
+                && (stem.ends_with("ed") || stem.ends_with('s') && !stem.ends_with("ss")))
+                || [
+                    "got", "had", "was", "were", "said", "saw", "knew", "sent", "took", "did",
+                ]
+                .contains(&stem)
+        }
+        "must" => {
+            next == "have"
+                || before.trim_end().ends_with("how")
+                || before.contains("how ") && next == "be"
+        }
+        "don't" | "do not" | "dont" => {
+            let subject = before.trim_end();
+            (subject.ends_with(" i")
+                || subject == "i"
+                || subject.ends_with(" we")
+                || subject == "we")
+                && [
+                    "have",
+                    "know",
+                    "see",
+                    "understand",
+                    "think",
+                    "remember",
+                    "mind",
+                    "recall",
+                    "believe",
+                    "get",
+                    "seem",
+                ]
+                .contains(&next.as_str())
+        }
+        _ => false,
     }
 }
 
@@ -745,6 +808,45 @@ pub(crate) fn strip_discourse(s: &str) -> &str {
         s = rest;
     }
     s
+}
+
+/// A message that speaks of the model's last output: "your last reply",
+/// "you did not call", "no tool calls found".
+static ADDRESSES_LAST_OUTPUT: LazyLock<Regex> = LazyLock::new(|| {
+    re(concat!(
+        r"(?i)(?-u:\b)(?:your (?:last|previous|prior) (?:reply|response|output|message|answer|turn|tool ?call|function ?call|action|command)",
+        r"|you did(?:n't| not) (?:use|call|include|provide|contain|make|return)",
+        r"|no (?:tool|function) ?calls? (?:was |were )?(?:found|detected|provided|made)",
+        r"|did(?:n't| not) (?:contain|include|use|make) (?:a|any|exactly one) (?:tool|function) ?call)",
+    ))
+});
+/// The agent protocol: tool calls, their arguments, the reply's format.
+static PROTOCOL: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?i)(?-u:\b)(?:tool ?calls?|tool_calls?|function ?calls?|arguments?|json|format(?:ted|ting)?|actions?|commands?)(?-u:\b)",
+    )
+});
+/// A message that opens with an error label about the protocol:
+/// "Tool call error:", "Format error:", "Error parsing tool call …".
+static PROTOCOL_ERROR_HEAD: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?i)^\s*(?:(?:tool ?call|function ?call|format|formatting|parse|parsing|syntax|output)\s+error\b|error (?:parsing|in) (?:the |your )?(?:tool|function|action|output|response))",
+    )
+});
+/// A harness telling the model to keep going, with nothing new to do.
+static KEEP_GOING: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?i)^\s*please continue (?:working )?on the task\b"));
+
+/// Whether a user message is the agent framework speaking rather than the
+/// person who set the task: a complaint about the model's last output
+/// ("Your last reply did not contain a tool call", "Tool call error: …
+/// not valid JSON") or a bare "please continue". Such a message is neither
+/// a request nor a source of facts; the task and what the agent did are.
+pub(crate) fn is_framework_nudge(text: &str) -> bool {
+    let protocol = || PROTOCOL.is_match(text);
+    (ADDRESSES_LAST_OUTPUT.is_match(text) && protocol())
+        || (PROTOCOL_ERROR_HEAD.is_match(text) && protocol())
+        || KEEP_GOING.is_match(text)
 }
 
 /// What an agent says before it acts: "Let me look at `related.py`:",

@@ -125,6 +125,14 @@ pub(crate) struct Item {
     /// to anyone: ranks below the trail of what it did.
     #[serde(default, skip_serializing_if = "is_false")]
     pub note: bool,
+    /// Mentions after the first (a name the agent keeps coming back to is
+    /// what its work is about).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub again: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 fn is_false(b: &bool) -> bool {
@@ -184,6 +192,13 @@ pub(crate) struct Ledger {
     /// again (capped, then folded; resent raw) is not a new injection.
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub reported: BTreeSet<u64>,
+    /// Bumped whenever a command of the artifact trail gets a new outcome:
+    /// a re-run adds no item, yet its outcome is what the summary must show
+    /// next, since a cleared output leaves only the call in the context (a
+    /// file touched needs no summary: the call names it). Only compared
+    /// within one run, so not stored.
+    #[serde(skip)]
+    pub(crate) trail_rev: u64,
 }
 
 /// The dedupe key of an item: identifiers are case-sensitive (a sha, a
@@ -402,6 +417,7 @@ impl Ledger {
         if let Some(i) = known {
             let item = &mut self.items[i];
             item.last = self.seq;
+            item.again = item.again.saturating_add(1);
             item.from_tool &= from_tool;
             item.salient |= salient;
             if kind.strength() > item.kind.strength() && !item.kind.is_narrative() {
@@ -424,6 +440,7 @@ impl Ledger {
             trail: None,
             weak: false,
             note: false,
+            again: 0,
         });
         self.index.insert(key, i);
         if let Some(k) = bulk_shape {
@@ -550,6 +567,11 @@ impl Ledger {
                 entry
             };
             if entry.role == "user" && !entry.part {
+                // The framework complaining about the model's last output
+                // is not the person asking for something.
+                if lexicon::is_framework_nudge(&entry.text) {
+                    continue;
+                }
                 let key = xxhash_rust::xxh3::xxh3_64(entry.text.trim().as_bytes());
                 if self.user_texts.contains(&key) {
                     continue;

@@ -29,6 +29,11 @@ pub(crate) struct Outcome {
     pub error: Option<String>,
     /// A checker's findings (type checker, linter, compiler diagnostics).
     pub diagnostics: Vec<String>,
+    /// What the failing tests failed with, each once (pytest's short
+    /// summary line `FAILED id - KeyError: 'x'`, the line under jest's
+    /// `● Suite › name`): the errors a fix made go away are part of its
+    /// story.
+    pub failures: Vec<String>,
     /// The result lines of a short output (or the last lines of a long one).
     pub lines: Vec<String>,
     /// `lines` are all the output said (it was short).
@@ -66,6 +71,14 @@ static FAILED_ID: LazyLock<Regex> = LazyLock::new(|| {
 });
 /// jest's failing test, `● Suite › name`.
 static JEST_FAILED: LazyLock<Regex> = LazyLock::new(|| re(r"(?m)^\s*● (.+ › .+?)\s*$"));
+/// pytest's short summary: `FAILED id - Error: message`.
+static PYTEST_FAILURE: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?m)^(?:FAILED|ERROR) \S+::\S+ - (.+?)\s*$"));
+/// A Rust panic: `thread 'main' panicked at src/x.rs:5:9:` then its
+/// message on the next line (or quoted on the same one, before 1.73).
+static PANIC: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"(?m)^thread '[^']*' panicked at (?:'([^'\n]+)', \S+|\S+:\d+:\d+:\s*\n\s*(.+?))\s*$")
+});
 static PASSED_ID: LazyLock<Regex> = LazyLock::new(|| re(r"(?m)^(\S+::\S+) PASSED"));
 /// The line an error ends with: an exception (`ValueError: …`,
 /// `django.core.exceptions.ImproperlyConfigured: …`), a compiler's
@@ -139,6 +152,19 @@ pub(crate) fn read(output: &str) -> Outcome {
     }
     for c in JEST_FAILED.captures_iter(&body) {
         push_unique(&mut o.test_ids, &c[1]);
+        // What it failed with: the first error line under its header.
+        let after = &body[c.get(0).map_or(0, |m| m.end())..];
+        if let Some(e) = after
+            .lines()
+            .take(6)
+            .map(str::trim)
+            .find(|l| ERROR_LINE.is_match(l))
+        {
+            push_failure(&mut o.failures, e);
+        }
+    }
+    for c in PYTEST_FAILURE.captures_iter(&body) {
+        push_failure(&mut o.failures, &c[1]);
     }
     // cargo's closing list: `failures:` then one indented test path a line.
     for block in body.split("\nfailures:\n").skip(1) {
@@ -162,11 +188,19 @@ pub(crate) fn read(output: &str) -> Outcome {
         }
     }
     o.test_ids.truncate(MAX_IDS);
-    o.error = lines
-        .iter()
-        .rev()
-        .map(|l| l.trim())
-        .find(|l| ERROR_LINE.is_match(l))
+    let panic = PANIC
+        .captures_iter(&body)
+        .last()
+        .and_then(|c| c.get(1).or_else(|| c.get(2)))
+        .map(|m| m.as_str());
+    o.error = panic
+        .or_else(|| {
+            lines
+                .iter()
+                .rev()
+                .map(|l| l.trim())
+                .find(|l| ERROR_LINE.is_match(l))
+        })
         // `bash: line 1: hexdump: command not found`: the shell's name and
         // line say nothing of what failed.
         .map(|l| {
@@ -241,6 +275,16 @@ pub(crate) fn read(output: &str) -> Outcome {
 /// output line (`493:        if x:`, pytest's `E       `) are layout.
 fn one_spaced(line: &str) -> String {
     line.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Most failure errors kept from one output.
+const MAX_FAILURES: usize = 8;
+
+fn push_failure(v: &mut Vec<String>, error: &str) {
+    let e = clip(&one_spaced(error.trim_start_matches("E ")), MAX_LINE);
+    if v.len() < MAX_FAILURES && !v.contains(&e) {
+        v.push(e);
+    }
 }
 
 fn push_unique(v: &mut Vec<String>, s: &str) {

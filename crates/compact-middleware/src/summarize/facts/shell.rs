@@ -827,6 +827,23 @@ fn test_files(ops: &[&str]) -> Vec<(String, Touch)> {
 
 /// Whether a path is source code: viewing it taught the agent its
 /// declarations, not facts (the file is still on disk).
+/// A file the agent made for itself on the way rather than one of the
+/// project's: under a temporary directory, or a copy an editor or a patch
+/// left beside the real one (`x.py.orig`, `x.py.bak`, `x.rej`). What it
+/// showed when run is kept; the file itself is a step of the way.
+pub(crate) fn is_scratch(path: &str) -> bool {
+    let path = path.trim_start_matches("./");
+    let tmp = ["/tmp/", "/var/tmp/", "/private/tmp/", "tmp/", "/dev/shm/"]
+        .iter()
+        .any(|d| path.starts_with(d));
+    let ext = path.rsplit_once('.').map_or("", |(_, e)| e);
+    tmp || path.ends_with('~')
+        || matches!(
+            ext.to_ascii_lowercase().as_str(),
+            "orig" | "bak" | "backup" | "rej" | "swp" | "old" | "tmp"
+        )
+}
+
 pub(crate) fn is_code(path: &str) -> bool {
     let ext = path.rsplit_once('.').map_or("", |(_, e)| e);
     matches!(

@@ -52,8 +52,9 @@ fn is_zero(b: &u8) -> bool {
 
 /// Longest outcome kept, in bytes.
 const MAX_OUTCOME: usize = 480;
-/// Most earlier failures a test command keeps.
-const MAX_FAILED_BEFORE: usize = 6;
+/// Most earlier failures a test command keeps (the summary's budget
+/// decides how many it shows: a few in the short form, all in the full).
+const MAX_FAILED_BEFORE: usize = 16;
 /// Most declarations kept per file.
 const MAX_DECLS: usize = 6;
 /// Longest declaration kept, in bytes.
@@ -96,7 +97,10 @@ pub(crate) fn rank(kind: Kind, text: &str, t: &Trail) -> Option<u8> {
         Kind::Touched => {
             let has = |x: Touch| t.touches & x.bit() != 0;
             let ran = has(Touch::Ran) || has(Touch::Tested);
-            Some(if has(Touch::Edited) || has(Touch::Deleted) {
+            Some(if shell::is_scratch(text) {
+                // A scratch file: what running it showed is its command's.
+                3
+            } else if has(Touch::Edited) || has(Touch::Deleted) {
                 9
             } else if has(Touch::Created) || ran || (has(Touch::Viewed) && shell::is_code(text)) {
                 8
@@ -108,6 +112,14 @@ pub(crate) fn rank(kind: Kind, text: &str, t: &Trail) -> Option<u8> {
             })
         }
         Kind::Command => Some(match t.purpose.and_then(Purpose::from_code) {
+            // A scratch script run: a step of the way, unless it failed.
+            Some(Purpose::Run) if runs_scratch(text) => {
+                if t.failed {
+                    6
+                } else {
+                    5
+                }
+            }
             Some(Purpose::Test) => 9,
             // A run that showed something (a value, a result line, an
             // error) is a finding; one that only exited 0 is a step.
@@ -125,6 +137,16 @@ pub(crate) fn rank(kind: Kind, text: &str, t: &Trail) -> Option<u8> {
         }),
         _ => None,
     }
+}
+
+/// Whether a command runs a script in a scratch place (`python
+/// /tmp/fix.py`).
+fn runs_scratch(cmd: &str) -> bool {
+    let script = cmd
+        .split_whitespace()
+        .take_while(|w| !matches!(*w, "|" | "&&" | ";" | "||"))
+        .find(|w| !w.starts_with('-') && w.contains(['/', '.']) && !w.starts_with("python"));
+    script.is_some_and(shell::is_scratch)
 }
 
 /// Whether a command's outcome says more than how it exited.
@@ -194,7 +216,7 @@ pub(crate) fn forms(kind: Kind, text: &str, apis: &[String], t: &Trail) -> [Stri
                         "`{}` → {}; failed before: {}",
                         clip_middle(text, 120),
                         clip(status(o), 60),
-                        clip(&t.failed_before.join(", "), 200)
+                        clip(&t.failed_before.join(", "), 320)
                     )
                 },
                 if t.failed_before.is_empty() {
@@ -395,12 +417,19 @@ impl Ledger {
                         // The error it ended with too: run again, it may end
                         // with another, and the first was a step of the way.
                         let errors = o.diagnostics.iter().filter(|d| d.contains(": error"));
-                        o.test_ids
+                        let mut failing: Vec<String> = Vec::new();
+                        for f in o
+                            .test_ids
                             .iter()
+                            .chain(&o.failures)
                             .chain(errors)
                             .chain(o.error.iter())
-                            .cloned()
-                            .collect()
+                        {
+                            if !failing.contains(f) {
+                                failing.push(f.clone());
+                            }
+                        }
+                        failing
                     })
                     .unwrap_or_default();
                 let rendered = read.map(|o| o.render(MAX_OUTCOME));
@@ -465,8 +494,12 @@ impl Ledger {
                 }
             }
             t.failed_ids = Some(failing);
+            let changed = t.outcome.as_deref() != Some(o.as_str());
             t.outcome = Some(o);
             t.failed = failed;
+            if changed {
+                self.trail_rev += 1;
+            }
         }
     }
 
