@@ -1339,6 +1339,53 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_frameworks_complaint_about_the_last_output_is_a_nudge_and_a_request_is_not() {
+        for nudge in [
+            "Your last reply did not contain a tool call. Reply with exactly one tool call.",
+            "Tool call error:\n\n<error>\nError parsing tool call arguments: Expecting ':' delimiter\n</error>",
+            "No tool calls found in the response. Every response MUST include at least one tool call.",
+            "Your last output did not use any tool calls! Please make sure your output includes exactly _ONE_ function call!",
+            "Please continue working on the task on whatever approach you think is suitable.",
+            "Format error: your previous response had no action in triple backticks.",
+        ] {
+            assert!(is_framework_nudge(nudge), "{nudge}");
+        }
+        for request in [
+            "Fix the tool call parser: it fails on arguments that are not valid JSON.",
+            "The JSON format of the export changed; can you update the reader?",
+            "Please continue with the migration once the tests pass.",
+            "Error handling in the CLI swallows the exit code, please fix it.",
+        ] {
+            assert!(!is_framework_nudge(request), "{request}");
+        }
+    }
+
+    #[test]
+    fn a_constraint_cue_that_describes_does_not_make_a_rule() {
+        let kind = |s: &str| classify_as(s, Voice::Principal);
+        for said in [
+            "We were charged twice this month, and I only noticed it on Thursday.",
+            "After the reset, the device asked for a setup code that we never received.",
+            "I understand how frustrating this must be for your team.",
+            "I don't have much technical knowledge.",
+            "The error message only says that the connection was refused.",
+            "It must have been the update.",
+        ] {
+            assert_ne!(kind(said), Some(Kind::Constraint), "{said}");
+        }
+        for rule in [
+            "Please only send invoices to samir.berg@estudio-sol.es, not to me.",
+            "Our data must stay in eu-south-2.",
+            "Never log the key value itself.",
+            "Please don't ask me to reinstall everything.",
+            "We don't want the staging data in the report.",
+            "Only use the read replica for this.",
+        ] {
+            assert_eq!(kind(rule), Some(Kind::Constraint), "{rule}");
+        }
+    }
+
+    #[test]
     fn a_chinese_paragraph_is_many_sentences() {
         let p = "您好，我又来了。我们的订单号是ORD-370803，您需要的话可以用。请不要打+86 612 345 6789找我！真的吗？好的!明天见";
         assert_eq!(

@@ -360,6 +360,37 @@ mod tests {
     use super::*;
 
     #[test]
+    fn failing_tests_keep_what_they_failed_with() {
+        let pytest = "FAILED tests/test_a.py::test_x - KeyError: 'dune_margin'\nFAILED tests/test_a.py::test_y - AssertionError: assert None == 1\nFAILED tests/test_b.py::test_z - KeyError: 'dune_margin'\n3 failed, 40 passed in 1.2s";
+        let o = read(pytest);
+        assert_eq!(
+            o.failures,
+            [
+                "KeyError: 'dune_margin'",
+                "AssertionError: assert None == 1"
+            ]
+        );
+        let jest = "  ● Series › quarry leap day\n\n    RangeError: kilnEpoch must be a positive integer, got -18\n\n      274 |   it('x', () => {\nTests:       1 failed, 10 passed, 11 total";
+        let o = read(jest);
+        assert_eq!(o.test_ids, ["Series › quarry leap day"]);
+        assert_eq!(
+            o.failures,
+            ["RangeError: kilnEpoch must be a positive integer, got -18"]
+        );
+        let panic = "Exit code: 101\nthread 'main' panicked at src/filters.rs:56:38:\nmissing field `inlet_policy` at line 1 column 55\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace";
+        assert_eq!(
+            read(panic).error.as_deref(),
+            Some("missing field `inlet_policy` at line 1 column 55")
+        );
+        let old_panic =
+            "thread 'main' panicked at 'index out of bounds: the len is 3', src/main.rs:4:5";
+        assert_eq!(
+            read(old_panic).error.as_deref(),
+            Some("index out of bounds: the len is 3")
+        );
+    }
+
+    #[test]
     fn a_pytest_run_gives_its_summary_and_failing_ids() {
         let out = "<returncode>1</returncode>\n<output>\n============ test session starts ====\ncollected 44 items\n\ntests/test_a.py ..F.\nFAILED tests/test_a.py::test_unknown - AttributeError: x\n======= 1 failed, 43 passed in 2.10s =======\n</output>";
         let o = read(out);

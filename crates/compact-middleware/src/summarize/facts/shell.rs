@@ -902,6 +902,28 @@ pub(crate) fn is_code(path: &str) -> bool {
 mod tests {
     use super::*;
 
+    #[test]
+    fn scratch_files_are_the_agents_own_copies_and_temporaries() {
+        for p in [
+            "/tmp/fix.py",
+            "/var/tmp/x.sh",
+            "django/db/models/base.py.orig",
+            "src/a.rs.bak",
+            "related.py.backup",
+            "notes.txt~",
+        ] {
+            assert!(is_scratch(p), "{p}");
+        }
+        for p in [
+            "src/tmpl.rs",
+            "tests/test_tmp.py",
+            "reproduce_issue.py",
+            "django/db/models/base.py",
+        ] {
+            assert!(!is_scratch(p), "{p}");
+        }
+    }
+
     fn files(c: &Call) -> Vec<(&str, Touch)> {
         c.files.iter().map(|(p, t)| (p.as_str(), *t)).collect()
     }
