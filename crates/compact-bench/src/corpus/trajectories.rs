@@ -92,8 +92,51 @@ pub fn dir() -> Option<PathBuf> {
         .find(|d| d.is_dir())
 }
 
-/// Every `*.json` trajectory of `dir`, by name.
+/// The split file a trajectory directory may hold beside its runs: a JSON
+/// object from run name to `"heldout"` (or `"held_out"`) and anything else
+/// for tuning. Without it, [`HELD_OUT`] says which runs are held out.
+pub const SPLIT_FILE: &str = "split.json";
+
+/// Every `*.json` trajectory of `dir`, by name, each in the split the
+/// directory's [`SPLIT_FILE`] gives it (else [`HELD_OUT`]'s).
 pub fn load_dir(dir: &Path) -> Result<Vec<Transcript>, TrajectoryError> {
+    let split_path = dir.join(SPLIT_FILE);
+    let held_out: Option<Vec<String>> = match std::fs::read(&split_path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(error) => {
+            return Err(TrajectoryError::Io {
+                path: split_path.display().to_string(),
+                error,
+            });
+        }
+        Ok(bytes) => {
+            let map: std::collections::BTreeMap<String, String> = serde_json::from_slice(&bytes)
+                .map_err(|e| TrajectoryError::Json {
+                    path: split_path.display().to_string(),
+                    error: e.to_string(),
+                })?;
+            Some(
+                map.into_iter()
+                    .filter(|(_, v)| matches!(v.as_str(), "heldout" | "held_out"))
+                    .map(|(k, _)| k)
+                    .collect(),
+            )
+        }
+    };
+    let mut runs = load_runs(dir)?;
+    if let Some(held_out) = held_out {
+        for t in &mut runs {
+            t.split = if held_out.contains(&t.name) {
+                Split::HeldOut
+            } else {
+                Split::Tune
+            };
+        }
+    }
+    Ok(runs)
+}
+
+fn load_runs(dir: &Path) -> Result<Vec<Transcript>, TrajectoryError> {
     let io = |error| TrajectoryError::Io {
         path: dir.display().to_string(),
         error,
@@ -102,6 +145,7 @@ pub fn load_dir(dir: &Path) -> Result<Vec<Transcript>, TrajectoryError> {
         .map_err(io)?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .filter(|p| p.file_name().is_none_or(|n| n != SPLIT_FILE))
         .collect();
     paths.sort();
     paths.iter().map(|p| load(p)).collect()

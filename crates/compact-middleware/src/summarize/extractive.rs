@@ -126,7 +126,7 @@ pub(crate) fn rank(it: &Item, first_goal: bool, templated: bool) -> u8 {
 
 /// Mentions (after the first) that make a name the people or the agent
 /// wrote a fact of its own: one they keep coming back to.
-const FOCUS_AGAIN: u32 = 2;
+pub(crate) const FOCUS_AGAIN: u32 = 2;
 /// The rank of a name in focus: the agent's working notes' (which mostly
 /// say what it did with those names), and dropped after them.
 const FOCUS_RANK: u8 = 7;

@@ -557,7 +557,70 @@ pub(crate) fn scan_apis(sentence: &str) -> Vec<String> {
             out.push(api.to_owned());
         }
     }
+    // Names of code written without backticks: `textwrap.fill`,
+    // `self.bases`, `DjangoHelpFormatter`, `lookupValue`.
+    for m in CODE_NAME.find_iter(sentence) {
+        let name = m.as_str().trim_end_matches('.');
+        if is_code_name(name) && !out.iter().any(|a| a.contains(name)) {
+            out.push(name.to_owned());
+        }
+    }
     out
+}
+
+/// A word that may be a name of code: dotted, or with a capital inside.
+static CODE_NAME: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?-u:\b)[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+(?-u:\b)|(?-u:\b)[A-Za-z][a-z0-9]+(?:[A-Z][a-z0-9]+)+(?-u:\b)",
+    )
+});
+
+/// Top-level domains and abbreviations a dotted word may end with that
+/// make it a host or an abbreviation, not code (`example.com`, `e.g`).
+const NOT_CODE_ENDS: &[&str] = &[
+    "com",
+    "org",
+    "net",
+    "io",
+    "dev",
+    "ai",
+    "co",
+    "uk",
+    "de",
+    "fr",
+    "es",
+    "eu",
+    "us",
+    "cn",
+    "jp",
+    "info",
+    "biz",
+    "app",
+    "cloud",
+    "example",
+    "internal",
+    "local",
+    "localhost",
+    "g",
+    "e",
+];
+
+/// Whether a [`CODE_NAME`] match reads as code: a dotted name whose parts
+/// are not a file's extension or a domain, or a word with a capital inside
+/// it (not a product name in capitals like `HX-200`, which has none).
+fn is_code_name(name: &str) -> bool {
+    if let Some((_, last)) = name.rsplit_once('.') {
+        let ext = TOKEN
+            .find(name)
+            .is_some_and(|m| m.start() == 0 && m.end() == name.len());
+        return !ext
+            && name.len() >= 5
+            && !NOT_CODE_ENDS.contains(&last.to_ascii_lowercase().as_str())
+            && !name
+                .split('.')
+                .any(|p| p.bytes().all(|b| b.is_ascii_digit()));
+    }
+    name.len() >= 6
 }
 
 /// Splits a line into sentences at `. `, `? `, `! ` followed by something that
@@ -1358,6 +1421,31 @@ mod tests {
         ] {
             assert!(!is_framework_nudge(request), "{request}");
         }
+    }
+
+    #[test]
+    fn names_of_code_are_found_without_backticks_and_hosts_and_files_are_not() {
+        let apis = scan_apis(
+            "So textwrap.fill doesn't collapse spaces, and DjangoHelpFormatter calls self._fill_text via lookupValue.",
+        );
+        for name in [
+            "textwrap.fill",
+            "DjangoHelpFormatter",
+            "self._fill_text",
+            "lookupValue",
+        ] {
+            assert!(apis.iter().any(|a| a == name), "{name}: {apis:?}");
+        }
+        let apis = scan_apis(
+            "See api.example.com and config.yaml, e.g. the HX-200 or GitHub, version 4.18.5.",
+        );
+        assert!(
+            apis.iter().all(|a| a != "api.example.com"
+                && a != "config.yaml"
+                && a != "4.18.5"
+                && a != "e.g"),
+            "{apis:?}"
+        );
     }
 
     #[test]
