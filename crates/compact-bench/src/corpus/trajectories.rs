@@ -218,3 +218,43 @@ pub fn load(path: &Path) -> Result<Transcript, TrajectoryError> {
         split,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(name: &str) -> String {
+        serde_json::json!({
+            "name": name,
+            "system": [{"role": "system", "content": "You are an agent."}],
+            "turns": [[{"role": "user", "content": "Fix bug 17 in parse_window."}]],
+            "probes": [{"key": "parse_window", "kind": "problem", "turn": 0}]
+        })
+        .to_string()
+    }
+
+    #[test]
+    fn a_directorys_split_file_says_which_runs_are_held_out() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for name in ["a-run", "b-run"] {
+            std::fs::write(dir.path().join(format!("{name}.json")), run(name)).expect("write");
+        }
+        // Without a split file, the shared corpus's list decides: neither.
+        let runs = load_dir(dir.path()).expect("loads");
+        assert!(runs.iter().all(|t| t.split == Split::Tune));
+        std::fs::write(
+            dir.path().join(SPLIT_FILE),
+            r#"{"a-run": "dev", "b-run": "heldout"}"#,
+        )
+        .expect("write");
+        let runs = load_dir(dir.path()).expect("loads");
+        let split = |n: &str| runs.iter().find(|t| t.name == n).map(|t| t.split);
+        assert_eq!(runs.len(), 2, "the split file is not a run");
+        assert_eq!(split("a-run"), Some(Split::Tune));
+        assert_eq!(split("b-run"), Some(Split::HeldOut));
+        // A split file that is not the documented shape is an error naming it.
+        std::fs::write(dir.path().join(SPLIT_FILE), "[1, 2]").expect("write");
+        let err = load_dir(dir.path()).expect_err("bad split file");
+        assert!(err.to_string().contains(SPLIT_FILE), "{err}");
+    }
+}
