@@ -829,8 +829,8 @@ fn test_files(ops: &[&str]) -> Vec<(String, Touch)> {
 /// declarations, not facts (the file is still on disk).
 /// A file the agent made for itself on the way rather than one of the
 /// project's: under a temporary directory, or a copy an editor or a patch
-/// left beside the real one (`x.py.orig`, `x.py.bak`, `x.rej`). What it
-/// showed when run is kept; the file itself is a step of the way.
+/// left beside the real one (`x.py.orig`, `x.py.bak`, `x.rej`). A run of
+/// such a script is a step of the way (what it showed is kept).
 pub(crate) fn is_scratch(path: &str) -> bool {
     let path = path.trim_start_matches("./");
     let tmp = ["/tmp/", "/var/tmp/", "/private/tmp/", "tmp/", "/dev/shm/"]

@@ -97,12 +97,7 @@ pub(crate) fn rank(kind: Kind, text: &str, t: &Trail) -> Option<u8> {
         Kind::Touched => {
             let has = |x: Touch| t.touches & x.bit() != 0;
             let ran = has(Touch::Ran) || has(Touch::Tested);
-            Some(if shell::is_scratch(text) {
-                // A scratch file (a backup to restore from, a script in
-                // /tmp): below the project's files; what running it showed
-                // is its command's.
-                5
-            } else if has(Touch::Edited) || has(Touch::Deleted) {
+            Some(if has(Touch::Edited) || has(Touch::Deleted) {
                 9
             } else if has(Touch::Created) || ran || (has(Touch::Viewed) && shell::is_code(text)) {
                 8
