@@ -126,7 +126,7 @@ fn diagnostic_shape(line: &str) -> String {
 const MAX_DIAGNOSTICS: usize = 4;
 
 /// Most result lines kept from one output.
-const MAX_LINES: usize = 5;
+const MAX_LINES: usize = 9;
 /// An output of at most this many lines is kept whole (a search that
 /// found this few lines found something; more are a listing).
 const WHOLE_LINES: usize = 3;
@@ -289,14 +289,17 @@ pub(crate) fn read(output: &str) -> Outcome {
             // Its first line, the lines that report a failure or an
             // exception it caught (a test script's `ERROR: TypeError: …`
             // is what it found), its last two.
-            let mut v = vec![meaningful[0]];
+            let n = meaningful.len();
+            let head = n.min(3);
+            let tail = (n - head).min(3);
+            let mut v: Vec<&str> = meaningful[..head].to_vec();
             v.extend(
-                meaningful[1..meaningful.len() - 2]
+                meaningful[head..n - tail]
                     .iter()
                     .filter(|l| ERROR_INSIDE.is_match(l) || VERDICT.is_match(l))
-                    .take(2),
+                    .take(3),
             );
-            v.extend_from_slice(&meaningful[meaningful.len() - 2..]);
+            v.extend_from_slice(&meaningful[n - tail..]);
             v
         };
         for l in take {

@@ -51,7 +51,7 @@ fn is_zero(b: &u8) -> bool {
 }
 
 /// Longest outcome kept, in bytes.
-const MAX_OUTCOME: usize = 480;
+const MAX_OUTCOME: usize = 1000;
 /// Most earlier failures a test command keeps (the summary's budget
 /// decides how many it shows: a few in the short form, all in the full).
 const MAX_FAILED_BEFORE: usize = 16;
