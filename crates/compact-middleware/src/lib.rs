@@ -25,6 +25,8 @@
 //! - [`state`]: the `SessionStore` trait and its in-memory, SQLite and PostgreSQL stores:
 //!   session state that outlives a process (docs/design.md §13).
 //! - [`strategy`]: per request > per conversation > per agent > defaults.
+//! - [`price`]: list prices per million tokens (`models.NAME.price` and the
+//!   built-in table) and the cost of a call's input, cache and output tokens.
 pub mod archive;
 pub mod config;
 mod db;
@@ -36,6 +38,7 @@ pub mod model;
 mod pgtls;
 pub mod pipeline;
 mod prehashed;
+pub mod price;
 pub mod redact;
 pub mod state;
 pub mod strategy;
