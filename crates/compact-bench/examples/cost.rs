@@ -6,7 +6,8 @@
 //! `--config FILE` runs compact with that configuration and takes its
 //! `models.NAME.price` entries; `--openai-model M` / `--anthropic-model M`
 //! choose the prices; `--gap-secs N` spaces the calls; `--windows
-//! 16000,32000` and `--no-trajectories` narrow the run.
+//! 16000,32000` and `--no-trajectories` narrow the run; `--save FILE` also
+//! writes the JSON document to FILE.
 
 fn value<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
     args.iter()
@@ -47,6 +48,13 @@ fn main() -> std::process::ExitCode {
         opts.sessions.trajectories = false;
     }
     let doc = compact_bench::cost::run_with(&opts);
+    if let Some(path) = value(&args, "--save") {
+        let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+        if let Err(e) = std::fs::write(path, text) {
+            eprintln!("cost: {path}: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    }
     if args.iter().any(|a| a == "--table") {
         print!("{}", compact_bench::cost::report::table(&doc));
     } else {

@@ -374,14 +374,28 @@ pub fn table(doc: &Value) -> String {
         }
     }
     out.push_str("\n== per corpus, openai rule ==\n");
-    out.push_str(&header.replacen("split    ", "split/corpus", 1));
-    for c in doc["by_corpus"].as_array().into_iter().flatten() {
-        let label = format!(
-            "{}/{}",
-            c["split"].as_str().unwrap_or(""),
-            c["corpus"].as_str().unwrap_or("")
-        );
-        rows(&mut out, &label, &c["by_window"], Pricing::OpenAi);
+    let corpora: Vec<(String, &Value)> = doc["by_corpus"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            let label = format!(
+                "{}/{}",
+                c["split"].as_str().unwrap_or(""),
+                c["corpus"].as_str().unwrap_or("")
+            );
+            (label, &c["by_window"])
+        })
+        .collect();
+    let width = corpora.iter().map(|(l, _)| l.len()).max().unwrap_or(9);
+    out.push_str(&format!("{:<width$}", "split/corpus"));
+    out.push_str(&header[9..]);
+    for (label, by_window) in corpora {
+        let mut lines = String::new();
+        rows(&mut lines, "", by_window, Pricing::OpenAi);
+        for line in lines.lines() {
+            out.push_str(&format!("{label:<width$}{}\n", &line[9..]));
+        }
     }
     out.push_str(&format!(
         "\nsessions: {}  trajectories: {}  wall: {} s\n",
