@@ -24,15 +24,11 @@ use std::collections::HashMap;
 use compact_middleware::Message;
 use compact_middleware::price::{CallTokens, Ttl};
 
-/// OpenAI serves nothing of a prompt shorter than this.
-pub const OPENAI_MIN_TOKENS: usize = 1_024;
-/// Past the minimum, OpenAI serves the shared prefix in steps of this many tokens.
-pub const OPENAI_STEP_TOKENS: usize = 128;
-/// How many blocks before a breakpoint Anthropic looks for an earlier entry.
-pub const ANTHROPIC_LOOKBACK_BLOCKS: usize = 20;
-/// The shortest prefix Anthropic caches for the Sonnet 4.x models the suite
-/// prices with (Opus 4.5-4.6 and Haiku 4.5: 4,096).
-pub const ANTHROPIC_MIN_TOKENS: usize = 1_024;
+/// The providers' rules, as the middleware predicts them for its events.
+pub use compact_middleware::cache::{
+    ANTHROPIC_LOOKBACK as ANTHROPIC_LOOKBACK_BLOCKS, ANTHROPIC_MIN_TOKENS, OPENAI_MIN_TOKENS,
+    OPENAI_STEP_TOKENS, openai_cached,
+};
 
 /// One message of a request as the provider receives it.
 #[derive(Debug, Clone)]
@@ -127,17 +123,6 @@ fn common_prefix<'a>(a: &'a str, b: &str) -> &'a str {
         end = i + ca.len_utf8();
     }
     &a[..end]
-}
-
-/// What OpenAI serves of `shared` identical leading tokens: nothing below
-/// [`OPENAI_MIN_TOKENS`], else the minimum plus whole steps of
-/// [`OPENAI_STEP_TOKENS`].
-pub fn openai_cached(shared: usize) -> usize {
-    if shared < OPENAI_MIN_TOKENS {
-        0
-    } else {
-        OPENAI_MIN_TOKENS + (shared - OPENAI_MIN_TOKENS) / OPENAI_STEP_TOKENS * OPENAI_STEP_TOKENS
-    }
 }
 
 /// OpenAI's automatic prompt cache, one session.

@@ -96,8 +96,10 @@ impl CompactManager {
             note,
             strict,
             usage,
+            usage_details,
             overlays: _,
         } = req;
+        let usage = usage.or(usage_details.map(|u| u.input_tokens));
 
         if note.is_some() {
             trail.hold();
@@ -179,9 +181,46 @@ impl CompactManager {
         } else {
             input.messages
         };
+        report.cache = Some(self.prompt_cache(session, &messages, &report, usage_details));
         session.remember(input.raw_hashes, &messages);
         report.duration_us = started.elapsed().as_micros() as u64;
         Ok(PreflightOutcome { messages, report })
+    }
+
+    /// What the provider's prompt cache can serve of `messages` (the
+    /// request this call returns) given the session's previous request, and
+    /// the caller's `reported` figures of the previous response, priced
+    /// with the model's price (`crate::cache`).
+    fn prompt_cache(
+        &self,
+        session: &Session,
+        messages: &[Message],
+        report: &Report,
+        reported: Option<crate::cache::ReportedUsage>,
+    ) -> crate::cache::PromptCache {
+        let inner = &*self.inner;
+        let counts: Vec<usize> = messages
+            .iter()
+            .map(|m| inner.estimator.count_message(m))
+            .collect();
+        let previous = &session.last.out_provider_hashes;
+        crate::cache::Prediction {
+            messages,
+            counts: &counts,
+            tools: report.breakdown.tools_schema,
+            total: report.tokens_after,
+            previous,
+            previous_total: session
+                .last_report
+                .as_ref()
+                .and_then(|o| o.report.tokens_after()),
+            has_previous: !previous.is_empty(),
+        }
+        .cache(
+            crate::cache::CacheRule::for_model(&inner.limits.model),
+            inner.config.price_of(&inner.limits.model).as_ref(),
+            reported,
+        )
     }
 
     /// The estimate of this call, anchored to the reported `usage` of the last request
