@@ -153,10 +153,8 @@ pub struct PromptCache {
 pub struct Prediction<'a> {
     /// The returned messages.
     pub messages: &'a [Message],
-    /// Their token counts.
-    pub counts: &'a [usize],
-    /// Tokens of the tool schemas (sent first).
-    pub tools: usize,
+    /// Tokens of the tool schemas (sent first) and the first `k` messages.
+    pub prefix: &'a dyn Fn(usize) -> usize,
     /// Every input token of the request.
     pub total: usize,
     /// Provider-view hashes of the previous call's output (empty on a first call).
@@ -182,7 +180,7 @@ impl Prediction<'_> {
             .zip(self.previous)
             .take_while(|(m, h)| m.provider_hash() == **h)
             .count();
-        let prefix = |k: usize| self.tools + self.counts[..k].iter().sum::<usize>();
+        let prefix = self.prefix;
         let shared = if self.has_previous { prefix(n) } else { 0 };
         let broken_tokens = self.has_previous.then(|| {
             if n == self.previous.len() {
@@ -277,11 +275,10 @@ mod tests {
         let prev = msgs(4);
         let mut now = prev.clone();
         now.push(Message::user("new"));
-        let counts = vec![500; 5];
+        let prefix = |k: usize| 100 + 500 * k;
         let p = Prediction {
             messages: &now,
-            counts: &counts,
-            tools: 100,
+            prefix: &prefix,
             total: 2_603,
             previous: &hashes(&prev),
             previous_total: Some(2_103),
@@ -327,14 +324,13 @@ mod tests {
         )
         .ok()
         .and_then(|r| r.messages.into_iter().next());
-        let counts = vec![500; 5];
+        let prefix = |k: usize| 500 * k;
         let price = crate::price::builtin_price("claude-sonnet-4-5").expect("price");
         // No breakpoint: Anthropic caches nothing.
         now.push(Message::user("new"));
         let p = Prediction {
             messages: &now,
-            counts: &counts,
-            tools: 0,
+            prefix: &prefix,
             total: 2_503,
             previous: &hashes(&prev),
             previous_total: Some(2_003),

@@ -112,6 +112,16 @@ fn each_call_predicts_the_cache_and_each_rewrite_reports_its_break() {
             continue;
         }
         let prev = outcomes[k - 1].report.tokens_after;
+        // The shared tokens are those of the leading messages the previous
+        // request had too, as the estimator counts them.
+        let shared: usize = o
+            .messages
+            .iter()
+            .zip(&outcomes[k - 1].messages)
+            .take_while(|(a, b)| a.provider_hash() == b.provider_hash())
+            .map(|(a, _)| m.estimator().count_message(a))
+            .sum();
+        assert_eq!(c.shared_tokens, shared, "call {k}");
         assert_eq!(c.predicted_read, openai_cached(c.shared_tokens));
         match c.broken_tokens {
             // The previous request is a prefix: all of it is shared.

@@ -199,15 +199,32 @@ impl CompactManager {
         reported: Option<crate::cache::ReportedUsage>,
     ) -> crate::cache::PromptCache {
         let inner = &*self.inner;
-        let counts: Vec<usize> = messages
-            .iter()
-            .map(|m| inner.estimator.count_message(m))
-            .collect();
+        let count = |from: usize| -> usize {
+            messages[from.min(messages.len())..]
+                .iter()
+                .map(|m| inner.estimator.count_message(m))
+                .sum()
+        };
+        // Unanchored, `tokens_after` is the tool schemas, the messages and
+        // the priming: a prefix is the total less the messages after it,
+        // and only those (usually the newest turn) are looked up. Anchored,
+        // it is scaled: count the prefix itself.
+        let tools = report.breakdown.tools_schema;
+        let messages_total = report
+            .tokens_after
+            .saturating_sub(tools + crate::tokens::REPLY_PRIMING);
+        let anchored = report.anchor.is_some();
+        let prefix = move |k: usize| -> usize {
+            if anchored {
+                tools + count(0) - count(k)
+            } else {
+                tools + messages_total.saturating_sub(count(k))
+            }
+        };
         let previous = &session.last.out_provider_hashes;
         crate::cache::Prediction {
             messages,
-            counts: &counts,
-            tools: report.breakdown.tools_schema,
+            prefix: &prefix,
             total: report.tokens_after,
             previous,
             previous_total: session
