@@ -13,10 +13,13 @@
 //! a live viewer, for the server suite). Public: [`corpus`] (long agent
 //! sessions with planted facts, and the hand-written fixtures), [`probe`]
 //! (whether a fact is in a context), [`retention`] (the suite the soak
-//! harness and `compact replay` reuse) and [`injection`] (prompt injections
-//! planted in tool outputs, replayed and checked for leaks and reports).
+//! harness and `compact replay` reuse), [`injection`] (prompt injections
+//! planted in tool outputs, replayed and checked for leaks and reports) and
+//! [`cost`] (what sessions cost with a provider's prompt cache, compact
+//! beside peer policies simulated on the same sessions).
 
 pub mod corpus;
+pub mod cost;
 mod demo_visibility;
 mod harness;
 pub mod injection;
@@ -56,24 +59,29 @@ pub enum Suite {
     /// The soak harness (`compact-soak`) at `--runs N`: not part of `all`
     /// (10,000 runs take most of an hour).
     Soak,
-    /// All of the above but `soak`.
+    /// Prompt-cache cost per session and call, compact beside peer
+    /// policies: not part of `all` (it replays the retention corpus five
+    /// times per window).
+    Cost,
+    /// All of the above but `soak` and `cost`.
     All,
 }
 
 impl Suite {
     /// Every name [`Suite::from_str`] accepts.
-    pub const NAMES: [&'static str; 7] = [
+    pub const NAMES: [&'static str; 8] = [
         "tokens",
         "preflight",
         "server",
         "retention",
         "sidecar",
         "soak",
+        "cost",
         "all",
     ];
 
     fn includes(self, other: Suite) -> bool {
-        (self == Suite::All && other != Suite::Soak) || self == other
+        (self == Suite::All && !matches!(other, Suite::Soak | Suite::Cost)) || self == other
     }
 }
 
@@ -100,6 +108,7 @@ impl FromStr for Suite {
             "retention" => Ok(Suite::Retention),
             "sidecar" => Ok(Suite::Sidecar),
             "soak" => Ok(Suite::Soak),
+            "cost" => Ok(Suite::Cost),
             "all" => Ok(Suite::All),
             other => Err(UnknownSuite(other.to_owned())),
         }
@@ -116,7 +125,7 @@ pub fn machine() -> Value {
 }
 
 /// Runs `suite` and returns `{"machine", "tokens"?, "preflight"?, "server"?,
-/// "retention"?, "sidecar"?}`. `quick` means fewer runs (a smoke test, not a
+/// "retention"?, "sidecar"?, "soak"?, "cost"?}`. `quick` means fewer runs (a smoke test, not a
 /// measurement); the server suite has no quick form. A failing measurement is reported inside the
 /// document; the only error is a tokio runtime that cannot start.
 pub fn run(suite: Suite, quick: bool) -> std::io::Result<Value> {
@@ -134,6 +143,21 @@ pub struct SoakOptions {
 
 /// [`run`], with the soak's options.
 pub fn run_with(suite: Suite, quick: bool, soak: &SoakOptions) -> std::io::Result<Value> {
+    let cost = if quick {
+        cost::Options::quick()
+    } else {
+        cost::Options::full()
+    };
+    run_all_with(suite, quick, soak, &cost)
+}
+
+/// [`run_with`], with the cost suite's options.
+pub fn run_all_with(
+    suite: Suite,
+    quick: bool,
+    soak: &SoakOptions,
+    cost: &cost::Options,
+) -> std::io::Result<Value> {
     let mut doc = Map::new();
     doc.insert("machine".into(), machine());
     if suite.includes(Suite::Tokens) {
@@ -159,6 +183,9 @@ pub fn run_with(suite: Suite, quick: bool, soak: &SoakOptions) -> std::io::Resul
             soak::run(soak.runs, soak.seed.unwrap_or(7), quick),
         );
     }
+    if suite.includes(Suite::Cost) {
+        doc.insert("cost".into(), cost::run_with(cost));
+    }
     Ok(Value::Object(doc))
 }
 
@@ -178,5 +205,6 @@ mod tests {
         assert!(Suite::All.includes(Suite::Server));
         assert!(!Suite::Tokens.includes(Suite::Preflight));
         assert!(!Suite::All.includes(Suite::Soak) && Suite::Soak.includes(Suite::Soak));
+        assert!(!Suite::All.includes(Suite::Cost) && Suite::Cost.includes(Suite::Cost));
     }
 }
