@@ -323,7 +323,70 @@ fn describes(sentence: &str, start: usize, end: usize) -> bool {
     } else {
         next
     };
+    let prev = before
+        .split(|c: char| !(c.is_alphabetic() || c == '\''))
+        .rfind(|w| !w.is_empty())
+        .unwrap_or_default();
+    // The words after the cue, lower-cased, for the other languages.
+    let following: Vec<String> = sentence[end..]
+        .split(|c: char| !c.is_alphabetic())
+        .filter(|w| !w.is_empty())
+        .take(4)
+        .map(str::to_lowercase)
+        .collect();
+    let first_after = following.first().map_or("", String::as_str);
     match cue.as_str() {
+        // Spanish: "solo dice", "nunca recibimos" (a verb said, not asked
+        // for), "debe de ser" (a guess), "no sabemos".
+        "solo" | "sólo" | "nunca" | "jamás" => {
+            let w = first_after;
+            [
+                "imos", "amos", "ó", "é", "í", "aron", "ieron", "ado", "ido", "ía", "aba",
+            ]
+            .iter()
+            .any(|e| w.len() > 3 && w.ends_with(e))
+                || (cue.starts_with("s")
+                    && [
+                        "dice", "falla", "funciona", "muestra", "aparece", "es", "hay",
+                    ]
+                    .contains(&w))
+        }
+        "debe" | "deben" => {
+            first_after == "de" || (first_after == "ser" && before.contains(" lo "))
+        }
+        // German: "sagt nur" (what a page says), "den wir nie erhalten
+        // haben" (what happened), "wie frustrierend das sein muss" (a
+        // guess), "ich muss mich melden" (the writer's own errand).
+        "nur" => {
+            prev.ends_with('t')
+                && prev.chars().next().is_some_and(char::is_lowercase)
+                && prev.len() > 3
+        }
+        "nie" | "niemals" => following.iter().any(|w| {
+            [
+                "haben", "hat", "habe", "hatte", "hatten", "ist", "sind", "war", "waren", "wurde",
+                "wurden",
+            ]
+            .contains(&w.as_str())
+        }),
+        "muss" => {
+            prev == "sein" || before.contains("wie ") || prev == "ich" && first_after == "mich"
+        }
+        // Chinese: 只说 / 只显示 (what a page says or shows), 设备要求
+        // (what a device asked for), 让我…一定要 (what someone asked of
+        // the writer), 只能 in a past scene (周四…只能用).
+        "只能" => [
+            "周一", "周二", "周三", "周四", "周五", "周六", "周日", "昨天", "上周",
+        ]
+        .iter()
+        .any(|d| before.contains(d)),
+        c if c.starts_with('只') => c.ends_with(['说', '显']),
+        "要求" => {
+            before.ends_with("设备")
+                || before.ends_with("系统")
+                || sentence[end..].starts_with("输入")
+        }
+        "一定要" => before.contains("让我"),
         "only" | "never" => {
             let stem = next.trim_end_matches('\'');
             (stem.len() > 3
@@ -1458,6 +1521,16 @@ mod tests {
             "I don't have much technical knowledge.",
             "The error message only says that the connection was refused.",
             "It must have been the update.",
+            "El mensaje de error solo dice que se rechazó la conexión.",
+            "El equipo pidió un código de configuración que nunca recibimos.",
+            "Entiendo lo frustrante que debe de ser esto para su equipo.",
+            "Die Fehlermeldung sagt nur, dass die Verbindung abgelehnt wurde.",
+            "Das Gerät wollte einen Einrichtungscode, den wir nie erhalten haben.",
+            "Ich verstehe, wie frustrierend das für Ihr Team sein muss.",
+            "错误信息只说连接被拒绝，别的什么都没有。",
+            "重置之后，设备要求输入一个设置码。",
+            "我的经理让我今天一定要问清楚时间安排。",
+            "周四下午整个团队只能用U盘里的副本工作。",
         ] {
             assert_ne!(kind(said), Some(Kind::Constraint), "{said}");
         }
@@ -1468,6 +1541,13 @@ mod tests {
             "Please don't ask me to reinstall everything.",
             "We don't want the staging data in the report.",
             "Only use the read replica for this.",
+            "A partir de ahora las facturas deben ir solo a ana@example.com.",
+            "La cuenta debe permanecer en eu-central-1.",
+            "Ab sofort sollen Rechnungen nur noch an ana@example.com gehen.",
+            "Das Konto muss in eu-central-1 bleiben.",
+            "从现在起，发票只发送到ana@example.com。",
+            "账户必须保留在eu-central-1。",
+            "这是审计的要求：数据只能存放在eu-south-2。",
         ] {
             assert_eq!(kind(rule), Some(Kind::Constraint), "{rule}");
         }
