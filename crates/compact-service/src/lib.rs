@@ -24,6 +24,7 @@ mod api;
 mod error;
 mod json;
 mod openapi;
+pub mod proxy;
 mod routes;
 mod service;
 

@@ -1,0 +1,2 @@
+//! What the proxy's tests share: the scripted provider.
+pub(crate) mod upstream;
