@@ -3,10 +3,12 @@
 //! or streamed (SSE), plus `GET /v1/models` and `POST /v1/embeddings`.
 //! The only fake the tests allow: a model API as a real HTTP server.
 //!
-//! The script is one rule for every API: while fewer than `tool_rounds`
-//! tool results follow the last user message, call the request's first
-//! tool (`{"cmd": "step N"}`, which Codex's `exec_command` runs too); then
-//! answer in text. Anthropic assistant turns carry a signed `thinking`
+//! The script is one rule for every API: after each new user message,
+//! call the request's tool `tool_rounds` times (`{"cmd": "seq 1 N", ...}`,
+//! which Codex's `exec_command` runs too), then answer "Done after N tool
+//! calls.". It keeps that count itself, per conversation
+//! (`prompt_cache_key`, else one per upstream), as a provider's model
+//! would read it from a context compaction may have folded. Anthropic assistant turns carry a signed `thinking`
 //! block, Responses ones a `reasoning` item, so tests can check the
 //! proxy hands them back untouched. Usage is reported as a quarter of the
 //! request's bytes. Every request and every response body is logged.
@@ -74,6 +76,8 @@ struct Shared {
     log: Mutex<Vec<Logged>>,
     script: Mutex<Script>,
     counter: Mutex<u64>,
+    /// Per conversation: the latest user message and the tool calls made since.
+    turns: Mutex<std::collections::HashMap<String, (String, usize)>>,
 }
 
 /// The running upstream.
@@ -151,7 +155,7 @@ async fn answer(State(s): State<Arc<Shared>>, req: Request) -> Response {
             } else {
                 let stream = doc.get("stream").and_then(Value::as_bool) == Some(true);
                 let input_tokens = (body.len() / 4) as u64;
-                let step = decide(&path, &doc, &script);
+                let step = decide(&s, &path, &doc, &script);
                 let events = match path.as_str() {
                     "/v1/chat/completions" => chat(n, &step, stream, input_tokens),
                     "/v1/responses" => responses(n, &step, stream, input_tokens),
@@ -199,7 +203,32 @@ enum Step {
     Text(String),
 }
 
-fn decide(path: &str, doc: &Value, script: &Script) -> Step {
+/// The text of a user message, when it is one the user wrote (not tool
+/// results, not compact's summary or bridge).
+fn user_text(item: &Value) -> Option<String> {
+    if item.get("role").and_then(Value::as_str) != Some("user") {
+        return None;
+    }
+    let text = match item.get("content") {
+        Some(Value::String(t)) => t.clone(),
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .filter(|b| {
+                matches!(
+                    b.get("type").and_then(Value::as_str),
+                    Some("text" | "input_text")
+                )
+            })
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect(),
+        _ => String::new(),
+    };
+    let ours =
+        text.starts_with("COMPACT-SUMMARY") || text == compact_middleware::model::BRIDGE_TEXT;
+    (!text.is_empty() && !ours).then_some(text)
+}
+
+fn decide(s: &Shared, path: &str, doc: &Value, script: &Script) -> Step {
     let key = if path == "/v1/responses" {
         "input"
     } else {
@@ -210,28 +239,26 @@ fn decide(path: &str, doc: &Value, script: &Script) -> Step {
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    // Tool results after the last user message that is not a tool result.
-    let mut results = 0;
-    for item in &items {
-        let role = item.get("role").and_then(Value::as_str);
-        let ty = item.get("type").and_then(Value::as_str);
-        let blocks = item.get("content").and_then(Value::as_array);
-        let anthropic_results = blocks.map_or(0, |b| {
-            b.iter()
-                .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
-                .count()
-        });
-        if role == Some("tool") || ty == Some("function_call_output") {
-            results += 1;
-        } else if anthropic_results > 0 {
-            results += anthropic_results;
-        } else if role == Some("user") {
-            results = 0;
+    let latest = items.iter().rev().find_map(user_text).unwrap_or_default();
+    let conversation = doc
+        .get("prompt_cache_key")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    let results = {
+        let mut turns = s.turns.lock().unwrap();
+        let entry = turns
+            .entry(conversation)
+            .or_insert_with(|| (latest.clone(), 0));
+        if entry.0 != latest {
+            *entry = (latest, 0);
         }
-    }
-    if results >= script.tool_rounds {
-        return Step::Text(format!("Done after {results} tool calls."));
-    }
+        if entry.1 >= script.tool_rounds {
+            return Step::Text(format!("Done after {} tool calls.", entry.1));
+        }
+        entry.1 += 1;
+        entry.1 - 1
+    };
     let tools = doc
         .get("tools")
         .and_then(Value::as_array)
