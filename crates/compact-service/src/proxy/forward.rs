@@ -316,16 +316,24 @@ fn respond(record: Record, plan: Plan, response: Upstream) -> Response {
     }
     builder = builder.header(COMPACTION_HEADER, plan.label);
     let idle = Duration::from_millis(record.p.settings.idle_timeout_ms);
-    let stream = match body {
-        UpstreamBody::Stream(s) => s,
-        UpstreamBody::Bytes(b) => futures_util::stream::once(async move { Ok(b) }).boxed(),
+    let (stream, length) = match body {
+        UpstreamBody::Stream(s) => {
+            let length = headers
+                .get(header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<u64>().ok());
+            (s, length)
+        }
+        UpstreamBody::Bytes(b) => {
+            let length = Some(b.len() as u64);
+            (
+                futures_util::stream::once(async move { Ok(b) }).boxed(),
+                length,
+            )
+        }
     };
-    let tap = Tap::new(
-        stream,
-        idle,
-        reader,
-        Box::new(move |observed| record.finish(&plan, status, observed)),
-    );
+    let done = Box::new(move |observed| record.finish(&plan, status, observed));
+    let tap = Tap::new(stream, idle, reader, length.filter(|n| *n > 0), done);
     builder.body(Body::from_stream(tap)).unwrap_or_else(|e| {
         let mut r = Response::new(Body::from(format!("compact proxy: {e}")));
         *r.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;

@@ -36,11 +36,20 @@ pub(crate) struct Tap {
     first_output: Option<Instant>,
     done: Option<Done>,
     ended: bool,
+    /// Bytes still to come of a body of known length: the caller stops
+    /// reading after the last of them, so that is where the body ends.
+    remaining: Option<u64>,
 }
 
 impl Tap {
     /// `reader` is `None` for a body nobody reads (not JSON, not SSE).
-    pub(crate) fn new(inner: Upstream, idle: Duration, reader: Option<Reader>, done: Done) -> Self {
+    pub(crate) fn new(
+        inner: Upstream,
+        idle: Duration,
+        reader: Option<Reader>,
+        length: Option<u64>,
+        done: Done,
+    ) -> Self {
         Self {
             inner,
             idle,
@@ -49,6 +58,7 @@ impl Tap {
             first_output: None,
             done: Some(done),
             ended: false,
+            remaining: length,
         }
     }
 
@@ -87,6 +97,12 @@ impl Stream for Tap {
                     && reader.chunk(&bytes)
                 {
                     self.first_output = Some(Instant::now());
+                }
+                if let Some(left) = &mut self.remaining {
+                    *left = left.saturating_sub(bytes.len() as u64);
+                    if *left == 0 {
+                        self.end(None);
+                    }
                 }
                 Poll::Ready(Some(Ok(bytes)))
             }
