@@ -14,7 +14,7 @@ use crate::exit::{CliError, CliResult};
 #[command(disable_help_flag = true)]
 pub(crate) struct Args {
     /// `compact-bench`'s arguments: SUITE (tokens, preflight, server,
-    /// retention, sidecar, soak, all), `--quick`, `--json`, `--runs N` and
+    /// retention, sidecar, proxy, soak, all), `--quick`, `--json`, `--runs N` and
     /// `--seed S` (soak), `--help`.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     args: Vec<OsString>,

@@ -16,7 +16,7 @@ use compact_bench::Suite;
 #[derive(Parser, Debug)]
 #[command(name = "compact-bench", version)]
 struct Args {
-    /// Which suite: tokens, preflight, server, retention, sidecar, soak, all
+    /// Which suite: tokens, preflight, server, retention, sidecar, proxy, soak, all
     /// (all but soak).
     #[arg(default_value = "all", value_parser = Suite::NAMES)]
     suite: String,

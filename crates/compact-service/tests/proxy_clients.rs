@@ -278,14 +278,22 @@ async fn codex_exec_runs_a_multi_step_task_through_the_proxy() {
     .await;
     let home = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
-    std::fs::write(
-        home.path().join("config.toml"),
-        format!(
-            "model = \"gpt-5.1-codex\"\nmodel_provider = \"scripted\"\n\n[model_providers.scripted]\nname = \"scripted\"\nbase_url = \"{}/v1\"\nwire_api = \"responses\"\nenv_key = \"SCRIPTED_API_KEY\"\n",
-            px.url
-        ),
+    // The provider block docs/integrations.md shows, only its address replaced.
+    let doc = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/integrations.md"),
     )
     .unwrap();
+    let from = doc
+        .find("### Codex CLI")
+        .expect("the Codex section of docs/integrations.md");
+    let start = doc[from..].find("```toml\n").expect("its toml block") + from + "```toml\n".len();
+    let block = &doc[start..start + doc[start..].find("```").unwrap()];
+    assert!(block.contains("http://127.0.0.1:5176/v1"), "{block}");
+    let config = format!(
+        "model = \"gpt-5.1-codex\"\n{}",
+        block.replace("http://127.0.0.1:5176", &px.url)
+    );
+    std::fs::write(home.path().join("config.toml"), config).unwrap();
     let (home_path, work_path) = (home.path().to_owned(), work.path().to_owned());
     let out = tokio::task::spawn_blocking(move || {
         Command::new("timeout")
@@ -298,8 +306,7 @@ async fn codex_exec_runs_a_multi_step_task_through_the_proxy() {
             ])
             .current_dir(work_path)
             .env("CODEX_HOME", home_path)
-            .env("SCRIPTED_API_KEY", "sk-test-SECRET-codex")
-            .env_remove("OPENAI_API_KEY")
+            .env("OPENAI_API_KEY", "sk-test-SECRET-codex")
             .env_remove("OPENAI_BASE_URL")
             .stdin(std::process::Stdio::null())
             .output()
