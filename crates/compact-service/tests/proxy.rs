@@ -690,3 +690,57 @@ async fn without_ids_a_session_is_the_hash_of_its_opening() {
             .all(|s| s["data"]["session_source"] == "hash")
     );
 }
+
+#[tokio::test]
+async fn a_stream_is_pulled_only_as_fast_as_the_caller_reads() {
+    let up = Upstream::start().await;
+    up.script(|s| s.endless = true);
+    let px = proxy(&up.url, "").await;
+    let body =
+        json!({"model": "gpt-4o", "stream": true, "messages": [{"role": "user", "content": "go"}]});
+    let mut r = post(
+        &format!("{}/v1/chat/completions", px.url),
+        &body,
+        &[("x-compact-session", "slow-reader")],
+    )
+    .await;
+    let mut read = 0;
+    while read < 1 << 20 {
+        read += r.chunk().await.unwrap().expect("more of the stream").len();
+    }
+    // The caller stops reading: once the buffers on the way are full, the
+    // upstream is asked for nothing more.
+    let mut last = up.pulled();
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now = up.pulled();
+        if now == last {
+            break;
+        }
+        last = now;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        up.pulled(),
+        last,
+        "the proxy kept pulling while the caller read nothing"
+    );
+    assert!(last < 64 << 20, "{last} bytes pulled for 1 MiB read");
+    // The caller goes away: the call is recorded as cut short.
+    drop(r);
+    let mut spans = Vec::new();
+    for _ in 0..100 {
+        spans = px.model_calls();
+        if !spans.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        spans[0]["data"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("caller closed"),
+        "{spans:?}"
+    );
+}

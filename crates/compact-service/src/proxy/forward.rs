@@ -333,7 +333,7 @@ fn respond(record: Record, plan: Plan, response: Upstream) -> Response {
         }
     };
     let done = Box::new(move |observed| record.finish(&plan, status, observed));
-    let tap = Tap::new(stream, idle, reader, length.filter(|n| *n > 0), done);
+    let tap = Tap::new(stream, idle, reader, length, done);
     builder.body(Body::from_stream(tap)).unwrap_or_else(|e| {
         let mut r = Response::new(Body::from(format!("compact proxy: {e}")));
         *r.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;

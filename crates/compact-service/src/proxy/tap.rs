@@ -50,7 +50,7 @@ impl Tap {
         length: Option<u64>,
         done: Done,
     ) -> Self {
-        Self {
+        let mut tap = Self {
             inner,
             idle,
             timer: Box::pin(tokio::time::sleep(idle)),
@@ -59,7 +59,12 @@ impl Tap {
             done: Some(done),
             ended: false,
             remaining: length,
+        };
+        if length == Some(0) {
+            // Nothing to read: the caller may never poll an empty body.
+            tap.end(None);
         }
+        tap
     }
 
     fn end(&mut self, error: Option<String>) {

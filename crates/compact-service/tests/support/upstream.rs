@@ -57,6 +57,9 @@ pub(crate) struct Script {
     pub(crate) delay: Duration,
     /// Wait between the events of a stream.
     pub(crate) event_gap: Duration,
+    /// Answer model requests with a stream that never ends (64 KiB
+    /// events), counting the bytes the server was asked for.
+    pub(crate) endless: bool,
 }
 
 impl Default for Script {
@@ -67,6 +70,7 @@ impl Default for Script {
             refuse_above: None,
             delay: Duration::ZERO,
             event_gap: Duration::ZERO,
+            endless: false,
         }
     }
 }
@@ -76,6 +80,8 @@ struct Shared {
     log: Mutex<Vec<Logged>>,
     script: Mutex<Script>,
     counter: Mutex<u64>,
+    /// Bytes of endless streams pulled so far.
+    pulled: std::sync::atomic::AtomicU64,
     /// Per conversation: the latest user message and the tool calls made since.
     turns: Mutex<std::collections::HashMap<String, (String, usize)>>,
 }
@@ -111,6 +117,11 @@ impl Upstream {
         f(&mut self.shared.script.lock().unwrap());
     }
 
+    /// Bytes of endless streams the server was asked for so far.
+    pub(crate) fn pulled(&self) -> u64 {
+        self.shared.pulled.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     pub(crate) fn log(&self) -> Vec<Logged> {
         self.shared.log.lock().unwrap().clone()
     }
@@ -140,6 +151,24 @@ async fn answer(State(s): State<Arc<Shared>>, req: Request) -> Response {
         *c
     };
     let path = parts.uri.path().to_owned();
+    if script.endless {
+        let event = Bytes::from(format!(
+            "data: {{\"pad\":\"{}\"}}\n\n",
+            "x".repeat(64 * 1024)
+        ));
+        let shared = s.clone();
+        let stream = futures_util::stream::repeat(event).map(move |e| {
+            shared
+                .pulled
+                .fetch_add(e.len() as u64, std::sync::atomic::Ordering::SeqCst);
+            Ok::<_, std::io::Error>(e)
+        });
+        return (
+            [("content-type", "text/event-stream")],
+            Body::from_stream(stream),
+        )
+            .into_response();
+    }
     let doc: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let (status, content_type, events): (StatusCode, &str, Vec<Vec<u8>>) = match (&parts.method, path.as_str()) {
         (&Method::GET, "/v1/models") => (StatusCode::OK, "application/json", vec![br#"{"object":"list","data":[{"id":"gpt-4o","object":"model"}]}"#.to_vec()]),
