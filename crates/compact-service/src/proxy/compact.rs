@@ -103,6 +103,16 @@ impl Call<'_> {
             || r.continuation == Continuation::RawPrefix
             || !r.injected.is_empty()
             || !r.repaired.is_empty();
+        tracing::debug!(
+            session = self.session,
+            triggered = r.triggered,
+            reason = %r.reason,
+            continuation = ?r.continuation,
+            injected = r.injected.len(),
+            repaired = r.repaired.len(),
+            tokens_before = r.tokens_before,
+            "proxy preflight"
+        );
         if !changed {
             return Plan {
                 label: "none",

@@ -178,6 +178,14 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ProxyError> {
+    use axum::serve::ListenerExt;
+    // Stream events are small writes: without TCP_NODELAY the first one
+    // after the headers waits on the caller's ACK (Nagle).
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "TCP_NODELAY could not be set");
+        }
+    });
     axum::serve(listener, router(proxy))
         .with_graceful_shutdown(shutdown)
         .await?;
