@@ -110,3 +110,33 @@ pub(crate) fn print_json(v: &impl serde::Serialize) -> CliResult {
     outln!("{s}")?;
     Ok(())
 }
+
+/// A `--usage` value: the provider's reported usage of the last response,
+/// a number (its input tokens) or its usage object as JSON (OpenAI's or
+/// Anthropic's, cache figures included).
+#[derive(Debug, Clone)]
+pub(crate) struct UsageArg {
+    /// The input tokens to anchor the estimate to.
+    pub tokens: usize,
+    /// The whole figures, for a usage object.
+    pub details: Option<compact_middleware::cache::ReportedUsage>,
+}
+
+/// Parses a `--usage` value; a bad one is a usage error (exit 2) naming the
+/// JSON path.
+pub(crate) fn usage_arg(text: &str) -> Result<UsageArg, String> {
+    let trimmed = text.trim();
+    let value: Value = if trimmed.starts_with('{') {
+        serde_json::from_str(trimmed).map_err(|e| format!("not a JSON object: {e}"))?
+    } else {
+        let n: u64 = trimmed
+            .parse()
+            .map_err(|_| format!("expected a number of tokens or a usage object, got {text:?}"))?;
+        Value::from(n)
+    };
+    match compact_wiring::usage_figures(Some(&value)) {
+        Ok((Some(tokens), details)) => Ok(UsageArg { tokens, details }),
+        Ok((None, _)) => Err("expected a number of tokens or a usage object".into()),
+        Err(e) => Err(format!("{}: {}", e.path, e.message)),
+    }
+}

@@ -162,6 +162,55 @@ fn usage_anchors_the_estimate_and_the_report_says_so() {
 }
 
 #[test]
+fn usage_takes_the_providers_usage_object_and_reports_its_cache_figures() {
+    let req = json!([
+        {"role": "system", "content": "You are helpful."},
+        {"role": "user", "content": "What is the capital of France?"},
+        {"role": "assistant", "content": "Paris."},
+        {"role": "user", "content": "And of Germany?"}
+    ]);
+    let usage = r#"{"input_tokens": 20, "cache_read_input_tokens": 1500, "cache_creation_input_tokens": 300, "output_tokens": 9}"#;
+    let o = compact(
+        &[
+            "preflight",
+            "--model",
+            "claude-sonnet-4-5",
+            "--usage",
+            usage,
+            "--report",
+        ],
+        &req.to_string(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report: Value = serde_json::from_str(stderr(&o).lines().last().unwrap_or_default())
+        .expect("the report is the last line of stderr");
+    assert_eq!(report["basis"], "usage");
+    assert_eq!(report["anchor"]["usage_tokens"], 1820);
+    assert_eq!(
+        report["cache"]["reported"],
+        json!({"input_tokens": 1820, "cache_read": 1500, "cache_write": 300,
+               "cache_write_1h": 0, "output_tokens": 9})
+    );
+    assert_eq!(report["cache"]["rule"], "anthropic");
+    // A bad figure is a usage error naming its path, and nothing is printed.
+    let o = compact(
+        &[
+            "preflight",
+            "--usage",
+            r#"{"input_tokens": 20, "cache_read_input_tokens": -1}"#,
+        ],
+        &req.to_string(),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(o.stdout.is_empty());
+    assert!(
+        stderr(&o).contains("$.usage.cache_read_input_tokens"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
 fn bad_input_exits_2_naming_the_json_path_and_prints_nothing() {
     let o = compact(
         &["preflight"],

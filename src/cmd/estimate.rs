@@ -20,9 +20,10 @@ pub(crate) struct Args {
     /// The provider's reported `usage.input_tokens` of the response that produced the
     /// last assistant reply in the input: the estimate becomes N plus the estimate of
     /// that reply and what follows it, and says the observed error of the pure
-    /// estimate (`anchor.error`).
-    #[arg(long, value_name = "N")]
-    usage: Option<usize>,
+    /// estimate (`anchor.error`). Or the provider's usage object as JSON (its input
+    /// tokens, Anthropic's cache reads and writes included).
+    #[arg(long, value_name = "N|JSON", value_parser = crate::input::usage_arg)]
+    usage: Option<crate::input::UsageArg>,
 }
 
 pub(crate) fn run(args: Args) -> CliResult {
@@ -32,7 +33,7 @@ pub(crate) fn run(args: Args) -> CliResult {
         .without_storage()
         .build()?;
     let req = read_request(args.format)?;
-    let est = match args.usage {
+    let est = match args.usage.map(|u| u.tokens) {
         Some(n) => {
             let est = manager.estimate_with_usage(&req.messages, &req.tools, n);
             if est.anchor.is_none() {

@@ -42,9 +42,12 @@ pub(crate) struct Args {
     /// The provider's reported `usage.input_tokens` of the response that produced the
     /// last assistant reply in the input: the estimate becomes N plus the estimate of
     /// that reply and what follows it (the report says `basis: usage` and the observed
-    /// error of the pure estimate).
-    #[arg(long, value_name = "N")]
-    usage: Option<usize>,
+    /// error of the pure estimate). Or the provider's whole usage object as JSON
+    /// (`'{"prompt_tokens": N, "prompt_tokens_details": {"cached_tokens": C}}'`,
+    /// Anthropic's with `cache_read_input_tokens` and `cache_creation_input_tokens`):
+    /// its cache figures are reported too (`report.cache`, the `compact.preflight` event).
+    #[arg(long, value_name = "N|JSON", value_parser = crate::input::usage_arg)]
+    usage: Option<crate::input::UsageArg>,
     /// Archive transcripts, summaries and events to the filesystem adapter at DIR.
     #[arg(long, value_name = "DIR")]
     archive: Option<PathBuf>,
@@ -117,7 +120,8 @@ pub(crate) fn run(args: Args) -> CliResult {
             forced: args.force.then_some(Forced::Manual),
             note: args.force.then(|| "compact preflight --force".to_string()),
             strict: args.strict,
-            usage: args.usage,
+            usage: args.usage.as_ref().map(|u| u.tokens),
+            usage_details: args.usage.as_ref().and_then(|u| u.details),
             overlays: Overlays {
                 agent: args.agent.clone(),
                 request: None,

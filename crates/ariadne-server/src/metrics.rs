@@ -75,6 +75,17 @@ pub(crate) struct Metrics {
     sse_skipped: AtomicU64,
     compaction_items: AtomicU64,
     tokens: Mutex<[Histogram; 2]>,
+    cache: Mutex<CacheTotals>,
+}
+
+/// The prompt-cache figures of acknowledged `compact.preflight` spans.
+#[derive(Debug, Default, Clone, Copy)]
+struct CacheTotals {
+    breaks: u64,
+    /// By source (`predicted`, `reported`): input tokens, cache reads, micro-dollars.
+    prompt: [u64; 2],
+    read: [u64; 2],
+    cost: [u64; 2],
 }
 
 impl Metrics {
@@ -95,6 +106,27 @@ impl Metrics {
     /// `compact.pruned_messages` spans: items = cleared + summarized +
     /// dropped; tokens before and after.
     pub(crate) fn observe_events(&self, events: &[ValidEvent]) {
+        {
+            let mut c = self
+                .cache
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            for m in events.iter().map(|ev| ev.meta.marks) {
+                let k = m.cache();
+                c.breaks += u64::from(m.cache_break());
+                for (i, (prompt, read, cost)) in [
+                    (k.predicted_prompt, k.predicted_read, k.predicted_cost),
+                    (k.reported_prompt, k.reported_read, k.reported_cost),
+                ]
+                .into_iter()
+                .enumerate()
+                {
+                    c.prompt[i] += prompt;
+                    c.read[i] += read;
+                    c.cost[i] += cost;
+                }
+            }
+        }
         for p in events.iter().filter_map(|ev| ev.pruned) {
             self.compaction_items
                 .fetch_add(p.items as u64, Ordering::Relaxed);
@@ -107,6 +139,81 @@ impl Metrics {
             }
             if let Some(a) = p.after {
                 h[1].observe(a);
+            }
+        }
+    }
+
+    /// The prompt-cache families: counters over acknowledged
+    /// `compact.preflight` spans, and over the retained sessions the cache
+    /// hit ratio and the cost per session, by source (`predicted`: what
+    /// compact predicted for the requests it returned; `reported`: what the
+    /// provider billed, from the callers' usage figures).
+    fn render_cache(&self, out: &mut String, store: &StoreStats) {
+        let c = *self
+            .cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let sources = ["predicted", "reported"];
+        let _ = writeln!(
+            out,
+            "# HELP compact_cache_breaks_total Preflights whose request no longer starts with the previous one of its session (a compaction broke the prompt-cache prefix).\n# TYPE compact_cache_breaks_total counter\ncompact_cache_breaks_total {}",
+            c.breaks
+        );
+        let families: [(&str, &str, [String; 2]); 3] = [
+            (
+                "compact_prompt_tokens_total",
+                "Input tokens of model calls, by source.",
+                c.prompt.map(|v| v.to_string()),
+            ),
+            (
+                "compact_cache_read_tokens_total",
+                "Input tokens served from the provider's prompt cache, by source.",
+                c.read.map(|v| v.to_string()),
+            ),
+            (
+                "compact_cost_usd_total",
+                "Model call cost at the model's list prices, US dollars, by source (predicted: input only).",
+                c.cost.map(|v| format!("{}", v as f64 / 1e6)),
+            ),
+        ];
+        for (name, help, values) in families {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+            for (source, v) in sources.iter().zip(values) {
+                let _ = writeln!(out, "{name}{{source=\"{source}\"}} {v}");
+            }
+        }
+        let t = &store.totals;
+        let hit = [
+            (t.cache_read_predicted, t.prompt_tokens_predicted),
+            (t.cache_read_reported, t.input_tokens_reported),
+        ];
+        let cost = [t.cost_predicted_micro_usd, t.cost_reported_micro_usd];
+        let name = "compact_cache_hit_ratio";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Share of input tokens served from the prompt cache over the retained sessions, by source.\n# TYPE {name} gauge"
+        );
+        for (source, (read, prompt)) in sources.iter().zip(hit) {
+            if prompt > 0 {
+                let _ = writeln!(
+                    out,
+                    "{name}{{source=\"{source}\"}} {}",
+                    read as f64 / prompt as f64
+                );
+            }
+        }
+        let name = "compact_cost_per_session_usd";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Mean model call cost of the retained sessions, US dollars, by source.\n# TYPE {name} gauge"
+        );
+        if store.traces > 0 {
+            for (source, micros) in sources.iter().zip(cost) {
+                let _ = writeln!(
+                    out,
+                    "{name}{{source=\"{source}\"}} {}",
+                    micros as f64 / 1e6 / store.traces as f64
+                );
             }
         }
     }
@@ -255,6 +362,7 @@ impl Metrics {
             "counter",
             self.compaction_items.load(Ordering::Relaxed).to_string(),
         );
+        self.render_cache(&mut out, store);
         let hist = self
             .tokens
             .lock()

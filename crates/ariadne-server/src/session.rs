@@ -68,6 +68,30 @@ pub(crate) struct PreflightRow {
     pub errors: Vec<ErrorInfo>,
     /// Why the call failed (`compact.preflight`'s `error`).
     pub error: Option<String>,
+    /// The prompt cache around the call, when the producer reports it.
+    pub cache: Option<CacheInfo>,
+}
+
+/// What a `compact.preflight` says of the provider's prompt cache.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub(crate) struct CacheInfo {
+    /// Of the returned request, the tokens the cache can serve (predicted).
+    pub read_predicted: Option<u64>,
+    /// Identical leading tokens with the previous request.
+    pub shared_tokens: Option<u64>,
+    /// Tokens of the previous request this one no longer starts with: the
+    /// break this call's rewrite caused.
+    pub broken_tokens: Option<u64>,
+    /// The returned request's input priced by the prediction, US dollars.
+    pub cost_predicted_usd: Option<f64>,
+    /// The provider's reported input tokens of the previous response.
+    pub input_reported: Option<u64>,
+    /// Its reported cache reads.
+    pub read_reported: Option<u64>,
+    /// Its reported cache writes.
+    pub write_reported: Option<u64>,
+    /// The previous call priced by the reported figures, US dollars.
+    pub cost_reported_usd: Option<f64>,
 }
 
 /// A `compact.summary_created` span, without its text.
@@ -395,8 +419,24 @@ impl Parsed {
                 })
                 .collect(),
             error: p.str("error"),
+            cache: cache_info(p),
         }
     }
+}
+
+/// The cache keys of a `compact.preflight` span, if it has any.
+fn cache_info(p: &Span) -> Option<CacheInfo> {
+    let c = CacheInfo {
+        read_predicted: p.u64("cache_read_predicted"),
+        shared_tokens: p.u64("prefix_shared_tokens"),
+        broken_tokens: p.u64("prefix_broken_tokens"),
+        cost_predicted_usd: p.f64("cost_predicted_usd"),
+        input_reported: p.u64("input_tokens_reported"),
+        read_reported: p.u64("cache_read_reported"),
+        write_reported: p.u64("cache_write_reported"),
+        cost_reported_usd: p.f64("cost_reported_usd"),
+    };
+    (c != CacheInfo::default()).then_some(c)
 }
 
 fn summary_info(s: &Span) -> SummaryInfo {

@@ -6,7 +6,10 @@
 //! held-out split) are refused.
 //!
 //! `cargo run --release -p compact-bench --example retention_dev -- [--seeds 1,2,5,6,7,8]
-//! [--windows 8000,16000] [--both] [--lost FILTER]`
+//! [--windows 8000,16000] [--both] [--lost FILTER] [--traj DIR]…`
+//!
+//! `--traj DIR` adds another directory of trajectories in the shared format
+//! (its `split.json` marks the held-out runs, which are skipped).
 //!
 //! Prints one line per (corpus, group, window): user+assistant % and tool %
 //! (for the trajectories: task+findings / files+tests), then by kind; and
@@ -82,14 +85,34 @@ fn main() {
             }
         }
     }
-    match corpus::trajectories::dir().map(|d| corpus::trajectories::load_dir(&d)) {
-        Some(Ok(all)) => ts.extend(
-            all.into_iter()
-                .filter(|t| t.split == Split::Tune)
-                .map(|t| (t, "tune")),
-        ),
-        Some(Err(e)) => eprintln!("{e}"),
+    // The shared trajectories, and any other directory of them (`--traj
+    // DIR`, repeatable: its runs count under the directory's name).
+    let mut dirs: Vec<(std::path::PathBuf, String)> = Vec::new();
+    match corpus::trajectories::dir() {
+        Some(d) => dirs.push((d, "real-trajectories".into())),
         None => eprintln!("skipped: ../shared/real-trajectories not found"),
+    }
+    for (i, a) in args.iter().enumerate() {
+        if a == "--traj"
+            && let Some(d) = args.get(i + 1)
+        {
+            let d = std::path::PathBuf::from(d);
+            let name = d
+                .file_name()
+                .map_or("trajectories".into(), |n| n.to_string_lossy().into_owned());
+            dirs.push((d, name));
+        }
+    }
+    for (d, name) in dirs {
+        match corpus::trajectories::load_dir(&d) {
+            Ok(all) => ts.extend(all.into_iter().filter(|t| t.split == Split::Tune).map(
+                |mut t| {
+                    t.source = name.clone();
+                    (t, "tune")
+                },
+            )),
+            Err(e) => eprintln!("{e}"),
+        }
     }
     ts.retain(|(t, _)| {
         t.split == Split::Tune || !corpus::trajectories::HELD_OUT.contains(&t.name.as_str())

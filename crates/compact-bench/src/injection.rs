@@ -483,7 +483,7 @@ pub async fn drive(
     };
     let mut leaked: HashSet<usize> = HashSet::new();
     let mut reported: HashSet<usize> = HashSet::new();
-    let context = replay(manager, session, t, mode, |result| {
+    let context = replay(manager, session, t, mode, |_, result| {
         let o = match result {
             Ok(o) => o,
             Err(_) => {

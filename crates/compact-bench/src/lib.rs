@@ -13,10 +13,13 @@
 //! a live viewer, for the server suite). Public: [`corpus`] (long agent
 //! sessions with planted facts, and the hand-written fixtures), [`probe`]
 //! (whether a fact is in a context), [`retention`] (the suite the soak
-//! harness and `compact replay` reuse) and [`injection`] (prompt injections
-//! planted in tool outputs, replayed and checked for leaks and reports).
+//! harness and `compact replay` reuse), [`injection`] (prompt injections
+//! planted in tool outputs, replayed and checked for leaks and reports) and
+//! [`cost`] (what sessions cost with a provider's prompt cache, compact
+//! beside peer policies simulated on the same sessions).
 
 pub mod corpus;
+pub mod cost;
 mod demo_visibility;
 mod harness;
 pub mod injection;
@@ -60,13 +63,17 @@ pub enum Suite {
     /// The soak harness (`compact-soak`) at `--runs N`: not part of `all`
     /// (10,000 runs take most of an hour).
     Soak,
-    /// All of the above but `soak`.
+    /// Prompt-cache cost per session and call, compact beside peer
+    /// policies: not part of `all` (it replays the retention corpus five
+    /// times per window).
+    Cost,
+    /// All of the above but `soak` and `cost`.
     All,
 }
 
 impl Suite {
     /// Every name [`Suite::from_str`] accepts.
-    pub const NAMES: [&'static str; 8] = [
+    pub const NAMES: [&'static str; 9] = [
         "tokens",
         "preflight",
         "server",
@@ -74,11 +81,12 @@ impl Suite {
         "sidecar",
         "proxy",
         "soak",
+        "cost",
         "all",
     ];
 
     fn includes(self, other: Suite) -> bool {
-        (self == Suite::All && other != Suite::Soak) || self == other
+        (self == Suite::All && !matches!(other, Suite::Soak | Suite::Cost)) || self == other
     }
 }
 
@@ -106,6 +114,7 @@ impl FromStr for Suite {
             "sidecar" => Ok(Suite::Sidecar),
             "proxy" => Ok(Suite::Proxy),
             "soak" => Ok(Suite::Soak),
+            "cost" => Ok(Suite::Cost),
             "all" => Ok(Suite::All),
             other => Err(UnknownSuite(other.to_owned())),
         }
@@ -122,7 +131,7 @@ pub fn machine() -> Value {
 }
 
 /// Runs `suite` and returns `{"machine", "tokens"?, "preflight"?, "server"?,
-/// "retention"?, "sidecar"?, "proxy"?}`. `quick` means fewer runs (a smoke test, not a
+/// "retention"?, "sidecar"?, "proxy"?, "soak"?, "cost"?}`. `quick` means fewer runs (a smoke test, not a
 /// measurement); the server suite has no quick form. A failing measurement is reported inside the
 /// document; the only error is a tokio runtime that cannot start.
 pub fn run(suite: Suite, quick: bool) -> std::io::Result<Value> {
@@ -140,6 +149,21 @@ pub struct SoakOptions {
 
 /// [`run`], with the soak's options.
 pub fn run_with(suite: Suite, quick: bool, soak: &SoakOptions) -> std::io::Result<Value> {
+    let cost = if quick {
+        cost::Options::quick()
+    } else {
+        cost::Options::full()
+    };
+    run_all_with(suite, quick, soak, &cost)
+}
+
+/// [`run_with`], with the cost suite's options.
+pub fn run_all_with(
+    suite: Suite,
+    quick: bool,
+    soak: &SoakOptions,
+    cost: &cost::Options,
+) -> std::io::Result<Value> {
     let mut doc = Map::new();
     doc.insert("machine".into(), machine());
     if suite.includes(Suite::Tokens) {
@@ -168,6 +192,9 @@ pub fn run_with(suite: Suite, quick: bool, soak: &SoakOptions) -> std::io::Resul
             soak::run(soak.runs, soak.seed.unwrap_or(7), quick),
         );
     }
+    if suite.includes(Suite::Cost) {
+        doc.insert("cost".into(), cost::run_with(cost));
+    }
     Ok(Value::Object(doc))
 }
 
@@ -187,5 +214,6 @@ mod tests {
         assert!(Suite::All.includes(Suite::Server));
         assert!(!Suite::Tokens.includes(Suite::Preflight));
         assert!(!Suite::All.includes(Suite::Soak) && Suite::Soak.includes(Suite::Soak));
+        assert!(!Suite::All.includes(Suite::Cost) && Suite::Cost.includes(Suite::Cost));
     }
 }

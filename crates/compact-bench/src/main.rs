@@ -16,8 +16,8 @@ use compact_bench::Suite;
 #[derive(Parser, Debug)]
 #[command(name = "compact-bench", version)]
 struct Args {
-    /// Which suite: tokens, preflight, server, retention, sidecar, proxy, soak, all
-    /// (all but soak).
+    /// Which suite: tokens, preflight, server, retention, sidecar, proxy, soak,
+    /// cost, all (all but soak and cost).
     #[arg(default_value = "all", value_parser = Suite::NAMES)]
     suite: String,
     /// JSON output (the only format; accepted for scripts).
@@ -32,6 +32,23 @@ struct Args {
     /// soak: the seed of the first run (default 7, as CI).
     #[arg(long)]
     seed: Option<u64>,
+    /// cost: a table a human reads instead of the JSON.
+    #[arg(long)]
+    table: bool,
+    /// cost: a configuration file (compact runs with it; its
+    /// `models.NAME.price` entries replace the built-in prices).
+    #[arg(long, value_name = "FILE")]
+    config: Option<std::path::PathBuf>,
+    /// cost: the model whose prices the OpenAI rows use.
+    #[arg(long, value_name = "MODEL", default_value = compact_bench::cost::OPENAI_MODEL)]
+    openai_model: String,
+    /// cost: the model whose prices the Anthropic rows use.
+    #[arg(long, value_name = "MODEL", default_value = compact_bench::cost::ANTHROPIC_MODEL)]
+    anthropic_model: String,
+    /// cost: seconds between two calls of a session (above 300 the
+    /// 5-minute cache entries expire between calls).
+    #[arg(long, value_name = "SECS", default_value_t = compact_bench::cost::CALL_GAP_SECS)]
+    gap_secs: u64,
 }
 
 fn main() -> ExitCode {
@@ -63,8 +80,26 @@ fn run(args: &Args) -> std::io::Result<bool> {
         runs: args.runs,
         seed: args.seed,
     };
-    let doc = compact_bench::run_with(suite, args.quick, &soak)?;
-    let text = serde_json::to_string_pretty(&doc).map_err(std::io::Error::other)?;
+    let mut cost = if args.quick {
+        compact_bench::cost::Options::quick()
+    } else {
+        compact_bench::cost::Options::full()
+    };
+    if let Some(path) = &args.config {
+        // The file alone: a benchmark does not read COMPACT_* variables.
+        cost.config = compact_middleware::config::load(Some(path), &[])
+            .map_err(|e| std::io::Error::other(e.to_string()))?
+            .config;
+    }
+    cost.openai_model.clone_from(&args.openai_model);
+    cost.anthropic_model.clone_from(&args.anthropic_model);
+    cost.gap_secs = args.gap_secs;
+    let doc = compact_bench::run_all_with(suite, args.quick, &soak, &cost)?;
+    let text = if args.table && suite == Suite::Cost {
+        compact_bench::cost::report::table(&doc["cost"])
+    } else {
+        serde_json::to_string_pretty(&doc).map_err(std::io::Error::other)?
+    };
     // A reader that went away (`| head`) ends the run quietly: see `main`.
     let mut out = std::io::stdout().lock();
     writeln!(out, "{text}")?;

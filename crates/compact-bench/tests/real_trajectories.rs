@@ -52,14 +52,14 @@ fn real_agent_runs_never_end_in_insufficient_budget_and_keep_their_trail() {
             pct(kept, total),
             pct(trail_kept, trail_total)
         );
-        // What the engine reaches today (2026-11-25, second stop: 82 / 90 /
-        // 95% of the probes; files and tests 89 / 94 / 98%; 73 / 85 / 91 and
-        // 87 / 94 / 98 at the first), with a margin for a run set that
-        // grows: a regression fails here, not in a benchmark.
+        // What the engine reaches today (2026-11-27: 84 / 92 / 96% of the
+        // probes; files and tests 91 / 94 / 98%; 82 / 90 / 95 and 89 / 94 /
+        // 98 on 2026-11-25), with a margin for a run set that grows: a
+        // regression fails here, not in a benchmark.
         let (probes_bar, trail_bar) = match window {
-            8_000 => (78.0, 85.0),
-            16_000 => (86.0, 92.0),
-            _ => (92.0, 96.0),
+            8_000 => (81.0, 87.0),
+            16_000 => (89.0, 92.0),
+            _ => (93.0, 96.0),
         };
         assert!(
             pct(kept, total) >= probes_bar,

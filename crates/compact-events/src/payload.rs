@@ -90,6 +90,40 @@ pub struct Preflight {
     /// Why the call failed (`InsufficientBudget`). Left out when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Of the returned request, the tokens the provider's prompt cache can
+    /// serve, predicted against the session's previous request. Left out
+    /// when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_predicted: Option<u64>,
+    /// Identical leading tokens of the returned request and the previous
+    /// one. Left out when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_shared_tokens: Option<u64>,
+    /// Tokens of the previous request the returned one no longer starts
+    /// with (the prefix this call broke; 0 when kept). Left out on a
+    /// session's first call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_broken_tokens: Option<u64>,
+    /// The returned request's input priced by the prediction, US dollars.
+    /// Left out without a price for the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_predicted_usd: Option<f64>,
+    /// The provider's reported input tokens of the previous response. Left
+    /// out when the caller passed no usage figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens_reported: Option<u64>,
+    /// The provider's reported cache reads of the previous response. Left
+    /// out when the caller passed no usage figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_reported: Option<u64>,
+    /// The provider's reported cache writes of the previous response (both
+    /// lifetimes). Left out when the caller passed no usage figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_reported: Option<u64>,
+    /// The previous call priced by the reported figures, US dollars. Left
+    /// out without usage figures or a price for the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_reported_usd: Option<f64>,
 }
 
 impl Payload for Preflight {
@@ -610,6 +644,14 @@ mod tests {
             tiers: Some(json!(["clear_tool_io", "summarize"])),
             duration_us: Some(180_412),
             error: None,
+            cache_read_predicted: Some(1_024),
+            prefix_shared_tokens: Some(1_200),
+            prefix_broken_tokens: Some(98_000),
+            cost_predicted_usd: Some(0.0738),
+            input_tokens_reported: Some(99_100),
+            cache_read_reported: Some(97_920),
+            cache_write_reported: Some(0),
+            cost_reported_usd: Some(0.0136),
         }
     }
 
@@ -629,7 +671,15 @@ mod tests {
                 .data("tokens_before", json!(112_345))
                 .data("tokens_after", json!(60_210))
                 .data("tiers", json!(["clear_tool_io", "summarize"]))
-                .data("duration_us", json!(180_412)),
+                .data("duration_us", json!(180_412))
+                .data("cache_read_predicted", json!(1_024))
+                .data("prefix_shared_tokens", json!(1_200))
+                .data("prefix_broken_tokens", json!(98_000))
+                .data("cost_predicted_usd", json!(0.0738))
+                .data("input_tokens_reported", json!(99_100))
+                .data("cache_read_reported", json!(97_920))
+                .data("cache_write_reported", json!(0))
+                .data("cost_reported_usd", json!(0.0136)),
         );
         assert_eq!(done.status(), SpanStatus::Ok);
         let failed = Preflight {

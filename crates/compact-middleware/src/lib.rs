@@ -25,7 +25,12 @@
 //! - [`state`]: the `SessionStore` trait and its in-memory, SQLite and PostgreSQL stores:
 //!   session state that outlives a process (docs/design.md §13).
 //! - [`strategy`]: per request > per conversation > per agent > defaults.
+//! - [`cache`]: the provider's prompt cache around a call: what it can serve
+//!   of the returned request, what the caller reported it served of the last one.
+//! - [`price`]: list prices per million tokens (`models.NAME.price` and the
+//!   built-in table) and the cost of a call's input, cache and output tokens.
 pub mod archive;
+pub mod cache;
 pub mod config;
 mod db;
 pub mod estimate;
@@ -36,6 +41,7 @@ pub mod model;
 mod pgtls;
 pub mod pipeline;
 mod prehashed;
+pub mod price;
 pub mod redact;
 pub mod state;
 pub mod strategy;

@@ -158,7 +158,7 @@ fn a_partial_file_keeps_the_other_defaults() {
     assert_eq!(config.policy.target_pct, 0.6);
     assert_eq!(config.policy.roles_never_prune, vec![Role::System]);
     let profile = &config.models["my-model"];
-    assert_eq!(profile.context_window, 32000);
+    assert_eq!(profile.context_window, Some(32000));
     assert_eq!(profile.encoding, Some(Encoding::Cl100k));
 }
 
@@ -492,6 +492,139 @@ fn unknown_and_missing_model_profile_fields_are_errors() {
             .iter()
             .any(|e| e.path == "models.m.encoding" && e.message.contains("o200k")),
         "{errors:?}"
+    );
+}
+
+#[test]
+fn a_price_entry_prices_a_known_model_and_keeps_its_profile() {
+    let config = Config::from_yaml_str(
+        "models:\n  gpt-4o: {price: {input: 2.0, cached_input: 0.2, output: 8}}\n",
+    )
+    .expect("a price alone is a valid entry");
+    let price = config.price().expect("priced");
+    assert_eq!(
+        (price.input, price.cached_input(), price.output),
+        (2.0, 0.2, 8.0)
+    );
+    // Unset prices: no cache discount or surcharge.
+    assert_eq!(
+        price.cache_write(compact_middleware::price::Ttl::OneHour),
+        2.0
+    );
+    // The built-in profile still counts the window.
+    let limits = compact_middleware::estimate::ModelLimits::from_config(&config).expect("limits");
+    assert_eq!(limits.max_tokens, 128_000);
+    // Without an entry, the built-in price; an unknown model has none.
+    let builtin = Config::default()
+        .price()
+        .expect("gpt-4o has a built-in price");
+    assert_eq!((builtin.input, builtin.cached_input()), (2.5, 1.25));
+    assert!(Config::default().price_of("my-model").is_none());
+    // A profile and a price in one entry.
+    let config = Config::from_yaml_str(
+        "model: my-model\nmodels:\n  my-model: {context_window: 32000, encoding: o200k, price: {input: 1, output: 2}}\n",
+    )
+    .expect("valid");
+    assert_eq!(config.price().map(|p| p.output), Some(2.0));
+    let limits = compact_middleware::estimate::ModelLimits::from_config(&config).expect("limits");
+    assert_eq!(limits.max_tokens, 32_000);
+}
+
+#[test]
+fn bad_prices_name_their_field() {
+    let cases = [
+        (
+            "models: {m: {price: {input: -1, output: 2}}}",
+            "models.m.price.input",
+            "must be a number >= 0",
+        ),
+        (
+            "models: {m: {price: {input: 1, output: 2, cache_write_1h: -0.5}}}",
+            "models.m.price.cache_write_1h",
+            "(got -0.5)",
+        ),
+        (
+            "models: {m: {price: {input: 1}}}",
+            "models.m.price",
+            "output",
+        ),
+        (
+            "models: {m: {price: {input: 1, output: 2, cached: 0.1}}}",
+            "models.m.price",
+            "cached",
+        ),
+        (
+            "models: {m: {price: {input: '1$', output: 2}}}",
+            "models.m.price.input",
+            "",
+        ),
+        (
+            "models: {m: {encoding: o200k, price: {input: 1, output: 2}}}",
+            "models.m.context_window",
+            "is required with `encoding`",
+        ),
+        ("models: {m: {}}", "models.m", "or `price`"),
+    ];
+    for (yaml, path, message) in cases {
+        let errors = errors_of(Config::from_yaml_str(yaml));
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.path.starts_with(path) && e.message.contains(message)),
+            "{yaml}: {errors:?}"
+        );
+    }
+}
+
+#[test]
+fn flags_can_set_a_price_and_config_print_lists_it() {
+    let mut loaded = load(None, &[]).expect("defaults");
+    loaded
+        .set_str(
+            "models.gpt-4.1.price.input",
+            "2.5",
+            Source::Flag("--price".into()),
+        )
+        .expect_err("a price needs its output price too");
+    loaded
+        .set(
+            "models.gpt-4.1.price",
+            json!({"input": 2.0, "output": 8.0}),
+            Source::Flag("--price".into()),
+        )
+        .expect("a whole price");
+    loaded
+        .set_str(
+            "models.gpt-4.1.price.cached_input",
+            "0.5",
+            Source::Flag("--cached".into()),
+        )
+        .expect("one price field");
+    let price = loaded.config.price_of("gpt-4.1").expect("priced");
+    assert_eq!((price.input, price.cached_input()), (2.0, 0.5));
+    assert!(
+        loaded.config.models.contains_key("gpt-4.1"),
+        "not `gpt-4.1.price`"
+    );
+    let sources = loaded.sources();
+    let find = |path: &str| {
+        sources
+            .iter()
+            .find(|(p, _, _)| p == path)
+            .unwrap_or_else(|| panic!("{path} not listed: {sources:?}"))
+            .clone()
+    };
+    assert_eq!(
+        find("models.gpt-4.1.price.cached_input"),
+        (
+            "models.gpt-4.1.price.cached_input".into(),
+            json!(0.5),
+            Source::Flag("--cached".into())
+        )
+    );
+    assert_eq!(
+        find("models.gpt-4.1.price.output").2,
+        Source::Flag("--price".into())
     );
 }
 
@@ -1141,7 +1274,7 @@ fn flags_can_add_model_profiles() {
             Source::Flag("--window".into()),
         )
         .expect("update one field");
-    assert_eq!(loaded.config.models["my-llm"].context_window, 16384);
+    assert_eq!(loaded.config.models["my-llm"].context_window, Some(16384));
     assert_eq!(
         loaded.source_of("models.my-llm.context_window"),
         Some(Source::Flag("--window".into()))

@@ -231,6 +231,7 @@ fn run_case(
             note: forced.map(|_| "from the property test".into()),
             strict: false,
             usage: None,
+            usage_details: None,
             overlays: Default::default(),
         };
         let result = rt().block_on(manager.preflight_with("s", req));

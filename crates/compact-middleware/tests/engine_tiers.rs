@@ -690,6 +690,65 @@ async fn an_agent_run_never_refuses_and_keeps_the_task_and_the_last_round() {
 }
 
 #[tokio::test]
+async fn a_test_run_again_updates_the_summary_and_a_frameworks_nudge_is_not_a_request() {
+    let p = Policy {
+        keep_recent_rounds: 4,
+        ..Policy::default()
+    };
+    let m = manager(p, 8_000);
+    let (opening, mut rounds) = agent_run(60, 3_000);
+    let test = "python -m pytest tests/test_parser.py -q";
+    rounds[5] = agent_round(
+        5,
+        test,
+        "FAILED tests/test_parser.py::test_plural_weeks - KeyError: 'weeks'\n1 failed, 41 passed in 0.52s",
+        3_000,
+    );
+    rounds[40] = agent_round(40, test, "42 passed in 0.49s", 3_000);
+    // The framework complains twice, mid-run, as mini-swe-agent does.
+    rounds[20].push(json!({"role": "user", "content": "Your last reply did not contain a tool call. Reply with exactly one tool call. If you have finished the task, run `echo TASK_DONE` as your command."}));
+    rounds[30].push(json!({"role": "user", "content": "Tool call error: the arguments of your last tool call are not valid JSON (expected ',' at column 61). Send exactly one tool call whose arguments are a JSON object with a \"command\" string."}));
+    let mut tracker = Tracker::new();
+    let mut sent = msgs(Value::Array(opening));
+    let mut checked = 0;
+    for (r, round) in rounds.iter().enumerate() {
+        sent.extend(msgs(Value::Array(round.clone())));
+        let out = call(&m, &mut tracker, sent.clone(), None)
+            .await
+            .unwrap_or_else(|e| panic!("round {r}: {e}"));
+        sent = out.messages;
+        // Once the re-run's output has left the context, the summary says
+        // how it went, whatever tier let it go.
+        let in_context = sent.iter().any(|m| text(m).contains("42 passed in 0.49s"));
+        if r >= 40 && !in_context {
+            checked += 1;
+            let summary = summaries(&sent)
+                .first()
+                .map(|m| text(m))
+                .unwrap_or_default();
+            assert!(
+                summary.contains(&format!(
+                    "`{test}` → exit 0; 42 passed; failed before: tests/test_parser.py::test_plural_weeks, KeyError: 'weeks'"
+                )),
+                "round {r}: {summary}"
+            );
+        }
+    }
+    assert!(checked > 5, "the re-run left the context: {checked}");
+    let summary = summaries(&sent)
+        .first()
+        .map(|m| text(m))
+        .expect("a summary");
+    // The first nudge was folded: it is the framework's, not the user's:
+    // no goal, no fact (the second one is the latest user message, kept).
+    assert!(
+        !summary.contains("did not contain a tool call"),
+        "{summary}"
+    );
+    assert!(!summary.contains("TASK_DONE"), "{summary}");
+}
+
+#[tokio::test]
 async fn insufficient_budget_names_the_task_when_it_alone_does_not_fit() {
     let m = manager(Policy::default(), 3_000);
     let mut v = vec![json!({"role": "system", "content": "Be brief."})];

@@ -1131,3 +1131,34 @@ fn a_span_of_400_entries_fits_its_budget() {
     assert!(out.tokens <= 2000, "{}", out.tokens);
     assert_eq!(out, run(&req), "deterministic");
 }
+
+/// A name the agent keeps coming back to stays in the summary when the
+/// sentences that named it do not fit: one short entry of the name list.
+#[test]
+fn a_name_the_agent_keeps_coming_back_to_outlives_its_sentences() {
+    // The agent's words beside its tool calls: working notes.
+    let note = |prose: String| {
+        let mut e = SummaryEntry::new(
+            "assistant",
+            format!("{prose}\nbash({{\"command\": \"ls\"}})"),
+        );
+        e.name = Some("bash".into());
+        e
+    };
+    let mut entries = vec![
+        note("I think the bug is in `resolve_lookup_value` somewhere.".into()),
+        note("Reading `resolve_lookup_value` once more, slowly.".into()),
+        note("So `resolve_lookup_value` is called twice per query.".into()),
+    ];
+    for i in 0..60 {
+        entries.push(note(format!(
+            "The replica db-{i}.internal answered in {} ms on port 54{i:02}.",
+            10 + i
+        )));
+    }
+    let out = run(&request(None, entries, Strategy::TaskState, 220));
+    assert!(out.tokens <= 220);
+    assert!(out.text.contains("resolve_lookup_value"), "{}", out.text);
+    // Its sentences are gone: the name alone carries it.
+    assert!(!out.text.contains("called twice per query"), "{}", out.text);
+}

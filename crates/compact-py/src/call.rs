@@ -89,10 +89,11 @@ pub(crate) fn decode(
 }
 
 /// The provider's reported usage of the last response (`usage=`: a number,
-/// a dict, or the provider SDK's usage object, a pydantic model).
-pub(crate) fn usage(py: Python<'_>, usage: Option<&Bound<'_, PyAny>>) -> PyResult<Option<usize>> {
+/// a dict, or the provider SDK's usage object, a pydantic model): the input
+/// tokens, and for an object its cache reads and writes.
+pub(crate) fn usage(py: Python<'_>, usage: Option<&Bound<'_, PyAny>>) -> PyResult<Usage> {
     let Some(usage) = usage.filter(|u| !u.is_none()) else {
-        return Ok(None);
+        return Ok((None, None));
     };
     let dumped;
     let usage = if usage.hasattr("model_dump")? {
@@ -102,15 +103,21 @@ pub(crate) fn usage(py: Python<'_>, usage: Option<&Bound<'_, PyAny>>) -> PyResul
         usage
     };
     let value = to_value(usage, &At::Root("$.usage")).map_err(|e| invalid_input(py, e))?;
-    compact_wiring::usage_tokens(Some(&value)).map_err(|e| invalid_input(py, e))
+    compact_wiring::usage_figures(Some(&value)).map_err(|e| invalid_input(py, e))
 }
+
+/// The input tokens to anchor to, and the whole figures when given.
+pub(crate) type Usage = (
+    Option<usize>,
+    Option<compact_middleware::cache::ReportedUsage>,
+);
 
 /// The request for the library and what converting its outcome needs.
 pub(crate) fn prepare(
     request: Request,
     items: Vec<Py<PyAny>>,
     why: Why,
-    usage: Option<usize>,
+    usage: Usage,
     keep_meta: bool,
 ) -> (PreflightRequest, Call) {
     // The hashes are memoised in the messages, so the library does not
@@ -144,7 +151,8 @@ pub(crate) fn prepare(
         forced,
         note,
         strict: false,
-        usage,
+        usage: usage.0,
+        usage_details: usage.1,
         overlays: Default::default(),
     };
     (req, call)

@@ -347,7 +347,7 @@ impl Manager {
         format: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
         let (request, _) = call::decode(py, messages, tools, format)?;
-        let usage = call::usage(py, usage)?;
+        let (usage, _) = call::usage(py, usage)?;
         let manager = self.inner.clone();
         let estimate = py.detach(move || match usage {
             Some(n) => manager.estimate_with_usage(&request.messages, &request.tools, n),

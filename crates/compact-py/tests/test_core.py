@@ -110,6 +110,43 @@ def test_usage_anchors_the_estimate():
     assert manager.estimate(history, usage=1000)["basis"] == "usage"
 
 
+def test_usage_reports_the_providers_cache_figures():
+    pytest.importorskip("openai")
+    from openai.types.completion_usage import CompletionUsage, PromptTokensDetails
+
+    manager = compact.CompactManager({**SMALL, "model": "gpt-4o"})
+    history = chat_history(turns=1)
+    # The SDK's own usage object, its cached tokens nested.
+    usage = CompletionUsage(
+        prompt_tokens=2006,
+        completion_tokens=300,
+        total_tokens=2306,
+        prompt_tokens_details=PromptTokensDetails(cached_tokens=1920),
+    )
+    outcome = manager.preflight("cache", history, usage=usage)
+    cache = outcome.report["cache"]
+    assert cache["reported"] == {
+        "input_tokens": 2006,
+        "cache_read": 1920,
+        "cache_write": 0,
+        "cache_write_1h": 0,
+        "output_tokens": 300,
+    }
+    # gpt-4o's list prices: 86 plain x $2.50, 1,920 cached x $1.25, 300 out x $10 per million.
+    assert cache["reported_cost_usd"] == pytest.approx((86 * 2.5 + 1920 * 1.25 + 300 * 10) / 1e6)
+    assert outcome.report["basis"] == "usage"
+    # Anthropic's dict: the cache figures are outside input_tokens.
+    outcome = manager.preflight(
+        "cache-2",
+        history,
+        usage={"input_tokens": 10, "cache_read_input_tokens": 900, "cache_creation_input_tokens": 90},
+    )
+    assert outcome.report["cache"]["reported"]["input_tokens"] == 1000
+    with pytest.raises(compact.InvalidInput) as err:
+        manager.preflight("cache-3", history, usage={"prompt_tokens": 5, "prompt_tokens_details": {"cached_tokens": "x"}})
+    assert err.value.path == "$.usage.prompt_tokens_details.cached_tokens"
+
+
 def test_estimate_is_the_dict_compact_estimate_prints():
     manager = compact.CompactManager({"model": "gpt-4o"})
     history = chat_history(turns=3)

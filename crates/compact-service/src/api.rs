@@ -35,7 +35,10 @@ pub(crate) struct CompactionParams {
     /// Return the library form (with `meta`) instead of the provider form.
     pub(crate) keep_meta: Option<bool>,
     /// The provider's reported usage of the last response (`{"input_tokens":
-    /// N}`, OpenAI's or Anthropic's usage object, or N): anchors the estimate.
+    /// N}`, OpenAI's or Anthropic's usage object, or N): anchors the estimate;
+    /// an object's cache figures (`prompt_tokens_details.cached_tokens`,
+    /// `cache_read_input_tokens`, `cache_creation_input_tokens`) are reported
+    /// on the call's `compact.preflight` event and `report.cache`.
     #[schema(value_type = Option<Object>)]
     pub(crate) usage: Option<Value>,
     /// This call's strategy overlay: configuration keys among `model`,

@@ -219,10 +219,11 @@ async fn compaction(
     note: Option<String>,
 ) -> Result<Json<CompactionResponse>, ApiError> {
     let mut req = history(p.messages, p.input, p.tools, p.format.as_deref())?;
-    let usage = compact_wiring::usage_tokens(p.usage.as_ref()).map_err(|e| ApiError::Invalid {
-        path: e.path,
-        message: e.message,
-    })?;
+    let (usage, usage_details) =
+        compact_wiring::usage_figures(p.usage.as_ref()).map_err(|e| ApiError::Invalid {
+            path: e.path,
+            message: e.message,
+        })?;
     let outcome = s
         .manager
         .preflight_with(
@@ -234,6 +235,7 @@ async fn compaction(
                 note,
                 strict: false,
                 usage,
+                usage_details,
                 overlays: Overlays {
                     agent: p.agent,
                     request: p.config,

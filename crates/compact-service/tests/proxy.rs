@@ -245,10 +245,26 @@ async fn requests_are_compacted_once_the_window_fills_and_stay_valid() {
             .all(|s| s["trace_id"] == "agent-1" && s["data"]["session_source"] == "header")
     );
     // The calls' preflights are in the same trace.
+    let preflights = px.spans("compact.preflight");
     assert!(
-        px.spans("compact.preflight")
+        preflights
             .iter()
             .any(|s| s["trace_id"] == "agent-1" && s["data"]["triggered"] == true)
+    );
+    // Each response's usage went whole to the next preflight: reported and
+    // priced beside the prediction (Report::cache). The upstream reports
+    // a quarter of the body's bytes, half of them cached.
+    let first_input = (upstream[0].body.len() / 4) as u64;
+    let second = &preflights[1]["data"];
+    assert_eq!(
+        second["input_tokens_reported"].as_u64(),
+        Some(first_input),
+        "{second}"
+    );
+    assert_eq!(
+        second["cache_read_reported"].as_u64(),
+        Some(first_input / 2),
+        "{second}"
     );
 }
 

@@ -232,6 +232,57 @@ async fn bodies_are_typed_and_refusals_name_their_json_path() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_providers_cache_figures_are_reported_with_the_call() {
+    let app = app("model: gpt-4o\n");
+    let mut messages = vec![json!({"role": "system", "content": "You are terse."})];
+    turn(&mut messages, 0);
+    // OpenAI's Chat Completions usage object, as the SDK returns it.
+    let usage = json!({"prompt_tokens": 2006, "completion_tokens": 300, "total_tokens": 2306,
+                       "prompt_tokens_details": {"cached_tokens": 1920, "audio_tokens": 0},
+                       "completion_tokens_details": {"reasoning_tokens": 0}});
+    let (s, body) = call(
+        &app,
+        Method::POST,
+        "/v1/preflight",
+        Some(json!({"session_id": "cache-1", "messages": messages, "usage": usage})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    let cache = &body["report"]["cache"];
+    assert_eq!(cache["rule"], "openai", "{body}");
+    assert_eq!(
+        cache["reported"],
+        json!({"input_tokens": 2006, "cache_read": 1920, "cache_write": 0,
+               "cache_write_1h": 0, "output_tokens": 300})
+    );
+    // gpt-4o: 86 plain x $2.50 + 1,920 x $1.25 + 300 x $10 per million.
+    let want = (86.0 * 2.5 + 1920.0 * 1.25 + 300.0 * 10.0) / 1e6;
+    let got = cache["reported_cost_usd"].as_f64().unwrap_or(f64::NAN);
+    assert!((got - want).abs() < 1e-12, "{got} vs {want}");
+    assert_eq!(
+        body["report"]["basis"], "usage",
+        "the figures anchor the estimate"
+    );
+    // A bad cache figure names its path.
+    let usage = json!({"prompt_tokens": 10, "prompt_tokens_details": {"cached_tokens": "all"}});
+    let (s, body) = call(
+        &app,
+        Method::POST,
+        "/v1/preflight",
+        Some(json!({"session_id": "cache-1", "messages": messages, "usage": usage})),
+    )
+    .await;
+    assert_eq!(
+        (s, path(&body)),
+        (
+            StatusCode::BAD_REQUEST,
+            Some("$.usage.prompt_tokens_details.cached_tokens")
+        ),
+        "{body}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn overlays_apply_in_the_manager_and_share_the_session() {
     let app =
         app("agents:\n  terse:\n    policy:\n      keep_recent_turns: 2\n      mode: compact\n");

@@ -9,7 +9,7 @@
 //!   and the session store; [`manager`] builds a manager from them.
 //! - `store`: [`session_store`] (`state.store`), and [`set_state_file`]
 //!   for a `--state FILE` flag.
-//! - `usage`: [`usage_tokens`], the provider's reported usage of the last
+//! - `usage`: [`usage_tokens`] and [`usage_figures`] (cache reads and writes too), the provider's reported usage of the last
 //!   response as the callers pass it (the sidecar's `usage`, the wheel's
 //!   `usage=`).
 //! - `error`: [`WiringError`].
@@ -22,4 +22,4 @@ mod usage;
 pub use error::WiringError;
 pub use parts::{Parts, manager, s3_adapter};
 pub use store::{session_store, set_state_file};
-pub use usage::usage_tokens;
+pub use usage::{usage_figures, usage_tokens};

@@ -68,6 +68,10 @@ pub(crate) struct StoreStats {
     pub recovered_torn_bytes: u64,
     /// Group commits (fsyncs) so far.
     pub commits: u64,
+    /// Counters over every retained event.
+    pub totals: crate::schema::Counts,
+    /// Sessions (traces) with a retained event.
+    pub traces: usize,
 }
 
 pub(crate) struct Shared {
@@ -277,6 +281,8 @@ impl Store {
             last_seq: m.last_seq(),
             recovered_torn_bytes: self.shared.torn_bytes,
             commits: self.shared.commits.load(Ordering::Relaxed),
+            totals: m.totals(),
+            traces: m.trace_count(),
         }
     }
 }

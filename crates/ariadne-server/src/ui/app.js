@@ -684,6 +684,12 @@
     stat('tokens taken out by compactions', fmtTokens(removed));
     if (latest) stat('context now', fmtPct(typeof latest.usage_after === 'number' ? latest.usage_after : latest.usage_before));
     const c = d.counts || {};
+    const cache = cacheOf(c);
+    if (cache) {
+      stat('prompt cache hit' + (cache.reported ? '' : ' (predicted)'), fmtPct(cache.hit), 'stat-cache');
+      if (cache.cost !== null) stat('cost' + (cache.reported ? ' (reported)' : ' (predicted input)'), fmtUsd(cache.cost), 'stat-cache');
+      if (c.cache_breaks) stat('prefix breaks', c.cache_breaks, 'stat-warn');
+    }
     if (c.errors) stat('errors', c.errors, 'stat-err');
     if (c.insufficient) stat('insufficient budget', c.insufficient, 'stat-err');
     if (c.fallbacks) stat('fallbacks', c.fallbacks, 'stat-warn');
@@ -693,6 +699,46 @@
     stat(ended ? 'ran for' : 'running for', fmtDuration((ended ? endedAt : Date.now()) - started) || '–');
     head.appendChild(stats);
     box.appendChild(head);
+  }
+
+  // The session's prompt cache from its counters: what the provider reported
+  // when callers passed their usage figures, else what compact predicted.
+  function cacheOf(c) {
+    if (c.input_tokens_reported > 0) {
+      return { reported: true, hit: c.cache_read_reported / c.input_tokens_reported, cost: c.cost_reported_micro_usd > 0 ? c.cost_reported_micro_usd / 1e6 : null };
+    }
+    if (c.prompt_tokens_predicted > 0) {
+      return { reported: false, hit: c.cache_read_predicted / c.prompt_tokens_predicted, cost: c.cost_predicted_micro_usd > 0 ? c.cost_predicted_micro_usd / 1e6 : null };
+    }
+    return null;
+  }
+
+  function fmtUsd(v) {
+    if (typeof v !== 'number' || !Number.isFinite(v)) return '–';
+    return '$' + (v >= 1 ? v.toFixed(2) : v >= 0.01 ? v.toFixed(3) : v.toFixed(5));
+  }
+
+  // One call's cache cell: the share of its request the cache serves (as
+  // reported for the previous call, or predicted for this one) and, when
+  // its rewrite broke the prefix, the tokens that will be paid again.
+  function cacheCell(r) {
+    const td = el('td', 'num cache-cell');
+    const k = r.cache;
+    if (!k) return td;
+    if (typeof k.read_predicted === 'number' && typeof r.tokens_after === 'number' && r.tokens_after > 0) {
+      td.appendChild(el('span', null, fmtPct(k.read_predicted / r.tokens_after)));
+    }
+    if (k.broken_tokens > 0) {
+      td.appendChild(el('span', 'badge badge-warn cache-break', 'break ' + fmtTokens(k.broken_tokens)));
+    }
+    const lines = [];
+    if (typeof k.read_predicted === 'number') lines.push('predicted cache read: ' + fmtInt(k.read_predicted) + ' of ' + fmtInt(r.tokens_after) + ' tokens');
+    if (typeof k.shared_tokens === 'number') lines.push('shared with the previous request: ' + fmtInt(k.shared_tokens));
+    if (k.broken_tokens > 0) lines.push('previous request tokens no longer a prefix (paid again): ' + fmtInt(k.broken_tokens));
+    if (typeof k.cost_predicted_usd === 'number') lines.push('predicted input cost: ' + fmtUsd(k.cost_predicted_usd));
+    if (typeof k.input_reported === 'number') lines.push('reported for the previous call: ' + fmtInt(k.read_reported || 0) + ' of ' + fmtInt(k.input_reported) + ' input tokens from the cache, ' + fmtInt(k.write_reported || 0) + ' written' + (typeof k.cost_reported_usd === 'number' ? ', ' + fmtUsd(k.cost_reported_usd) : ''));
+    td.title = lines.join('\n');
+    return td;
   }
 
   // Context usage per turn against the window, the trigger and the target.
@@ -818,6 +864,7 @@
       ['tiers', 'cap tool outputs, clear old tool I/O, reduce kept turns, summarize'],
       ['summary · facts', 'summary version written · facts kept / dropped'],
       ['files', 'archive objects written (before anything left the context)'],
+      ['cache', "share of the request the provider's prompt cache can serve; a break: tokens of the previous request this call rewrote"],
       ['took', 'preflight duration'],
     ];
     for (const [h, title] of heads) {
@@ -874,6 +921,7 @@
       const arch = el('td', 'num' + (r.archival && r.archival.spooled.length ? ' err-num' : ''), r.archival ? r.archival.keys.length + (r.archival.spooled.length ? ' + spool' : '') : '');
       if (r.archival) arch.title = r.archival.keys.concat(r.archival.spooled).join('\n');
       tr.appendChild(arch);
+      tr.appendChild(cacheCell(r));
       const dur = el('td', 'num');
       if (r.in_progress) dur.appendChild(el('span', 'in-progress-label', 'in progress'));
       else dur.textContent = fmtDuration(r.duration_ms);

@@ -92,8 +92,51 @@ pub fn dir() -> Option<PathBuf> {
         .find(|d| d.is_dir())
 }
 
-/// Every `*.json` trajectory of `dir`, by name.
+/// The split file a trajectory directory may hold beside its runs: a JSON
+/// object from run name to `"heldout"` (or `"held_out"`) and anything else
+/// for tuning. Without it, [`HELD_OUT`] says which runs are held out.
+pub const SPLIT_FILE: &str = "split.json";
+
+/// Every `*.json` trajectory of `dir`, by name, each in the split the
+/// directory's [`SPLIT_FILE`] gives it (else [`HELD_OUT`]'s).
 pub fn load_dir(dir: &Path) -> Result<Vec<Transcript>, TrajectoryError> {
+    let split_path = dir.join(SPLIT_FILE);
+    let held_out: Option<Vec<String>> = match std::fs::read(&split_path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(error) => {
+            return Err(TrajectoryError::Io {
+                path: split_path.display().to_string(),
+                error,
+            });
+        }
+        Ok(bytes) => {
+            let map: std::collections::BTreeMap<String, String> = serde_json::from_slice(&bytes)
+                .map_err(|e| TrajectoryError::Json {
+                    path: split_path.display().to_string(),
+                    error: e.to_string(),
+                })?;
+            Some(
+                map.into_iter()
+                    .filter(|(_, v)| matches!(v.as_str(), "heldout" | "held_out"))
+                    .map(|(k, _)| k)
+                    .collect(),
+            )
+        }
+    };
+    let mut runs = load_runs(dir)?;
+    if let Some(held_out) = held_out {
+        for t in &mut runs {
+            t.split = if held_out.contains(&t.name) {
+                Split::HeldOut
+            } else {
+                Split::Tune
+            };
+        }
+    }
+    Ok(runs)
+}
+
+fn load_runs(dir: &Path) -> Result<Vec<Transcript>, TrajectoryError> {
     let io = |error| TrajectoryError::Io {
         path: dir.display().to_string(),
         error,
@@ -102,6 +145,7 @@ pub fn load_dir(dir: &Path) -> Result<Vec<Transcript>, TrajectoryError> {
         .map_err(io)?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .filter(|p| p.file_name().is_none_or(|n| n != SPLIT_FILE))
         .collect();
     paths.sort();
     paths.iter().map(|p| load(p)).collect()
@@ -173,4 +217,44 @@ pub fn load(path: &Path) -> Result<Transcript, TrajectoryError> {
         probe_match: ProbeMatch::Substring,
         split,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(name: &str) -> String {
+        serde_json::json!({
+            "name": name,
+            "system": [{"role": "system", "content": "You are an agent."}],
+            "turns": [[{"role": "user", "content": "Fix bug 17 in parse_window."}]],
+            "probes": [{"key": "parse_window", "kind": "problem", "turn": 0}]
+        })
+        .to_string()
+    }
+
+    #[test]
+    fn a_directorys_split_file_says_which_runs_are_held_out() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for name in ["a-run", "b-run"] {
+            std::fs::write(dir.path().join(format!("{name}.json")), run(name)).expect("write");
+        }
+        // Without a split file, the shared corpus's list decides: neither.
+        let runs = load_dir(dir.path()).expect("loads");
+        assert!(runs.iter().all(|t| t.split == Split::Tune));
+        std::fs::write(
+            dir.path().join(SPLIT_FILE),
+            r#"{"a-run": "dev", "b-run": "heldout"}"#,
+        )
+        .expect("write");
+        let runs = load_dir(dir.path()).expect("loads");
+        let split = |n: &str| runs.iter().find(|t| t.name == n).map(|t| t.split);
+        assert_eq!(runs.len(), 2, "the split file is not a run");
+        assert_eq!(split("a-run"), Some(Split::Tune));
+        assert_eq!(split("b-run"), Some(Split::HeldOut));
+        // A split file that is not the documented shape is an error naming it.
+        std::fs::write(dir.path().join(SPLIT_FILE), "[1, 2]").expect("write");
+        let err = load_dir(dir.path()).expect_err("bad split file");
+        assert!(err.to_string().contains(SPLIT_FILE), "{err}");
+    }
 }

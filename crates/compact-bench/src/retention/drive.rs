@@ -114,13 +114,14 @@ fn nests_summaries(messages: &[Message]) -> bool {
 /// [`CallingMode::FedBack`] the next call is the previous output plus the
 /// new turn; in [`CallingMode::RawResent`] it is the whole raw history. A
 /// failed preflight leaves the agent with what it sent. Each call's result
-/// goes to `seen`; returns the context the agent holds after the last call.
+/// goes to `seen` with what the agent sent; returns the context the agent
+/// holds after the last call.
 pub async fn replay(
     manager: &CompactManager,
     session: &str,
     t: &Transcript,
     mode: CallingMode,
-    mut seen: impl FnMut(&Result<PreflightOutcome, CompactError>),
+    mut seen: impl FnMut(&[Message], &Result<PreflightOutcome, CompactError>),
 ) -> Vec<Message> {
     let mut context: Vec<Message> = t.opening.clone();
     let mut raw: Vec<Message> = t.opening.clone();
@@ -140,7 +141,7 @@ pub async fn replay(
                 },
             )
             .await;
-        seen(&result);
+        seen(&sent, &result);
         context = match result {
             Ok(o) => o.messages,
             Err(e) => {
@@ -166,7 +167,7 @@ pub async fn measure(
         ..RunOutcome::default()
     };
     let mut last_tokens = None;
-    let context = replay(manager, session, t, mode, |result| {
+    let context = replay(manager, session, t, mode, |_, result| {
         out.preflights += 1;
         match result {
             Ok(o) => {

@@ -130,10 +130,21 @@ pub fn run(quick: bool) -> Value {
     })
 }
 
-/// The suite with `opts`: the report of [`report::build`] plus the corpus
-/// and the wall time.
-pub fn run_with(opts: &Options) -> Value {
-    let started = Instant::now();
+/// The sessions of a run: every transcript `opts` asks for, what could not
+/// be used, and where the real trajectories came from.
+#[derive(Debug, Clone, Default)]
+pub struct Sessions {
+    /// The transcripts, in a fixed order: generated, named corpora,
+    /// fixtures, real trajectories.
+    pub transcripts: Vec<Transcript>,
+    /// Sessions or files that could not be used, and dropped facts.
+    pub problems: Vec<String>,
+    /// `N runs from DIR`, `skipped: …` or `not asked for`.
+    pub trajectories: String,
+}
+
+/// The sessions `opts` names (the retention and cost suites share them).
+pub fn sessions(opts: &Options) -> Sessions {
     let mut transcripts: Vec<Transcript> = Vec::new();
     let mut problems: Vec<String> = Vec::new();
     for &seed in &opts.seeds {
@@ -185,6 +196,22 @@ pub fn run_with(opts: &Options) -> Value {
             },
         }
     }
+    Sessions {
+        transcripts,
+        problems,
+        trajectories,
+    }
+}
+
+/// The suite with `opts`: the report of [`report::build`] plus the corpus
+/// and the wall time.
+pub fn run_with(opts: &Options) -> Value {
+    let started = Instant::now();
+    let Sessions {
+        transcripts,
+        problems,
+        trajectories,
+    } = sessions(opts);
     let keep_recent_turns = Config::default().policy.keep_recent_turns;
     let runs = run_all(&transcripts, &opts.windows, opts.threads);
     let runs = match runs {

@@ -24,6 +24,14 @@ const MODEL_FIELDS: &[(&str, Kind)] = &[
     ("encoding", Kind::Str),
     ("estimator", Kind::Str),
 ];
+/// The keys of a `models.NAME.price` entry, for `set`.
+const PRICE_FIELDS: &[&str] = &[
+    "input",
+    "cached_input",
+    "cache_write",
+    "cache_write_1h",
+    "output",
+];
 /// Deserialization is retried after resetting each bad value so that several
 /// type errors are reported at once; this bounds the retries.
 const MAX_TYPE_ERRORS: usize = 64;
@@ -145,8 +153,9 @@ impl Loaded {
     }
 
     /// Sets one value on top of everything loaded so far (a CLI flag) and
-    /// re-validates. `path` is a leaf (`policy.trigger_pct`), `models.NAME`
-    /// or `models.NAME.context_window` / `.encoding` / `.estimator`. On error nothing
+    /// re-validates. `path` is a leaf (`policy.trigger_pct`), `models.NAME`,
+    /// `models.NAME.context_window` / `.encoding` / `.estimator` / `.price`, or
+    /// `models.NAME.price.input` (and the other price keys). On error nothing
     /// changes.
     pub fn set(&mut self, path: &str, value: Value, source: Source) -> Result<(), ConfigError> {
         let mut tree = self.tree.clone();
@@ -179,6 +188,9 @@ impl Loaded {
         let kind = match env::find_leaf(path) {
             Some(leaf) => Some(leaf.kind),
             None => path.strip_prefix("models.").and_then(|rest| {
+                if price_field(rest).is_some_and(|(_, field)| field.is_some()) {
+                    return Some(Kind::Float);
+                }
                 let (_, field) = rest.rsplit_once('.')?;
                 MODEL_FIELDS
                     .iter()
@@ -469,6 +481,35 @@ fn set_model(
     let Some(Value::Object(models)) = tree.get_mut(MODELS) else {
         return Err("models is not a mapping".to_owned());
     };
+    if let Some((name, field)) = price_field(rest) {
+        let entry = models
+            .entry(name.to_owned())
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !entry.is_object() {
+            *entry = Value::Object(Map::new());
+        }
+        if let Value::Object(entry) = entry {
+            match field {
+                None => {
+                    record_leaves(&value, &format!("{MODELS}.{rest}"), source, sources);
+                    entry.insert("price".to_owned(), value);
+                }
+                Some(field) => {
+                    let price = entry
+                        .entry("price")
+                        .or_insert_with(|| Value::Object(Map::new()));
+                    if !price.is_object() {
+                        *price = Value::Object(Map::new());
+                    }
+                    if let Value::Object(price) = price {
+                        price.insert(field.to_owned(), value);
+                    }
+                    sources.insert(format!("{MODELS}.{rest}"), source.clone());
+                }
+            }
+        }
+        return Ok(());
+    }
     // Model names may contain dots (`gpt-4.1`), so a known field name is
     // split off the end rather than splitting on every dot.
     let field = rest
@@ -493,6 +534,17 @@ fn set_model(
         }
     }
     Ok(())
+}
+
+/// `NAME.price` → `(NAME, None)`, `NAME.price.FIELD` → `(NAME, Some(FIELD))` for
+/// a key of [`PRICE_FIELDS`]; `None` for any other path below `models.`.
+fn price_field(rest: &str) -> Option<(&str, Option<&str>)> {
+    if let Some(name) = rest.strip_suffix(".price") {
+        return Some((name, None));
+    }
+    let (head, field) = rest.rsplit_once('.')?;
+    let name = head.strip_suffix(".price")?;
+    PRICE_FIELDS.contains(&field).then_some((name, Some(field)))
 }
 
 /// Records `origin` for `value` at `path` and for every leaf below it, so that

@@ -221,6 +221,22 @@ pub(super) fn cross_section(config: &Config) -> Vec<FieldError> {
 fn model_rules(name: &str, m: &ModelOverride, errors: &mut Vec<FieldError>) {
     use crate::tokens::{Encoding, EstimatorKind};
     let path = format!("models.{name}");
+    if m.context_window.is_none() {
+        // An entry without a window is a price for a model whose profile
+        // comes from elsewhere: a counting rule alone would be ignored.
+        if m.encoding.is_some() || m.estimator.is_some() || m.chars_per_token.is_some() {
+            errors.push(FieldError::new(
+                format!("{path}.context_window"),
+                "is required with `encoding`, `estimator` or `chars_per_token` (a model profile)",
+            ));
+        } else if m.price.is_none() {
+            errors.push(FieldError::new(
+                &path,
+                "missing key `context_window` (with `encoding` or `estimator`: a model profile) or `price`",
+            ));
+        }
+        return;
+    }
     match (m.estimator, m.encoding) {
         (None, None) => errors.push(FieldError::new(
             &path,

@@ -87,15 +87,18 @@ impl Default for Config {
     }
 }
 
-/// A model profile supplied in config: adds a model or replaces a built-in one. It
-/// says how tokens are counted with `encoding` (a BPE vocabulary) or `estimator`
-/// (`bpe-o200k`, `bpe-cl100k`, or `ratio` with `chars_per_token`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Validate)]
+/// A `models` entry: a model profile (adds a model or replaces a built-in one),
+/// its prices, or both. A profile is `context_window` plus how tokens are
+/// counted, `encoding` (a BPE vocabulary) or `estimator` (`bpe-o200k`,
+/// `bpe-cl100k`, or `ratio` with `chars_per_token`); an entry with only
+/// `price` keeps the model's built-in profile.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Validate)]
 #[serde(deny_unknown_fields)]
 pub struct ModelOverride {
-    /// Context window in tokens.
-    #[garde(custom(rules::at_least(1)))]
-    pub context_window: usize,
+    /// Context window in tokens; `None` in an entry that only gives `price`.
+    #[garde(custom(rules::opt_at_least(1)))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<usize>,
     /// The model's BPE vocabulary (the same as `estimator: bpe-<encoding>`).
     #[garde(skip)]
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -109,12 +112,19 @@ pub struct ModelOverride {
     #[garde(skip)]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chars_per_token: Option<CharsPerToken>,
+    /// List prices per million tokens, instead of the built-in ones
+    /// (`crate::price::builtin_price`).
+    #[garde(dive)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price: Option<crate::price::Price>,
 }
 
 impl ModelOverride {
-    /// The profile this entry describes (assumes the rules of `rules::cross_section`
-    /// hold: a missing encoding counts as `o200k`).
-    pub fn profile(&self) -> crate::tokens::ModelProfile {
+    /// The profile this entry describes, `None` for an entry without
+    /// `context_window` (it only prices the model). Assumes the rules of
+    /// `rules::cross_section` hold: a missing encoding counts as `o200k`.
+    pub fn profile(&self) -> Option<crate::tokens::ModelProfile> {
+        let context_window = self.context_window?;
         let (encoding, ratio) = match self.estimator {
             Some(EstimatorKind::Ratio) => (
                 Encoding::O200k,
@@ -124,11 +134,27 @@ impl ModelOverride {
             Some(EstimatorKind::BpeO200k) => (Encoding::O200k, None),
             None => (self.encoding.unwrap_or(Encoding::O200k), None),
         };
-        crate::tokens::ModelProfile {
-            context_window: self.context_window as u64,
+        Some(crate::tokens::ModelProfile {
+            context_window: context_window as u64,
             encoding,
             ratio,
-        }
+        })
+    }
+}
+
+impl Config {
+    /// The prices of `model`: its `models` entry's `price`, else the
+    /// built-in one; `None` when neither has one.
+    pub fn price_of(&self, model: &str) -> Option<crate::price::Price> {
+        self.models
+            .get(model)
+            .and_then(|m| m.price)
+            .or_else(|| crate::price::builtin_price(model))
+    }
+
+    /// The prices of the configured `model` ([`Config::price_of`]).
+    pub fn price(&self) -> Option<crate::price::Price> {
+        self.price_of(&self.model)
     }
 }
 

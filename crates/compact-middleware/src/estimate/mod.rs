@@ -39,7 +39,7 @@ impl ModelLimits {
         let profile = config
             .models
             .get(name)
-            .map(crate::config::ModelOverride::profile)
+            .and_then(crate::config::ModelOverride::profile)
             .or_else(|| tokens::builtin_profile(name));
         let ratio = profile.and_then(|p| p.ratio);
         let (window, encoding) = match (profile, config.max_context_tokens) {

@@ -64,6 +64,11 @@ pub struct PreflightRequest {
     /// (`docs/tokens.md`, usage anchoring). What the last request held is our previous
     /// output when the session recognises it, else everything before the last reply.
     pub usage: Option<usize>,
+    /// The provider's whole usage figures of the last response, cache reads
+    /// and writes included (`crate::cache::ReportedUsage`): reported on the
+    /// call's events and report (`Report::cache`) and priced. Its
+    /// `input_tokens` anchors the estimate when `usage` is not given.
+    pub usage_details: Option<crate::cache::ReportedUsage>,
     /// The call's strategy overlays (its agent's, its own): applied with the
     /// session's conversation overlay over the configuration, for this call
     /// only (docs/design.md §5, precedence).

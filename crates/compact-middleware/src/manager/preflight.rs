@@ -96,8 +96,10 @@ impl CompactManager {
             note,
             strict,
             usage,
+            usage_details,
             overlays: _,
         } = req;
+        let usage = usage.or(usage_details.map(|u| u.input_tokens));
 
         if note.is_some() {
             trail.hold();
@@ -179,9 +181,63 @@ impl CompactManager {
         } else {
             input.messages
         };
+        report.cache = Some(self.prompt_cache(session, &messages, &report, usage_details));
         session.remember(input.raw_hashes, &messages);
         report.duration_us = started.elapsed().as_micros() as u64;
         Ok(PreflightOutcome { messages, report })
+    }
+
+    /// What the provider's prompt cache can serve of `messages` (the
+    /// request this call returns) given the session's previous request, and
+    /// the caller's `reported` figures of the previous response, priced
+    /// with the model's price (`crate::cache`).
+    fn prompt_cache(
+        &self,
+        session: &Session,
+        messages: &[Message],
+        report: &Report,
+        reported: Option<crate::cache::ReportedUsage>,
+    ) -> crate::cache::PromptCache {
+        let inner = &*self.inner;
+        let count = |from: usize| -> usize {
+            messages[from.min(messages.len())..]
+                .iter()
+                .map(|m| inner.estimator.count_message(m))
+                .sum()
+        };
+        // Unanchored, `tokens_after` is the tool schemas, the messages and
+        // the priming: a prefix is the total less the messages after it,
+        // and only those (usually the newest turn) are looked up. Anchored,
+        // it is scaled: count the prefix itself.
+        let tools = report.breakdown.tools_schema;
+        let messages_total = report
+            .tokens_after
+            .saturating_sub(tools + crate::tokens::REPLY_PRIMING);
+        let anchored = report.anchor.is_some();
+        let prefix = move |k: usize| -> usize {
+            if anchored {
+                tools + count(0) - count(k)
+            } else {
+                tools + messages_total.saturating_sub(count(k))
+            }
+        };
+        let previous = &session.last.out_provider_hashes;
+        crate::cache::Prediction {
+            messages,
+            prefix: &prefix,
+            total: report.tokens_after,
+            previous,
+            previous_total: session
+                .last_report
+                .as_ref()
+                .and_then(|o| o.report.tokens_after()),
+            has_previous: !previous.is_empty(),
+        }
+        .cache(
+            crate::cache::CacheRule::for_model(&inner.limits.model),
+            inner.config.price_of(&inner.limits.model).as_ref(),
+            reported,
+        )
     }
 
     /// The estimate of this call, anchored to the reported `usage` of the last request

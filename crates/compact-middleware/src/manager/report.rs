@@ -123,6 +123,12 @@ pub struct Report {
     /// none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub neutralized: Vec<crate::summarize::Neutralized>,
+    /// The provider's prompt cache around this call: what it can serve of
+    /// the returned request (predicted against the session's previous
+    /// request), the tokens of that request a rewrite broke, and the
+    /// caller's reported figures of the previous response, priced.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache: Option<crate::cache::PromptCache>,
 }
 
 /// The values a report is made of, before compaction.
@@ -182,6 +188,7 @@ impl Report {
             duration_us: 0,
             config_sources: Vec::new(),
             neutralized: Vec::new(),
+            cache: None,
         }
     }
 

@@ -67,6 +67,17 @@ impl LastReport {
             LastReport::Stored(v) => v.clone(),
         }
     }
+
+    /// The tokens of the request that call returned.
+    pub(super) fn tokens_after(&self) -> Option<usize> {
+        match self {
+            LastReport::Typed(r) => Some(r.tokens_after),
+            LastReport::Stored(v) => v
+                .get("tokens_after")
+                .and_then(Value::as_u64)
+                .and_then(|n| usize::try_from(n).ok()),
+        }
+    }
 }
 
 /// The session's summary now.

@@ -294,16 +294,29 @@ impl Trail {
             held: _,
         } = self;
         let root = match outcome {
-            Ok(r) => root.finish_payload(&payload::Preflight {
-                session_id,
-                triggered: r.triggered,
-                reason: Some(r.reason.clone()),
-                tokens_before: Some(r.tokens_before as u64),
-                tokens_after: Some(r.tokens_after as u64),
-                tiers: Some(json!(r.tiers)),
-                duration_us: Some(r.duration_us),
-                error: None,
-            }),
+            Ok(r) => {
+                let cache = r.cache.as_ref();
+                let reported = cache.and_then(|c| c.reported);
+                root.finish_payload(&payload::Preflight {
+                    session_id,
+                    triggered: r.triggered,
+                    reason: Some(r.reason.clone()),
+                    tokens_before: Some(r.tokens_before as u64),
+                    tokens_after: Some(r.tokens_after as u64),
+                    tiers: Some(json!(r.tiers)),
+                    duration_us: Some(r.duration_us),
+                    error: None,
+                    cache_read_predicted: cache.map(|c| c.predicted_read as u64),
+                    prefix_shared_tokens: cache.map(|c| c.shared_tokens as u64),
+                    prefix_broken_tokens: cache.and_then(|c| c.broken_tokens).map(|n| n as u64),
+                    cost_predicted_usd: cache.and_then(|c| c.predicted_input_cost_usd),
+                    input_tokens_reported: reported.map(|u| u.input_tokens as u64),
+                    cache_read_reported: reported.map(|u| u.cache_read as u64),
+                    cache_write_reported: reported
+                        .map(|u| (u.cache_write + u.cache_write_1h) as u64),
+                    cost_reported_usd: cache.and_then(|c| c.reported_cost_usd),
+                })
+            }
             Err(e) => root.finish_payload(&payload::Preflight {
                 session_id,
                 // Only a budget failure is known to have triggered.

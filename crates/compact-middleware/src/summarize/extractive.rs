@@ -126,17 +126,20 @@ pub(crate) fn rank(it: &Item, first_goal: bool, templated: bool) -> u8 {
 
 /// Mentions (after the first) that make a name the people or the agent
 /// wrote a fact of its own: one they keep coming back to.
-const FOCUS_AGAIN: u32 = 2;
-/// The rank of a name in focus: beside the agent's working notes, which
-/// mostly say what it did with those names.
+pub(crate) const FOCUS_AGAIN: u32 = 2;
+/// The rank of a name in focus: the agent's working notes' (which mostly
+/// say what it did with those names), and dropped after them.
 const FOCUS_RANK: u8 = 7;
 
-/// A name (a function, a class, a symbol) the people or the agent wrote
-/// in three messages or more: the work is about it, and one short entry
-/// in the summary's name list keeps it when the sentences that named it
-/// are gone.
+/// A name of code (a function, a class, a field) the people or the agent
+/// wrote in three sentences or more: the work is about it, and one short
+/// entry in the summary's name list keeps it when the sentences that named
+/// it are gone.
 fn in_focus(it: &Item) -> bool {
-    it.kind == Kind::Api && !it.from_tool && it.again >= FOCUS_AGAIN && names_code(&it.text)
+    matches!(it.kind, Kind::Api | Kind::Entity)
+        && !it.from_tool
+        && it.again >= FOCUS_AGAIN
+        && names_code(&it.text)
 }
 
 /// Whether a backticked name reads as code of this project rather than a
@@ -157,6 +160,8 @@ fn names_code(name: &str) -> bool {
         "cls",
     ]
     .contains(&bare)
+        || !bare.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        || bare.contains(['@', '/', ' '])
     {
         return false;
     }
@@ -403,17 +408,21 @@ fn drop_until_fit(f: &mut Fit<'_>, facts: &[usize], budget: usize) {
                 }
             }
         }
-        for j in (start..at).rev() {
-            if f.total <= budget {
-                return;
-            }
-            if f.shown[facts[j]].is_some() {
-                for k in keys[j].iter().flatten() {
-                    if let Some(n) = carried.get_mut(k.as_str()) {
-                        *n -= 1;
-                    }
+        // Then the rest, a name in focus after the sentences beside it.
+        for focus in [false, true] {
+            for j in (start..at).rev() {
+                if f.total <= budget {
+                    return;
                 }
-                f.set(facts[j], None);
+                let r = facts[j];
+                if f.shown[r].is_some() && in_focus(&f.items[f.rows[r].item]) == focus {
+                    for k in keys[j].iter().flatten() {
+                        if let Some(n) = carried.get_mut(k.as_str()) {
+                            *n -= 1;
+                        }
+                    }
+                    f.set(r, None);
+                }
             }
         }
         at = start;

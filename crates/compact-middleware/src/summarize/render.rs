@@ -271,6 +271,10 @@ fn push_bullet(out: &mut String, text: &str) {
 /// facts become items again, so a summary written without a ledger (or by
 /// another summarizer) loses nothing when it is folded.
 pub(crate) fn parse_previous(previous: &str, ledger: &mut Ledger) {
+    // A summary names a thing as often as its lines do, not as often as
+    // the conversation did: what it says again is not counted as said
+    // again, and the names it lists on their own stay names in focus.
+    let again_before: Vec<u32> = ledger.items.iter().map(|it| it.again).collect();
     let mut parsed = ParsedPrevious::default();
     let mut current: Option<&Section> = None;
     let mut open: Option<String> = None;
@@ -312,6 +316,13 @@ pub(crate) fn parse_previous(previous: &str, ledger: &mut Ledger) {
     if let Some(latest) = &parsed.latest {
         ledger.set_latest(latest);
     }
+    for (i, it) in ledger.items.iter_mut().enumerate() {
+        it.again = match again_before.get(i) {
+            Some(&n) => n,
+            None if parsed.names.contains(&it.text) => super::extractive::FOCUS_AGAIN,
+            None => 0,
+        };
+    }
 }
 
 /// What a previous body held apart from the ledger's ordinary items.
@@ -323,6 +334,8 @@ struct ParsedPrevious {
     /// sentence shown whole carries them): read after the lists, so the
     /// lists keep their order.
     sentences: Vec<String>,
+    /// Names listed on their own (`APIs:`, `Entities:`).
+    names: Vec<String>,
 }
 
 fn flush(
@@ -347,6 +360,7 @@ fn flush(
         [kind] if section.style == Style::Inline => {
             for part in text.split(", ") {
                 ledger.add(*kind, part, false);
+                parsed.names.push(part.to_owned());
             }
         }
         [File] => {

@@ -18,6 +18,7 @@ mod rules;
 
 pub use cache::{CacheStats, CountCache, item_hash};
 pub use counter::{TokenCounter, counter};
+pub(crate) use profiles::longest_builtin;
 pub use profiles::{EstimatorKind, ModelProfile, builtin_models, builtin_profile};
 pub use ratio::{CharsPerToken, RatioCounter, estimate as ratio_estimate, ratio_counter};
 pub use rules::{

@@ -129,6 +129,13 @@ pub fn builtin_models() -> &'static [(&'static str, ModelProfile)] {
 /// `@version` suffix are ignored (`us.anthropic.claude-sonnet-4-5-20250929-v1:0` and
 /// `claude-sonnet-4-5@20250929` are `claude-sonnet-4-5`).
 pub fn builtin_profile(model: &str) -> Option<ModelProfile> {
+    longest_builtin(MODELS, model).copied()
+}
+
+/// The entry of `table` whose name is the longest prefix of `model` ending at
+/// its end or at a `-`, after the spelling rules of [`builtin_profile`]; the
+/// lookup the built-in profiles and prices share.
+pub(crate) fn longest_builtin<'a, T>(table: &'a [(&str, T)], model: &str) -> Option<&'a T> {
     let model = match model.strip_prefix("ft:") {
         Some(rest) => rest.split(':').next().unwrap_or(rest),
         None => model,
@@ -139,7 +146,7 @@ pub fn builtin_profile(model: &str) -> Option<ModelProfile> {
         None => model,
     };
     let model = model.split('@').next().unwrap_or(model);
-    MODELS
+    table
         .iter()
         .filter(|(name, _)| {
             model
@@ -147,5 +154,5 @@ pub fn builtin_profile(model: &str) -> Option<ModelProfile> {
                 .is_some_and(|rest| rest.is_empty() || rest.starts_with('-'))
         })
         .max_by_key(|(name, _)| name.len())
-        .map(|(_, profile)| *profile)
+        .map(|(_, value)| value)
 }

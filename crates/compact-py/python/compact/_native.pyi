@@ -6,7 +6,9 @@ from typing import Any, Literal
 
 Format = Literal["auto", "chat", "responses", "anthropic"]
 Message = dict[str, Any]
-Usage = int | Mapping[str, int | None]
+# A number (input tokens), or the provider's usage object: a dict (its cache details nested,
+# `prompt_tokens_details`, `cache_creation`) or the SDK's pydantic model.
+Usage = int | Mapping[str, int | Mapping[str, int | None] | None] | object
 
 __version__: str
 

@@ -44,8 +44,9 @@ pub(crate) struct Call<'a> {
     pub(crate) manager: &'a CompactManager,
     pub(crate) api: Api,
     pub(crate) session: &'a str,
-    /// The provider's reported input tokens of the session's last response.
-    pub(crate) usage: Option<usize>,
+    /// The usage object the provider reported for the session's last
+    /// response.
+    pub(crate) usage: Option<Value>,
     /// Set for the reactive path: the provider's refusal.
     pub(crate) overflow: Option<String>,
 }
@@ -68,6 +69,10 @@ impl Call<'_> {
                 return Plan::unchanged("failed", original.clone(), Some(why));
             }
         };
+        // A usage object the wiring does not read is dropped, not an error:
+        // the provider's shape is not the caller's fault.
+        let (usage, usage_details) =
+            compact_wiring::usage_figures(self.usage.as_ref()).unwrap_or((None, None));
         let (forced, note) = match &self.overflow {
             Some(message) => (Some(Forced::ContextOverflow), Some(message.clone())),
             None => (None, None),
@@ -82,7 +87,8 @@ impl Call<'_> {
                     forced,
                     note,
                     strict: false,
-                    usage: self.usage,
+                    usage,
+                    usage_details,
                     overlays,
                 },
             )

@@ -190,6 +190,7 @@ pub(crate) async fn handle(State(p): State<Arc<Inner>>, req: Request) -> Respons
                 answer.status(),
                 Observed {
                     usage: Default::default(),
+                    reported: None,
                     first_output: None,
                     error,
                 },
@@ -366,9 +367,9 @@ impl Record {
         let u = observed.usage;
         if status.is_success()
             && self.api != Api::Other
-            && let Some(input) = u.input.and_then(|n| usize::try_from(n).ok())
+            && let Some(reported) = observed.reported
         {
-            self.p.keep_usage(&self.identity.id, input);
+            self.p.keep_usage(&self.identity.id, reported);
         }
         let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
         let latency = self.arrived.elapsed();

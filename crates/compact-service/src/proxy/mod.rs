@@ -57,16 +57,17 @@ pub(crate) struct Inner {
     pub(crate) upstreams: upstream::Upstreams,
     pub(crate) client: reqwest::Client,
     pub(crate) settings: ProxySettings,
-    /// The provider's reported input tokens of each session's last
-    /// response: the next call's estimate is anchored to it.
-    usage: Mutex<HashMap<String, usize>>,
+    /// The usage object the provider reported for each session's last
+    /// response: the next call's estimate is anchored to its input tokens
+    /// and its cache figures are reported and priced (`Report::cache`).
+    usage: Mutex<HashMap<String, serde_json::Value>>,
     pub(crate) metrics: metrics::Metrics,
 }
 
 impl Inner {
     /// The session's last reported usage, forgotten: a call that fails
     /// leaves nothing stale to anchor on.
-    pub(crate) fn take_usage(&self, session: &str) -> Option<usize> {
+    pub(crate) fn take_usage(&self, session: &str) -> Option<serde_json::Value> {
         let mut map = self
             .usage
             .lock()
@@ -74,7 +75,7 @@ impl Inner {
         map.remove(session)
     }
 
-    pub(crate) fn keep_usage(&self, session: &str, tokens: usize) {
+    pub(crate) fn keep_usage(&self, session: &str, usage: serde_json::Value) {
         let mut map = self
             .usage
             .lock()
@@ -82,7 +83,7 @@ impl Inner {
         if map.len() >= MAX_USAGE_SESSIONS {
             map.clear();
         }
-        map.insert(session.to_owned(), tokens);
+        map.insert(session.to_owned(), usage);
     }
 }
 

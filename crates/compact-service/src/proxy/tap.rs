@@ -18,6 +18,8 @@ use super::wire::{Reader, Usage};
 #[derive(Debug, Clone)]
 pub(crate) struct Observed {
     pub(crate) usage: Usage,
+    /// The provider's usage object, as reported.
+    pub(crate) reported: Option<serde_json::Value>,
     /// When the first output event passed (streams).
     pub(crate) first_output: Option<Instant>,
     /// Why the body did not end normally (the caller went away, the
@@ -70,17 +72,18 @@ impl Tap {
     fn end(&mut self, error: Option<String>) {
         self.ended = true;
         let Some(done) = self.done.take() else { return };
-        let usage = match &mut self.reader {
+        let (usage, reported) = match &mut self.reader {
             Some(reader) => {
                 if error.is_none() {
                     reader.finish();
                 }
-                reader.usage
+                (reader.usage, reader.reported.take())
             }
-            None => Usage::default(),
+            None => (Usage::default(), None),
         };
         done(Observed {
             usage,
+            reported,
             first_output: self.first_output,
             error,
         });

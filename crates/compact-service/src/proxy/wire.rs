@@ -213,6 +213,9 @@ pub(crate) struct Reader {
     buf: Vec<u8>,
     overflowed: bool,
     pub(crate) usage: Usage,
+    /// The provider's usage object as reported (a stream's reports merged
+    /// key by key): what the session's next preflight gets, whole.
+    pub(crate) reported: Option<Value>,
     pub(crate) first_output: bool,
 }
 
@@ -229,6 +232,7 @@ impl Reader {
             buf: Vec::new(),
             overflowed: false,
             usage: Usage::default(),
+            reported: None,
             first_output: false,
         }
     }
@@ -275,7 +279,7 @@ impl Reader {
             if let Ok(v) = serde_json::from_slice::<Value>(&self.buf)
                 && let Some(u) = v.get("usage")
             {
-                self.usage.merge(u);
+                self.report(u);
             }
             self.buf = Vec::new();
         }
@@ -308,7 +312,20 @@ impl Reader {
             _ => v.get("usage"),
         };
         if let Some(u) = usage.filter(|u| u.is_object()) {
-            self.usage.merge(u);
+            self.report(u);
+        }
+    }
+
+    /// One usage report: read, and merged into what was reported.
+    fn report(&mut self, u: &Value) {
+        self.usage.merge(u);
+        match (&mut self.reported, u) {
+            (Some(Value::Object(all)), Value::Object(more)) => {
+                for (k, v) in more {
+                    all.insert(k.clone(), v.clone());
+                }
+            }
+            (slot, u) => *slot = Some(u.clone()),
         }
     }
 

@@ -557,7 +557,70 @@ pub(crate) fn scan_apis(sentence: &str) -> Vec<String> {
             out.push(api.to_owned());
         }
     }
+    // Names of code written without backticks: `textwrap.fill`,
+    // `self.bases`, `DjangoHelpFormatter`, `lookupValue`.
+    for m in CODE_NAME.find_iter(sentence) {
+        let name = m.as_str().trim_end_matches('.');
+        if is_code_name(name) && !out.iter().any(|a| a.contains(name)) {
+            out.push(name.to_owned());
+        }
+    }
     out
+}
+
+/// A word that may be a name of code: dotted, or with a capital inside.
+static CODE_NAME: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?-u:\b)[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+(?-u:\b)|(?-u:\b)[A-Za-z][a-z0-9]+(?:[A-Z][a-z0-9]+)+(?-u:\b)",
+    )
+});
+
+/// Top-level domains and abbreviations a dotted word may end with that
+/// make it a host or an abbreviation, not code (`example.com`, `e.g`).
+const NOT_CODE_ENDS: &[&str] = &[
+    "com",
+    "org",
+    "net",
+    "io",
+    "dev",
+    "ai",
+    "co",
+    "uk",
+    "de",
+    "fr",
+    "es",
+    "eu",
+    "us",
+    "cn",
+    "jp",
+    "info",
+    "biz",
+    "app",
+    "cloud",
+    "example",
+    "internal",
+    "local",
+    "localhost",
+    "g",
+    "e",
+];
+
+/// Whether a [`CODE_NAME`] match reads as code: a dotted name whose parts
+/// are not a file's extension or a domain, or a word with a capital inside
+/// it (not a product name in capitals like `HX-200`, which has none).
+fn is_code_name(name: &str) -> bool {
+    if let Some((_, last)) = name.rsplit_once('.') {
+        let ext = TOKEN
+            .find(name)
+            .is_some_and(|m| m.start() == 0 && m.end() == name.len());
+        return !ext
+            && name.len() >= 5
+            && !NOT_CODE_ENDS.contains(&last.to_ascii_lowercase().as_str())
+            && !name
+                .split('.')
+                .any(|p| p.bytes().all(|b| b.is_ascii_digit()));
+    }
+    name.len() >= 6
 }
 
 /// Splits a line into sentences at `. `, `? `, `! ` followed by something that
@@ -1337,6 +1400,78 @@ pub(crate) fn cjk_key(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_frameworks_complaint_about_the_last_output_is_a_nudge_and_a_request_is_not() {
+        for nudge in [
+            "Your last reply did not contain a tool call. Reply with exactly one tool call.",
+            "Tool call error:\n\n<error>\nError parsing tool call arguments: Expecting ':' delimiter\n</error>",
+            "No tool calls found in the response. Every response MUST include at least one tool call.",
+            "Your last output did not use any tool calls! Please make sure your output includes exactly _ONE_ function call!",
+            "Please continue working on the task on whatever approach you think is suitable.",
+            "Format error: your previous response had no action in triple backticks.",
+        ] {
+            assert!(is_framework_nudge(nudge), "{nudge}");
+        }
+        for request in [
+            "Fix the tool call parser: it fails on arguments that are not valid JSON.",
+            "The JSON format of the export changed; can you update the reader?",
+            "Please continue with the migration once the tests pass.",
+            "Error handling in the CLI swallows the exit code, please fix it.",
+        ] {
+            assert!(!is_framework_nudge(request), "{request}");
+        }
+    }
+
+    #[test]
+    fn names_of_code_are_found_without_backticks_and_hosts_and_files_are_not() {
+        let apis = scan_apis(
+            "So textwrap.fill doesn't collapse spaces, and DjangoHelpFormatter calls self._fill_text via lookupValue.",
+        );
+        for name in [
+            "textwrap.fill",
+            "DjangoHelpFormatter",
+            "self._fill_text",
+            "lookupValue",
+        ] {
+            assert!(apis.iter().any(|a| a == name), "{name}: {apis:?}");
+        }
+        let apis = scan_apis(
+            "See api.example.com and config.yaml, e.g. the HX-200 or GitHub, version 4.18.5.",
+        );
+        assert!(
+            apis.iter().all(|a| a != "api.example.com"
+                && a != "config.yaml"
+                && a != "4.18.5"
+                && a != "e.g"),
+            "{apis:?}"
+        );
+    }
+
+    #[test]
+    fn a_constraint_cue_that_describes_does_not_make_a_rule() {
+        let kind = |s: &str| classify_as(s, Voice::Principal);
+        for said in [
+            "We were charged twice this month, and I only noticed it on Thursday.",
+            "After the reset, the device asked for a setup code that we never received.",
+            "I understand how frustrating this must be for your team.",
+            "I don't have much technical knowledge.",
+            "The error message only says that the connection was refused.",
+            "It must have been the update.",
+        ] {
+            assert_ne!(kind(said), Some(Kind::Constraint), "{said}");
+        }
+        for rule in [
+            "Please only send invoices to samir.berg@estudio-sol.es, not to me.",
+            "Our data must stay in eu-south-2.",
+            "Never log the key value itself.",
+            "Please don't ask me to reinstall everything.",
+            "We don't want the staging data in the report.",
+            "Only use the read replica for this.",
+        ] {
+            assert_eq!(kind(rule), Some(Kind::Constraint), "{rule}");
+        }
+    }
 
     #[test]
     fn a_chinese_paragraph_is_many_sentences() {

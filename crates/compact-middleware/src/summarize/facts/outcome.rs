@@ -20,6 +20,8 @@ pub(crate) struct Outcome {
     pub exit: Option<i64>,
     /// The command timed out.
     pub timed_out: bool,
+    /// How long it was given, as the output says (`after 60 seconds`).
+    pub timeout: Option<String>,
     /// A test runner's summary (`3 failed, 41 passed`, `Ran 12 tests: OK`).
     pub tests: Option<String>,
     /// Failing (or, in a short verbose run, passing) test ids.
@@ -52,6 +54,15 @@ static WRAPPER: LazyLock<Regex> = LazyLock::new(|| {
 });
 static TIMED_OUT: LazyLock<Regex> =
     LazyLock::new(|| re(r"(?i)timed out|timeout expired|time limit exceeded"));
+/// The limit a timeout message names: `timed out after 60 seconds`.
+static TIMED_OUT_AFTER: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"(?i)timed out after (\d+(?:\.\d+)? ?(?:seconds?|secs?|s|minutes?|mins?|m|ms))(?-u:\b)")
+});
+/// An exception named inside a line (`pn.upper() AttributeError: …`,
+/// `ERROR: TypeError: …`): a script that prints what it caught.
+static ERROR_INSIDE: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"(?-u:\b)(?:[A-Z][A-Za-z0-9_]*(?:Error|Exception|Warning)|[A-Za-z_.]*Error)(?::| -) \S.*$")
+});
 /// pytest's last line, with or without its `=` rule.
 static PYTEST: LazyLock<Regex> = LazyLock::new(|| {
     re(
@@ -115,7 +126,16 @@ fn diagnostic_shape(line: &str) -> String {
 const MAX_DIAGNOSTICS: usize = 4;
 
 /// Most result lines kept from one output.
-const MAX_LINES: usize = 3;
+const MAX_LINES: usize = 9;
+/// An output of at most this many lines is kept whole (a search that
+/// found this few lines found something; more are a listing).
+const WHOLE_LINES: usize = 3;
+/// A line that gives a verdict on what it checked.
+static VERDICT: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?-u:\b)(?:ERROR|FAIL(?:ED|URE)?|MISMATCH|UNEXPECTED|WRONG|BUG)(?-u:\b)|\((?:should be|expected) [^)]*\)",
+    )
+});
 /// Longest result line kept, in bytes.
 const MAX_LINE: usize = 160;
 /// Most test ids kept.
@@ -135,6 +155,11 @@ pub(crate) fn read(output: &str) -> Outcome {
             .lines()
             .take(3)
             .any(|l| TIMED_OUT.is_match(l) && l.len() < 200);
+    if o.timed_out {
+        o.timeout = TIMED_OUT_AFTER
+            .captures(output)
+            .map(|c| format!("after {}", &c[1]));
+    }
     let body = WRAPPER.replace_all(output, "\n");
     let lines: Vec<&str> = body
         .lines()
@@ -201,10 +226,18 @@ pub(crate) fn read(output: &str) -> Outcome {
                 .map(|l| l.trim())
                 .find(|l| ERROR_LINE.is_match(l))
         })
+        .map(str::to_owned)
+        // A script's own report of what it caught, inside a line.
+        .or_else(|| {
+            lines
+                .iter()
+                .rev()
+                .find_map(|l| ERROR_INSIDE.find(l).map(|m| m.as_str().to_owned()))
+        })
         // `bash: line 1: hexdump: command not found`: the shell's name and
         // line say nothing of what failed.
         .map(|l| {
-            let l = SHELL_PREFIX.replace(l, "");
+            let l = SHELL_PREFIX.replace(&l, "");
             // pytest's `E       AssertionError: …`: the gap is layout.
             clip(&one_spaced(&l), MAX_LINE)
         });
@@ -249,12 +282,24 @@ pub(crate) fn read(output: &str) -> Outcome {
     if o.tests.is_none() {
         // A program's output opens with what it set out to show (`Found 81
         // visit methods`) and ends with how it went.
-        o.whole = meaningful.len() <= MAX_LINES;
+        o.whole = meaningful.len() <= WHOLE_LINES;
         let take: Vec<&str> = if o.whole {
             meaningful.clone()
         } else {
-            let mut v = vec![meaningful[0]];
-            v.extend_from_slice(&meaningful[meaningful.len() - 2..]);
+            // Its first line, the lines that report a failure or an
+            // exception it caught (a test script's `ERROR: TypeError: …`
+            // is what it found), its last two.
+            let n = meaningful.len();
+            let head = n.min(3);
+            let tail = (n - head).min(3);
+            let mut v: Vec<&str> = meaningful[..head].to_vec();
+            v.extend(
+                meaningful[head..n - tail]
+                    .iter()
+                    .filter(|l| ERROR_INSIDE.is_match(l) || VERDICT.is_match(l))
+                    .take(3),
+            );
+            v.extend_from_slice(&meaningful[n - tail..]);
             v
         };
         for l in take {
@@ -318,7 +363,10 @@ impl Outcome {
     pub(crate) fn render(&self, max: usize) -> String {
         let mut parts: Vec<String> = Vec::new();
         if self.timed_out {
-            parts.push("timed out".into());
+            parts.push(match &self.timeout {
+                Some(after) => format!("timed out {after}"),
+                None => "timed out".into(),
+            });
         } else if let Some(e) = self.exit {
             parts.push(format!("exit {e}"));
         }
@@ -358,6 +406,62 @@ impl Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_timeout_says_how_long_and_a_scripts_caught_error_is_its_error() {
+        let o = read(
+            "<returncode>-1</returncode>\n<exception>Command 'pip install numpy' timed out after 60 seconds</exception>",
+        );
+        assert!(o.timed_out);
+        assert!(
+            o.render(200).starts_with("timed out after 60 seconds"),
+            "{}",
+            o.render(200)
+        );
+        let script = "<returncode>0</returncode>\n<output>\nTest generator with original code:\nERROR: TypeError: object of type 'generator' has no len()\n\nTest list with original code:\nSUCCESS: Created with list\nTest tuple:\nSUCCESS: Created with tuple\n</output>";
+        let o = read(script);
+        assert_eq!(
+            o.error.as_deref(),
+            Some("TypeError: object of type 'generator' has no len()")
+        );
+        let caught = "pn = SomeName\nTesting string operations:\npn.startswith('S') AttributeError: 'PersonName' object has no attribute 'startswith'\npn.upper() works\nlen 8\ndone";
+        assert!(
+            read(caught)
+                .render(480)
+                .contains("AttributeError: 'PersonName' object has no attribute 'startswith'")
+        );
+    }
+
+    #[test]
+    fn failing_tests_keep_what_they_failed_with() {
+        let pytest = "FAILED tests/test_a.py::test_x - KeyError: 'dune_margin'\nFAILED tests/test_a.py::test_y - AssertionError: assert None == 1\nFAILED tests/test_b.py::test_z - KeyError: 'dune_margin'\n3 failed, 40 passed in 1.2s";
+        let o = read(pytest);
+        assert_eq!(
+            o.failures,
+            [
+                "KeyError: 'dune_margin'",
+                "AssertionError: assert None == 1"
+            ]
+        );
+        let jest = "  ● Series › quarry leap day\n\n    RangeError: kilnEpoch must be a positive integer, got -18\n\n      274 |   it('x', () => {\nTests:       1 failed, 10 passed, 11 total";
+        let o = read(jest);
+        assert_eq!(o.test_ids, ["Series › quarry leap day"]);
+        assert_eq!(
+            o.failures,
+            ["RangeError: kilnEpoch must be a positive integer, got -18"]
+        );
+        let panic = "Exit code: 101\nthread 'main' panicked at src/filters.rs:56:38:\nmissing field `inlet_policy` at line 1 column 55\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace";
+        assert_eq!(
+            read(panic).error.as_deref(),
+            Some("missing field `inlet_policy` at line 1 column 55")
+        );
+        let old_panic =
+            "thread 'main' panicked at 'index out of bounds: the len is 3', src/main.rs:4:5";
+        assert_eq!(
+            read(old_panic).error.as_deref(),
+            Some("index out of bounds: the len is 3")
+        );
+    }
 
     #[test]
     fn a_pytest_run_gives_its_summary_and_failing_ids() {

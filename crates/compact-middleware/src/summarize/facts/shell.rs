@@ -829,8 +829,8 @@ fn test_files(ops: &[&str]) -> Vec<(String, Touch)> {
 /// declarations, not facts (the file is still on disk).
 /// A file the agent made for itself on the way rather than one of the
 /// project's: under a temporary directory, or a copy an editor or a patch
-/// left beside the real one (`x.py.orig`, `x.py.bak`, `x.rej`). What it
-/// showed when run is kept; the file itself is a step of the way.
+/// left beside the real one (`x.py.orig`, `x.py.bak`, `x.rej`). A run of
+/// such a script is a step of the way (what it showed is kept).
 pub(crate) fn is_scratch(path: &str) -> bool {
     let path = path.trim_start_matches("./");
     let tmp = ["/tmp/", "/var/tmp/", "/private/tmp/", "tmp/", "/dev/shm/"]
@@ -901,6 +901,28 @@ pub(crate) fn is_code(path: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scratch_files_are_the_agents_own_copies_and_temporaries() {
+        for p in [
+            "/tmp/fix.py",
+            "/var/tmp/x.sh",
+            "django/db/models/base.py.orig",
+            "src/a.rs.bak",
+            "related.py.backup",
+            "notes.txt~",
+        ] {
+            assert!(is_scratch(p), "{p}");
+        }
+        for p in [
+            "src/tmpl.rs",
+            "tests/test_tmp.py",
+            "reproduce_issue.py",
+            "django/db/models/base.py",
+        ] {
+            assert!(!is_scratch(p), "{p}");
+        }
+    }
 
     fn files(c: &Call) -> Vec<(&str, Touch)> {
         c.files.iter().map(|(p, t)| (p.as_str(), *t)).collect()

@@ -51,7 +51,7 @@ fn is_zero(b: &u8) -> bool {
 }
 
 /// Longest outcome kept, in bytes.
-const MAX_OUTCOME: usize = 480;
+const MAX_OUTCOME: usize = 1000;
 /// Most earlier failures a test command keeps (the summary's budget
 /// decides how many it shows: a few in the short form, all in the full).
 const MAX_FAILED_BEFORE: usize = 16;
@@ -97,10 +97,7 @@ pub(crate) fn rank(kind: Kind, text: &str, t: &Trail) -> Option<u8> {
         Kind::Touched => {
             let has = |x: Touch| t.touches & x.bit() != 0;
             let ran = has(Touch::Ran) || has(Touch::Tested);
-            Some(if shell::is_scratch(text) {
-                // A scratch file: what running it showed is its command's.
-                3
-            } else if has(Touch::Edited) || has(Touch::Deleted) {
+            Some(if has(Touch::Edited) || has(Touch::Deleted) {
                 9
             } else if has(Touch::Created) || ran || (has(Touch::Viewed) && shell::is_code(text)) {
                 8

@@ -1,0 +1,169 @@
+//! The cost suite end to end on a small corpus: a generated coding session
+//! that compacts at 16k, and a held-out ci-logs session that fits 128k,
+//! under every policy. What it must show is a property of the cache rules
+//! and of the policies, not a figure.
+
+use compact_bench::corpus::{self, Agent, Corpus, SessionShape, Transcript};
+use compact_bench::cost::cache::openai_cached;
+use compact_bench::cost::peers::Peer;
+use compact_bench::cost::{self, Options, Policy, Run};
+use compact_bench::retention::CallingMode;
+use compact_middleware::model::Format;
+use compact_middleware::tokens::REPLY_PRIMING;
+
+const OPENAI: usize = 0;
+const ANTHROPIC_5M: usize = 1;
+
+fn transcripts() -> Vec<Transcript> {
+    let coding = corpus::generate(
+        1,
+        Agent::Coding,
+        Format::Chat,
+        &SessionShape {
+            turns: (30, 34),
+            output_chars: (300, 6_000),
+        },
+    );
+    let ci = Corpus::CiLogs.generate(3, Format::Chat);
+    vec![
+        coding.transcript().expect("decodes"),
+        ci.transcript().expect("decodes"),
+    ]
+}
+
+fn runs(ts: &[Transcript]) -> (Vec<Run>, Options) {
+    let opts = Options {
+        windows: vec![16_000, 128_000],
+        threads: 2,
+        ..Options::quick()
+    };
+    (cost::run_all(ts, &opts).expect("every run finishes"), opts)
+}
+
+fn find(runs: &[Run], t: usize, window: usize, policy: Policy) -> &Run {
+    runs.iter()
+        .find(|r| r.transcript == t && r.window == window && r.policy == policy)
+        .expect("run")
+}
+
+#[test]
+fn the_cache_serves_what_a_policy_leaves_in_place() {
+    let ts = transcripts();
+    let (runs, opts) = runs(&ts);
+    assert_eq!(runs.len(), ts.len() * 2 * Policy::ALL.len());
+    for r in &runs {
+        assert_eq!(r.calls.len(), ts[r.transcript].turns.len());
+        for (k, c) in r.calls.iter().enumerate() {
+            // Only a compaction breaks the prefix: a policy that keeps what
+            // it sent and appends never does.
+            assert!(
+                !c.broke || c.compacted,
+                "{:?} at {}: call {k} broke without compacting",
+                r.policy,
+                r.window
+            );
+            if k == 0 {
+                assert_eq!(c.tokens[OPENAI].cache_read, 0);
+                continue;
+            }
+            // Every call that did not break reads the whole previous
+            // request from OpenAI's cache, by its 1,024/128 rule.
+            let prev = r.calls[k - 1].prompt - REPLY_PRIMING;
+            if !c.broke {
+                assert_eq!(
+                    c.tokens[OPENAI].cache_read,
+                    openai_cached(prev),
+                    "{:?} at {}: call {k}",
+                    r.policy,
+                    r.window
+                );
+            } else {
+                assert!(c.tokens[OPENAI].cache_read <= openai_cached(prev));
+            }
+            for p in [OPENAI, ANTHROPIC_5M] {
+                assert_eq!(c.tokens[p].prompt(), c.prompt, "the split adds up");
+            }
+        }
+    }
+    // No compaction where the session fits: no break, nearly every input
+    // token served from the cache.
+    let ci = find(&runs, 1, 128_000, Policy::Peer(Peer::NoCompaction));
+    assert!(ci.calls.iter().all(|c| !c.over_window && !c.broke));
+    let read: usize = ci.calls.iter().map(|c| c.tokens[OPENAI].cache_read).sum();
+    let prompt: usize = ci.calls.iter().map(|c| c.prompt).sum();
+    assert!(read * 10 > prompt * 8, "{read} of {prompt}");
+    // compact at 128k on a session that fits does not touch it: the same
+    // requests, so the same cache figures and everything retained.
+    for mode in CallingMode::ALL {
+        let ours = find(&runs, 1, 128_000, Policy::Compact(mode));
+        assert!(ours.calls.iter().all(|c| !c.compacted));
+        let same: Vec<_> = ours.calls.iter().map(|c| c.tokens).collect();
+        let theirs: Vec<_> = ci.calls.iter().map(|c| c.tokens).collect();
+        assert_eq!(same, theirs, "{mode:?}");
+        assert!(ours.retained.iter().all(|&k| k));
+    }
+    // At 16k compact compacts, and each compaction that rewrote what the
+    // previous call sent is a break, in both calling modes (in raw-resent
+    // mode too: the resent history is replaced by the same output).
+    for mode in CallingMode::ALL {
+        let ours = find(&runs, 0, 16_000, Policy::Compact(mode));
+        let compactions = ours.calls.iter().filter(|c| c.compacted).count();
+        let breaks = ours.calls.iter().filter(|c| c.broke).count();
+        assert!(compactions > 0, "{mode:?}");
+        assert!(
+            breaks > 0 && breaks <= compactions,
+            "{mode:?}: {breaks} of {compactions}"
+        );
+        assert!(ours.calls.iter().all(|c| !c.over_window));
+        // A break costs the cache: the call after it reads less than the
+        // request before it held.
+        for (k, c) in ours
+            .calls
+            .iter()
+            .enumerate()
+            .skip(1)
+            .filter(|(_, c)| c.broke)
+        {
+            let prev = ours.calls[k - 1].prompt - REPLY_PRIMING;
+            assert!(c.tokens[OPENAI].cache_read < openai_cached(prev).max(1));
+        }
+    }
+    // The peers' compactions make summary requests; compact's make none.
+    let lc = find(&runs, 0, 16_000, Policy::Peer(Peer::LangChainLike));
+    assert_eq!(
+        lc.summaries.len(),
+        lc.calls.iter().filter(|c| c.compacted).count()
+    );
+    assert!(
+        find(&runs, 0, 16_000, Policy::Compact(CallingMode::FedBack))
+            .summaries
+            .is_empty()
+    );
+
+    // The report: held out first, every policy at every window, priced.
+    let prices = [
+        opts.config.price_of(&opts.openai_model).expect("price"),
+        opts.config.price_of(&opts.anthropic_model).expect("price"),
+        opts.config.price_of(&opts.anthropic_model).expect("price"),
+    ];
+    let doc = cost::report::build(&ts, &runs, &opts, &prices);
+    let splits: Vec<&str> = doc["by_split"]
+        .as_array()
+        .expect("splits")
+        .iter()
+        .map(|s| s["split"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(splits, ["held_out", "tune"]);
+    let cell = &doc["all"]["128000"]["no_compaction"];
+    assert_eq!(cell["prefix_breaks"], 0);
+    let c = &doc["all"]["16000"]["compact_fed_back"];
+    assert!(
+        c["pricing"]["openai"]["cost_per_call"]
+            .as_f64()
+            .expect("cost")
+            > 0.0
+    );
+    assert!(c["vs_cheapest_peer"].is_object());
+    let text = cost::report::table(&doc);
+    assert!(text.contains("compact_raw_resent") && text.contains("codex_like"));
+}
