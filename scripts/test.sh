@@ -85,7 +85,21 @@ if ! python3 -c 'import ensurepip' 2>/dev/null && command -v apt-get >/dev/null 
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
 fi
 
-# --- Python: the venv the wheel's tests and tests/openai_agents.rs share ---
+# A real agent CLI for the proxy's test (compact-service's proxy_clients.rs):
+# Codex CLI from npm, with its binary; it runs offline against the scripted
+# provider on loopback.
+codex_pin="@openai/codex@0.171.0"
+if ! command -v codex >/dev/null 2>&1 || [ "$(codex --version 2>/dev/null)" != "codex-cli ${codex_pin##*@}" ]; then
+    if command -v npm >/dev/null 2>&1 || { command -v apt-get >/dev/null 2>&1 && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null; }; then
+        npm install --global --silent "$codex_pin" >/dev/null
+    else
+        echo "scripts/test.sh: npm is required to install Codex CLI for the proxy test (install it)" >&2
+        exit 1
+    fi
+fi
+
+# --- Python: the venv the wheel's tests, tests/openai_agents.rs and the proxy's
+# client tests (compact-service's proxy_clients.rs) share ---
 # target/py-venv holds the pinned test requirements; it is rebuilt only when
 # crates/compact-py/requirements-test.txt changes (a hash stamp in the venv).
 venv=target/py-venv

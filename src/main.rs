@@ -44,6 +44,8 @@ enum Command {
     Tail(cmd::tail::Args),
     /// The Ariadne-compatible trace server (ingest, SSE, API, metrics, UI).
     Serve(cmd::serve::Args),
+    /// A provider-compatible proxy that compacts every model call (point OPENAI_BASE_URL or ANTHROPIC_BASE_URL at it).
+    Proxy(cmd::proxy::Args),
 }
 
 fn main() {
@@ -71,6 +73,7 @@ fn main() {
         Command::Bench(a) => cmd::bench::run(a),
         Command::Tail(a) => cmd::tail::run(a),
         Command::Serve(a) => cmd::serve::run(a),
+        Command::Proxy(a) => cmd::proxy::run(a),
     };
     if let Err(e) = result {
         if matches!(e, exit::CliError::OutputClosed) {

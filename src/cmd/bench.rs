@@ -14,9 +14,9 @@ use crate::exit::{CliError, CliResult};
 #[command(disable_help_flag = true)]
 pub(crate) struct Args {
     /// `compact-bench`'s arguments: SUITE (tokens, preflight, server,
-    /// retention, sidecar, soak, cost, all), `--quick`, `--json`, `--runs N`
-    /// and `--seed S` (soak), `--table`, `--config FILE`, `--openai-model`,
-    /// `--anthropic-model`, `--gap-secs` (cost), `--help`.
+    /// retention, sidecar, proxy, soak, cost, all), `--quick`, `--json`,
+    /// `--runs N` and `--seed S` (soak), `--table`, `--config FILE`,
+    /// `--openai-model`, `--anthropic-model`, `--gap-secs` (cost), `--help`.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     args: Vec<OsString>,
 }

@@ -5,6 +5,7 @@ pub(crate) mod config;
 pub(crate) mod demo;
 pub(crate) mod estimate;
 pub(crate) mod preflight;
+pub(crate) mod proxy;
 pub(crate) mod replay;
 pub(crate) mod serve;
 pub(crate) mod status;

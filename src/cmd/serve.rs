@@ -37,6 +37,14 @@ pub(crate) struct Args {
     /// Allow a non-loopback address without tokens.
     #[arg(long)]
     insecure: bool,
+    /// Also run the provider-compatible proxy (`compact proxy`) in this
+    /// process, forwarding to URL (or to `proxy.upstream`/`proxy.upstreams`
+    /// when no URL is given); its spans go to this server's timeline.
+    #[arg(long, value_name = "URL", num_args = 0..=1, default_missing_value = "")]
+    proxy: Option<String>,
+    /// The proxy's listen address [default: 127.0.0.1:5176, or `proxy.addr`].
+    #[arg(long, value_name = "ADDR", requires = "proxy")]
+    proxy_addr: Option<SocketAddr>,
 }
 
 /// The program's configuration and the server's, flags applied.
@@ -44,6 +52,10 @@ fn load(args: &Args) -> Result<(Config, ServerConfig), CliError> {
     let (mut config, legacy) = match Loaded::from_process_env(args.config.as_deref()) {
         Ok(mut loaded) => {
             default_state_under_data_dir(&mut loaded)?;
+            if args.proxy.is_some() {
+                let url = args.proxy.as_deref().filter(|u| !u.is_empty());
+                super::proxy::apply_flags(&mut loaded, url, args.proxy_addr, "--proxy")?;
+            }
             (loaded.config, None)
         }
         Err(e) => {
@@ -146,7 +158,8 @@ fn server_config(s: &ServerSettings) -> Result<ServerConfig, CliError> {
     })
 }
 
-async fn shutdown_signal() {
+/// Resolves on Ctrl-C or SIGTERM.
+pub(crate) async fn shutdown_signal() {
     let ctrl_c = async {
         if tokio::signal::ctrl_c().await.is_err() {
             std::future::pending::<()>().await;
@@ -179,8 +192,48 @@ pub(crate) fn run(args: Args) -> CliResult {
     // Everything that can fail (the parts, the manager) before a port is bound.
     let parts = compact_wiring::Parts::new(&config, &rt)?;
     let label = state_label(&config);
-    let service = compact_service::Service::new(config, parts)
+    let proxy_settings = config.proxy.clone();
+    let mut service = compact_service::Service::new(config, parts)
         .map_err(|e| CliError::BadInput(e.to_string()))?;
+    // The proxy shares the service's manager: its calls' compaction and
+    // spans land in this server's store, its figures in this /metrics.
+    let proxy = match &args.proxy {
+        None => None,
+        Some(_) => {
+            let proxy =
+                compact_service::proxy::Proxy::new(&proxy_settings, service.manager().clone())
+                    .map_err(|e| CliError::BadInput(e.to_string()))?;
+            let addr = proxy
+                .addr()
+                .map_err(|e| CliError::BadInput(e.to_string()))?;
+            let metrics = proxy.clone();
+            service.add_metrics(move |out| metrics.render_metrics(out));
+            Some((proxy, addr))
+        }
+    };
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let wait = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = stopped.wait_for(|s| *s).await;
+    };
+    let (signal, proxy_signal) = (wait(stopped.clone()), wait(stopped));
+    rt.spawn(async move {
+        shutdown_signal().await;
+        let _ = stop.send(true);
+    });
+    let proxy_task = match proxy {
+        None => None,
+        Some((proxy, addr)) => {
+            let listener = rt
+                .block_on(tokio::net::TcpListener::bind(addr))
+                .map_err(|e| anyhow::anyhow!("proxy: cannot listen on {addr}: {e}"))?;
+            eprintln!(
+                "compact serve: proxy listening on http://{} ({})",
+                listener.local_addr().unwrap_or(addr),
+                proxy.describe()
+            );
+            Some(rt.spawn(compact_service::proxy::serve(proxy, listener, proxy_signal)))
+        }
+    };
     rt.block_on(async {
         let events = match cfg.store.backend {
             ariadne_server::StoreBackend::Log => format!("data in {}", cfg.data_dir.display()),
@@ -195,13 +248,18 @@ pub(crate) fn run(args: Args) -> CliResult {
             "compact serve: listening on http://{} ({events}, session state: {label})",
             cfg.addr,
         );
-        compact_service::serve(service, cfg, shutdown_signal()).await
+        compact_service::serve(service, cfg, signal).await
     })
     .context("server")?;
+    if let Some(task) = proxy_task {
+        rt.block_on(task)
+            .context("proxy")?
+            .map_err(|e| CliError::Other(e.into()))?;
+    }
     Ok(())
 }
 
-fn state_label(config: &Config) -> String {
+pub(crate) fn state_label(config: &Config) -> String {
     match config.state.store {
         StateStoreKind::Memory => "memory".into(),
         StateStoreKind::Sqlite => format!("sqlite {}", config.state.path),

@@ -24,7 +24,7 @@ pub(crate) struct Stats {
 }
 
 impl Stats {
-    fn from(mut samples: Vec<Duration>) -> Self {
+    pub(crate) fn from(mut samples: Vec<Duration>) -> Self {
         samples.sort();
         let us = |d: Duration| (d.as_nanos() as f64 / 1_000.0 * 10.0).round() / 10.0;
         let at = |q: f64| us(samples[((samples.len() - 1) as f64 * q).round() as usize]);

@@ -1,6 +1,6 @@
 //! The benchmarks behind `compact bench`, kept out of the production crates:
 //! synthetic workloads, a small timing harness (medians and tails), the
-//! token-counting, preflight, server, sidecar and retention suites, and [`run`], which
+//! token-counting, preflight, server, sidecar, proxy and retention suites, and [`run`], which
 //! assembles the one JSON document the CLI prints (its shape is a public
 //! contract; see `docs/performance.md`).
 //!
@@ -8,7 +8,7 @@
 //! benchmarks, `compact demo` and the soak harness.
 //!
 //! Private modules: `harness` (`measure`, `Stats`), `workload` (mixed text
-//! and tool-heavy chat histories), `tokens`, `preflight`, `server` and `sidecar` (the
+//! and tool-heavy chat histories), `tokens`, `preflight`, `server`, `sidecar` and `proxy` (the
 //! suites), `rng` ([`Rng`], seeded and reproducible), `visibility` (preflight end to
 //! a live viewer, for the server suite). Public: [`corpus`] (long agent
 //! sessions with planted facts, and the hand-written fixtures), [`probe`]
@@ -25,6 +25,7 @@ mod harness;
 pub mod injection;
 mod preflight;
 pub mod probe;
+mod proxy;
 mod reference;
 mod replicas;
 pub mod retention;
@@ -56,6 +57,9 @@ pub enum Suite {
     Retention,
     /// `POST /v1/preflight` of a spawned `compact serve`, per session store.
     Sidecar,
+    /// What a spawned `compact proxy` adds to a call nothing triggers, and
+    /// to a stream's first byte.
+    Proxy,
     /// The soak harness (`compact-soak`) at `--runs N`: not part of `all`
     /// (10,000 runs take most of an hour).
     Soak,
@@ -69,12 +73,13 @@ pub enum Suite {
 
 impl Suite {
     /// Every name [`Suite::from_str`] accepts.
-    pub const NAMES: [&'static str; 8] = [
+    pub const NAMES: [&'static str; 9] = [
         "tokens",
         "preflight",
         "server",
         "retention",
         "sidecar",
+        "proxy",
         "soak",
         "cost",
         "all",
@@ -107,6 +112,7 @@ impl FromStr for Suite {
             "server" => Ok(Suite::Server),
             "retention" => Ok(Suite::Retention),
             "sidecar" => Ok(Suite::Sidecar),
+            "proxy" => Ok(Suite::Proxy),
             "soak" => Ok(Suite::Soak),
             "cost" => Ok(Suite::Cost),
             "all" => Ok(Suite::All),
@@ -125,7 +131,7 @@ pub fn machine() -> Value {
 }
 
 /// Runs `suite` and returns `{"machine", "tokens"?, "preflight"?, "server"?,
-/// "retention"?, "sidecar"?, "soak"?, "cost"?}`. `quick` means fewer runs (a smoke test, not a
+/// "retention"?, "sidecar"?, "proxy"?, "soak"?, "cost"?}`. `quick` means fewer runs (a smoke test, not a
 /// measurement); the server suite has no quick form. A failing measurement is reported inside the
 /// document; the only error is a tokio runtime that cannot start.
 pub fn run(suite: Suite, quick: bool) -> std::io::Result<Value> {
@@ -176,6 +182,9 @@ pub fn run_all_with(
     }
     if suite.includes(Suite::Sidecar) {
         doc.insert("sidecar".into(), sidecar::run(quick));
+    }
+    if suite.includes(Suite::Proxy) {
+        doc.insert("proxy".into(), proxy::run(quick));
     }
     if suite.includes(Suite::Soak) {
         doc.insert(

@@ -16,8 +16,8 @@ use compact_bench::Suite;
 #[derive(Parser, Debug)]
 #[command(name = "compact-bench", version)]
 struct Args {
-    /// Which suite: tokens, preflight, server, retention, sidecar, soak, cost,
-    /// all (all but soak and cost).
+    /// Which suite: tokens, preflight, server, retention, sidecar, proxy, soak,
+    /// cost, all (all but soak and cost).
     #[arg(default_value = "all", value_parser = Suite::NAMES)]
     suite: String,
     /// JSON output (the only format; accepted for scripts).

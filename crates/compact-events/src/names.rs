@@ -2,8 +2,10 @@
 //! The `data` of each span is a struct of [`payload`](crate::payload).
 //! `docs/events.md` documents each event.
 
-/// The `kind` of every span compact emits.
+/// The `kind` of every span compact emits about compaction.
 pub const KIND_COMPACTION: &str = "compaction";
+/// The `kind` of the spans of model calls `compact proxy` forwarded.
+pub const KIND_LLM: &str = "llm";
 
 /// The parent span of one `preflight` call; every decision span below is its child.
 pub const PREFLIGHT: &str = "compact.preflight";
@@ -25,8 +27,12 @@ pub const REDACTION_DISABLED: &str = "compact.redaction_disabled";
 /// Tool text that read as orders to the agent was kept out of the summary.
 pub const SECURITY: &str = "compact.security";
 
+/// One model call `compact proxy` forwarded: the provider's answer, its
+/// latency and usage, and what compaction did to the request.
+pub const MODEL_CALL: &str = "compact.model_call";
+
 /// Every event name compact emits.
-pub const ALL: [&str; 9] = [
+pub const ALL: [&str; 10] = [
     PREFLIGHT,
     TOKEN_ESTIMATE,
     TRIGGER_DECISION,
@@ -36,6 +42,7 @@ pub const ALL: [&str; 9] = [
     ERROR,
     REDACTION_DISABLED,
     SECURITY,
+    MODEL_CALL,
 ];
 
 /// The trace `metadata` key carrying the agent's name. The keys of each

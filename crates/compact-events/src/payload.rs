@@ -15,6 +15,7 @@
 //! | `compact.error` | [`Failure`] |
 //! | `compact.redaction_disabled` | [`RedactionDisabled`] |
 //! | `compact.security` | [`Security`] |
+//! | `compact.model_call` | [`ModelCall`] |
 //!
 //! An `Option` field is written as `null` when `None`, unless it says it is
 //! *left out when absent*: those keys only appear on some spans of that
@@ -292,6 +293,72 @@ impl Payload for Security {
 
     fn status(&self) -> SpanStatus {
         SpanStatus::Error
+    }
+}
+
+/// `compact.model_call`: one model call `compact proxy` forwarded (kind
+/// `llm`, a root span of the session's trace beside the call's
+/// `compact.preflight`): what the provider answered, how long it took,
+/// the usage it reported and what compaction did to the request. Its
+/// status is `error` when the caller got an HTTP error.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelCall {
+    /// The session (also the trace id).
+    pub session_id: String,
+    /// Where the session id came from: `header` (`X-Compact-Session`),
+    /// `prompt_cache_key`, `user`, `metadata.user_id`, or `hash` (of the
+    /// system prompt and the first user message).
+    pub session_source: String,
+    /// `chat_completions`, `responses`, `messages` (Anthropic) or `other`.
+    pub api: String,
+    /// The request's path as the caller sent it.
+    pub path: String,
+    /// The upstream's origin (`https://api.openai.com`), never credentials.
+    pub upstream: String,
+    /// The request's `model`, or `null`.
+    pub model: Option<String>,
+    /// Whether the response was streamed (SSE).
+    pub stream: bool,
+    /// The HTTP status the caller got.
+    pub status: u16,
+    /// From the request's arrival to the response's last byte, ms.
+    pub latency_ms: u64,
+    /// Streams: from the request's arrival to the first output event, ms;
+    /// `null` otherwise.
+    pub ttft_ms: Option<u64>,
+    /// Input tokens the provider reported (cached ones included), or `null`.
+    pub input_tokens: Option<u64>,
+    /// Of those, tokens served from the provider's prompt cache, or `null`.
+    pub cached_tokens: Option<u64>,
+    /// Output tokens the provider reported, or `null`.
+    pub output_tokens: Option<u64>,
+    /// What compaction did: `none` (nothing to do), `applied` (the request
+    /// was compacted), `reactive` (the provider refused the request as too
+    /// long; it was compacted and sent again), `skipped` (not compactable:
+    /// `previous_response_id`, a body that is not JSON, …), `failed` (sent
+    /// unchanged; see `error`) or `off` (`proxy.compaction: false`).
+    pub compaction: String,
+    /// The request's estimated tokens as received, or `null`.
+    pub tokens_before: Option<u64>,
+    /// The estimated tokens of what was sent, or `null`.
+    pub tokens_after: Option<u64>,
+    /// Time the proxy spent before forwarding (reading, compacting), µs.
+    pub overhead_us: u64,
+    /// Why compaction was skipped or failed, or what failed upstream. Left
+    /// out when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl Payload for ModelCall {
+    const NAME: &'static str = names::MODEL_CALL;
+
+    fn status(&self) -> SpanStatus {
+        if self.status >= 400 {
+            SpanStatus::Error
+        } else {
+            SpanStatus::Ok
+        }
     }
 }
 
@@ -1009,6 +1076,59 @@ mod tests {
     }
 
     #[test]
+    fn model_call_matches_the_docs_and_the_wire() {
+        let p = ModelCall {
+            session_id: "s-1".into(),
+            session_source: "prompt_cache_key".into(),
+            api: "responses".into(),
+            path: "/v1/responses".into(),
+            upstream: "https://api.openai.com".into(),
+            model: Some("gpt-5.1".into()),
+            stream: true,
+            status: 200,
+            latency_ms: 2140,
+            ttft_ms: Some(412),
+            input_tokens: Some(20_512),
+            cached_tokens: Some(18_304),
+            output_tokens: Some(230),
+            compaction: "applied".into(),
+            tokens_before: Some(61_002),
+            tokens_after: Some(20_480),
+            overhead_us: 4_210,
+            error: Some("example".into()),
+        };
+        matches_the_docs(&p);
+        let ok = ModelCall {
+            error: None,
+            ..p.clone()
+        };
+        same_wire(
+            &ok,
+            hand(names::MODEL_CALL)
+                .data("session_id", json!("s-1"))
+                .data("session_source", json!("prompt_cache_key"))
+                .data("api", json!("responses"))
+                .data("path", json!("/v1/responses"))
+                .data("upstream", json!("https://api.openai.com"))
+                .data("model", json!("gpt-5.1"))
+                .data("stream", json!(true))
+                .data("status", json!(200))
+                .data("latency_ms", json!(2140))
+                .data("ttft_ms", json!(412))
+                .data("input_tokens", json!(20_512))
+                .data("cached_tokens", json!(18_304))
+                .data("output_tokens", json!(230))
+                .data("compaction", json!("applied"))
+                .data("tokens_before", json!(61_002))
+                .data("tokens_after", json!(20_480))
+                .data("overhead_us", json!(4_210)),
+        );
+        assert_eq!(ok.status(), SpanStatus::Ok);
+        let failed = ModelCall { status: 502, ..ok };
+        assert_eq!(failed.status(), SpanStatus::Error);
+    }
+
+    #[test]
     fn every_event_name_has_a_payload() {
         let mut covered = vec![
             Preflight::NAME,
@@ -1020,6 +1140,7 @@ mod tests {
             Failure::NAME,
             RedactionDisabled::NAME,
             Security::NAME,
+            ModelCall::NAME,
         ];
         covered.sort_unstable();
         let mut all = names::ALL.to_vec();

@@ -1150,7 +1150,7 @@ fn sources_list_every_leaf_in_schema_order() {
     assert_eq!(paths.first().map(String::as_str), Some("model"));
     assert_eq!(
         paths.last().map(String::as_str),
-        Some("server.store.segment_bytes")
+        Some("proxy.idle_timeout_ms")
     );
     assert!(
         loaded
@@ -1430,4 +1430,31 @@ fn server_store_names_its_backend_alone_or_in_its_section() {
         bad.to_string().contains("server.store.clickhouse_table"),
         "{bad}"
     );
+}
+
+#[test]
+fn proxy_upstreams_are_prefix_url_pairs() {
+    let config = Config::from_yaml_str(
+        "proxy:\n  upstream: https://api.openai.com\n  upstreams: [/anthropic=https://api.anthropic.com]\n",
+    )
+    .expect("a valid proxy section");
+    assert_eq!(
+        config.proxy.prefixed_upstreams(),
+        vec![(
+            "/anthropic".to_owned(),
+            "https://api.anthropic.com".to_owned()
+        )]
+    );
+    for (yaml, path) in [
+        (
+            "proxy: {upstreams: [anthropic=https://x]}",
+            "proxy.upstreams[0]",
+        ),
+        ("proxy: {upstreams: [/a=ftp://x]}", "proxy.upstreams[0]"),
+        ("proxy: {upstream: api.openai.com}", "proxy.upstream"),
+        ("proxy: {idle_timeout_ms: 0}", "proxy.idle_timeout_ms"),
+    ] {
+        let errors = errors_of(Config::from_yaml_str(yaml));
+        assert!(errors.iter().any(|e| e.path == path), "{yaml}: {errors:?}");
+    }
 }

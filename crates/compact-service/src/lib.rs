@@ -1,6 +1,7 @@
-//! compact's HTTP API as a library: the session API and `POST
+//! compact's HTTP entry points as a library: the session API and `POST
 //! /v1/preflight` (docs/design.md §8), mounted on the trace server's
-//! router behind its tokens, with the OpenAPI 3.1 document of every route
+//! router behind its tokens, and the provider-compatible proxy
+//! ([`proxy`], docs/design.md §15), with with the OpenAPI 3.1 document of every route
 //! (the trace server's included) generated from the handlers and served at
 //! `GET /openapi.json`. `compact serve` builds a [`Service`] (everything
 //! that can fail happens there, before a port is bound) and calls
@@ -18,12 +19,14 @@
 //! extractor, whose rejection is compact's error shape `{"error":
 //! "Validation failed", "details": [{"path", "message"}]}`), `error` (every
 //! failure as an HTTP answer), `routes` (the handlers, [`router`],
-//! [`serve`]), `openapi` ([`openapi`]).
+//! [`serve`]), `openapi` ([`openapi`]). Public: [`proxy`] (`compact
+//! proxy`: [`proxy::Proxy`], [`proxy::router`], [`proxy::serve`]).
 
 mod api;
 mod error;
 mod json;
 mod openapi;
+pub mod proxy;
 mod routes;
 mod service;
 

@@ -26,7 +26,7 @@ type Shared = State<Arc<Service>>;
 /// The whole application: the trace server's routes on `server`, and the
 /// service's behind the same tokens (writes behind the ingest token,
 /// `GET /v1/sessions/{id}` and `GET /openapi.json` behind the read token).
-pub fn router(server: AppState, service: Service) -> Router {
+pub fn router(server: AppState, mut service: Service) -> Router {
     service.attach(&server);
     ariadne_server::router_with(server, mount(service))
 }
@@ -34,7 +34,7 @@ pub fn router(server: AppState, service: Service) -> Router {
 /// Runs the trace server with the service mounted until `shutdown`
 /// resolves (see [`ariadne_server::serve`]).
 pub async fn serve(
-    service: Service,
+    mut service: Service,
     server: ServerConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServiceError> {

@@ -28,7 +28,11 @@ pub struct Service {
     /// `server.limits.preflight_body_bytes`.
     pub(crate) body_limit: usize,
     events: Arc<ServerEvents>,
+    /// More figures for the server's `/metrics` (the proxy's).
+    metrics: Vec<MetricsSource>,
 }
+
+type MetricsSource = Box<dyn Fn(&mut String) + Send + Sync>;
 
 impl std::fmt::Debug for Service {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -55,6 +59,7 @@ impl Service {
             manager,
             body_limit,
             events,
+            metrics: Vec::new(),
         })
     }
 
@@ -63,8 +68,14 @@ impl Service {
         &self.manager
     }
 
+    /// Adds figures (Prometheus text) to the server's `/metrics`: the
+    /// proxy's, when `compact serve --proxy` runs it beside the service.
+    pub fn add_metrics(&mut self, source: impl Fn(&mut String) + Send + Sync + 'static) {
+        self.metrics.push(Box::new(source));
+    }
+
     /// Sends the service's events into `server`'s store from now on.
-    pub(crate) fn attach(&self, server: &AppState) {
+    pub(crate) fn attach(&mut self, server: &AppState) {
         // Set once: a service is mounted on one server.
         if self.events.0.set(server.clone()).is_ok() {
             // A reader, not a handle: the dispatcher's exporter holds the
@@ -79,6 +90,9 @@ impl Service {
                     state_metrics(store.kind(), store.write_stats(), out);
                 }
             });
+            for source in self.metrics.drain(..) {
+                server.add_metrics(source);
+            }
         }
     }
 }

@@ -155,6 +155,14 @@ pub(super) const LEAVES: &[Leaf] = &[
     leaf("server.store.clickhouse_table", Kind::Str),
     leaf("server.store.replica", Kind::OptStr),
     leaf("server.store.segment_bytes", Kind::UInt),
+    leaf("proxy.addr", Kind::Str),
+    leaf("proxy.upstream", Kind::OptStr),
+    leaf("proxy.upstreams", Kind::List),
+    leaf("proxy.compaction", Kind::Bool),
+    leaf("proxy.max_body_bytes", Kind::UInt),
+    leaf("proxy.connect_timeout_ms", Kind::UInt),
+    leaf("proxy.response_timeout_ms", Kind::UInt),
+    leaf("proxy.idle_timeout_ms", Kind::UInt),
 ];
 
 /// Variables with the `COMPACT_` prefix that belong to other parts of the

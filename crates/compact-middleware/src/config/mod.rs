@@ -8,7 +8,7 @@
 //! the defaults and is checked against [`Config::default`] by the tests.
 //!
 //! - `schema`: the types ([`Config`] and its sections).
-//! - `sections`, `process`: the `summarizer:`/`memory:` and `state:`/`server:` sections.
+//! - `sections`, `process`: the `summarizer:`/`memory:` and `state:`/`server:`/`proxy:` sections.
 //! - `rules`: the validation rules garde runs, with messages that show the value.
 //! - `env`: the environment variable table and value parsing.
 //! - `load`: merging, provenance, [`load`], [`Loaded`].
@@ -29,8 +29,8 @@ pub use env::{EnvVar, env_vars};
 pub use error::{ConfigError, FieldError};
 pub use load::{Loaded, Source, load};
 pub use process::{
-    DEFAULT_STATE_WAIT_MS, ServerLimits, ServerRetention, ServerSettings, ServerStore,
-    ServerStoreBackend, StateSettings, StateStoreKind, redact_url_password,
+    DEFAULT_STATE_WAIT_MS, ProxySettings, ServerLimits, ServerRetention, ServerSettings,
+    ServerStore, ServerStoreBackend, StateSettings, StateStoreKind, redact_url_password,
 };
 pub use schema::{
     Config, ExporterKind, Mode, ModelOverride, OtlpProtocolKind, Policy, Redaction, Repair, Role,

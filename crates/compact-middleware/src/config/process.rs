@@ -1,6 +1,6 @@
 //! The sections that configure the rest of the program: `state:` (where
-//! session state lives, docs/design.md §13) and `server:` (`compact serve`,
-//! docs/design.md §8). One file configures the library, the sidecar and the
+//! session state lives, docs/design.md §13), `server:` (`compact serve`,
+//! docs/design.md §8) and `proxy:` (`compact proxy`, docs/design.md §15). One file configures the library, the sidecar and the
 //! trace server; the server crate does not depend on this one, so the
 //! `compact` binary turns `server:` into the server's own settings.
 
@@ -380,6 +380,84 @@ pub enum ServerStoreBackend {
     Log,
     /// A ClickHouse server that several `compact serve` replicas share.
     Clickhouse,
+}
+
+/// `proxy:`: `compact proxy` (and `compact serve --proxy`), the
+/// provider-compatible proxy (docs/design.md §15).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Validate)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProxySettings {
+    /// Listen address of the proxy.
+    #[garde(custom(socket_addr))]
+    pub addr: String,
+    /// The provider every path goes to unless a prefix of `upstreams`
+    /// matches it (`https://api.openai.com`); `--upstream` sets it.
+    #[garde(custom(rules::opt_http_url))]
+    pub upstream: Option<String>,
+    /// More providers by path prefix, each `PREFIX=URL`
+    /// (`/anthropic=https://api.anthropic.com`): a request under the prefix
+    /// goes to that URL with the prefix removed.
+    #[garde(inner(custom(upstream_entry)))]
+    pub upstreams: Vec<String>,
+    /// Whether requests are compacted; `false` only forwards and observes.
+    #[garde(skip)]
+    pub compaction: bool,
+    /// Request bodies past this get a 413 in the provider's error shape.
+    #[garde(custom(rules::at_least(1024)))]
+    pub max_body_bytes: usize,
+    /// Longest wait for a connection to the upstream.
+    #[garde(custom(rules::at_least_u64(1)))]
+    pub connect_timeout_ms: u64,
+    /// Longest wait for the upstream's response headers (a 504 past it).
+    #[garde(custom(rules::at_least_u64(1)))]
+    pub response_timeout_ms: u64,
+    /// Longest silence inside a response body (a stream between two
+    /// events); past it the response is cut off.
+    #[garde(custom(rules::at_least_u64(1)))]
+    pub idle_timeout_ms: u64,
+}
+
+impl Default for ProxySettings {
+    fn default() -> Self {
+        Self {
+            addr: "127.0.0.1:5176".to_owned(),
+            upstream: None,
+            upstreams: Vec::new(),
+            compaction: true,
+            max_body_bytes: 32 * 1024 * 1024,
+            connect_timeout_ms: 10_000,
+            response_timeout_ms: 600_000,
+            idle_timeout_ms: 300_000,
+        }
+    }
+}
+
+impl ProxySettings {
+    /// `upstreams` as `(prefix, url)` pairs (entries that break the rule of
+    /// [`ProxySettings::validate`] are left out).
+    pub fn prefixed_upstreams(&self) -> Vec<(String, String)> {
+        self.upstreams
+            .iter()
+            .filter_map(|e| split_upstream(e))
+            .map(|(p, u)| (p.to_owned(), u.to_owned()))
+            .collect()
+    }
+}
+
+/// `PREFIX=URL` as its two halves, when the prefix is a path.
+fn split_upstream(entry: &str) -> Option<(&str, &str)> {
+    let (prefix, url) = entry.split_once('=')?;
+    let (prefix, url) = (prefix.trim(), url.trim());
+    (prefix.starts_with('/') && prefix.len() > 1 && !prefix.ends_with('/')).then_some((prefix, url))
+}
+
+fn upstream_entry(value: &str, ctx: &()) -> garde::Result {
+    match split_upstream(value) {
+        Some((_, url)) => rules::http_url(url, ctx),
+        None => Err(Error::new(format!(
+            "must be PREFIX=URL, the prefix a path such as /anthropic (got {value:?})"
+        ))),
+    }
 }
 
 fn clickhouse_http_url(value: &Option<String>, _: &()) -> garde::Result {

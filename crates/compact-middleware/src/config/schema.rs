@@ -61,6 +61,9 @@ pub struct Config {
     /// `compact serve`: the trace server and the sidecar routes.
     #[garde(dive)]
     pub server: super::process::ServerSettings,
+    /// `compact proxy`: the provider-compatible proxy.
+    #[garde(dive)]
+    pub proxy: super::process::ProxySettings,
 }
 
 impl Default for Config {
@@ -79,6 +82,7 @@ impl Default for Config {
             redaction: Redaction::default(),
             state: Default::default(),
             server: Default::default(),
+            proxy: Default::default(),
         }
     }
 }
