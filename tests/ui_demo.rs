@@ -499,8 +499,18 @@ async fn an_sre_reads_a_demo_session() {
             .map_or(0, Vec::len)
             .to_string()
     );
+    // The prompt cache: the share of the request it serves, and the break
+    // this compaction caused, as the API says.
+    let broken = api_row["cache"]["broken_tokens"].as_u64().unwrap_or(0);
+    assert!(cells[8].contains('%'), "cache: {cells:?}");
+    assert_eq!(
+        cells[8].contains("break"),
+        broken > 0,
+        "cache: {cells:?} {}",
+        api_row["cache"]
+    );
     assert!(
-        cells[8].ends_with("ms") || cells[8].ends_with(" s"),
+        cells[9].ends_with("ms") || cells[9].ends_with(" s"),
         "took: {cells:?}"
     );
     // What was archived, by path.
