@@ -429,6 +429,20 @@ fn drop_until_fit(f: &mut Fit<'_>, facts: &[usize], budget: usize) {
     }
 }
 
+/// The forms of a row with their costs, each no dearer than the next:
+/// a smaller form that costs more (a command's key showing what it printed
+/// at more length than its short form) is replaced by the cheaper one, so
+/// shrinking a row never grows the body.
+fn monotone(mut forms: [String; 3], mut cost: [usize; 3]) -> ([String; 3], [usize; 3]) {
+    for i in (0..2).rev() {
+        if cost[i] > cost[i + 1] {
+            cost[i] = cost[i + 1];
+            forms[i] = forms[i + 1].clone();
+        }
+    }
+    (forms, cost)
+}
+
 /// Most lines one folded row lists: past it, the oldest stand alone.
 const MAX_FOLDED: usize = 16;
 
@@ -484,6 +498,7 @@ fn fold_templates(items: &[Item], rows: Vec<Row>, req: &SummaryRequest) -> Vec<R
         // Statements are bullets in every strategy.
         let line_cost = |t: &str| (req.count_tokens)(&format!("- {t}\n"));
         let cost = [line_cost(&key), line_cost(&short), line_cost(&full)];
+        let (forms, cost) = monotone([key, short, full], cost);
         for &r in &group {
             gone[r] = true;
         }
@@ -492,7 +507,7 @@ fn fold_templates(items: &[Item], rows: Vec<Row>, req: &SummaryRequest) -> Vec<R
             members: group.iter().map(|&r| rows[r].item).collect(),
             rank: rows[best].rank,
             section: rows[best].section,
-            forms: [key, short, full],
+            forms,
             cost,
         });
     }
@@ -548,13 +563,14 @@ fn fit(ledger: &Ledger, req: &SummaryRequest) -> Summary {
         } else {
             line_cost(&forms[2])
         };
+        let (forms, cost) = monotone(forms, [key, short, full]);
         rows.push(Row {
             item: i,
             members: Vec::new(),
             rank: rank_in(ledger, &alike, it, goal == Some(i)),
             section,
             forms,
-            cost: [key, short, full],
+            cost,
         });
     }
     let mut rows = fold_templates(items, rows, req);
@@ -663,7 +679,7 @@ fn fit(ledger: &Ledger, req: &SummaryRequest) -> Summary {
                 }
                 let before = f.total;
                 f.set(r, size);
-                freed += before - f.total;
+                freed += before.saturating_sub(f.total);
                 if freed >= over {
                     break;
                 }
@@ -1072,5 +1088,25 @@ pub(crate) fn complete_model_summary(
         must: must_n,
         must_missing,
         must_dropped,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::monotone;
+
+    #[test]
+    fn a_smaller_form_never_costs_more_than_a_larger_one() {
+        let forms = |k: &str, s: &str, f: &str| [k.to_owned(), s.to_owned(), f.to_owned()];
+        // A command whose key shows what it printed at more length than
+        // its short form: the key becomes the short form.
+        let (f, c) = monotone(forms("long key form", "short", "full form"), [9, 4, 7]);
+        assert_eq!(c, [4, 4, 7]);
+        assert_eq!(f[0], "short");
+        let (f, c) = monotone(forms("k", "a long short form", "full"), [2, 9, 5]);
+        assert_eq!(c, [2, 5, 5]);
+        assert_eq!(f[1], "full");
+        let (_, c) = monotone(forms("k", "s", "f"), [1, 2, 3]);
+        assert_eq!(c, [1, 2, 3]);
     }
 }
