@@ -3,10 +3,11 @@
 
 #![allow(dead_code)]
 
-use std::net::{SocketAddr, TcpListener as StdListener, TcpStream as StdStream};
+use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, TcpStream as StdStream};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -25,20 +26,17 @@ impl Drop for Moto {
     }
 }
 
-fn free_port() -> u16 {
-    StdListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or_else(|e| panic!("no free loopback port: {e}"))
-}
-
-fn spawn(program: &str, pre: &[&str], port: u16) -> std::io::Result<Child> {
+fn spawn(program: &str, pre: &[&str]) -> std::io::Result<Child> {
+    // Port 0: moto binds a port the kernel picks and prints it. Choosing a
+    // free port up front and handing it over raced with the proxies the
+    // other tests bind meanwhile (CI once talked to another test's proxy,
+    // which went away mid-test).
     Command::new(program)
         .args(pre)
-        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+        .args(["-H", "127.0.0.1", "-p", "0"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
 }
 
@@ -51,13 +49,37 @@ fn moto_importable() -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// The port in werkzeug's startup line, ` * Running on http://127.0.0.1:PORT`.
+fn announced_port(line: &str) -> Option<u16> {
+    let rest = line.split("Running on http://127.0.0.1:").nth(1)?;
+    rest.trim().trim_end_matches('/').parse().ok()
+}
+
+/// Reads moto's stderr until it names its port, then keeps draining it
+/// (moto logs every request there; a full pipe would stall it).
+fn await_port(child: &mut Child) -> Option<u16> {
+    let stderr = child.stderr.take()?;
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut tx = Some(tx);
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if let Some(port) = announced_port(&line)
+                && let Some(tx) = tx.take()
+            {
+                let _ = tx.send(port);
+            }
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(60)).ok()
+}
+
 /// Starts moto. Finds `moto_server` on PATH or `python3 -m moto.server`;
 /// if neither is there, installs `moto[server]` with pip. Returns `None`
 /// (after a loud message) only when pip itself cannot run and we are not
 /// in CI; in CI a missing moto is a failure.
 pub(crate) fn start_moto() -> Option<Moto> {
-    let port = free_port();
-    let mut child = spawn("moto_server", &[], port).ok();
+    let mut child = spawn("moto_server", &[]).ok();
     if child.is_none() {
         if !moto_importable() {
             eprintln!("moto_server not found: running pip install 'moto[server]'");
@@ -78,27 +100,27 @@ pub(crate) fn start_moto() -> Option<Moto> {
                 }
             }
         }
-        child = spawn("moto_server", &[], port)
-            .or_else(|_| spawn("python3", &["-m", "moto.server"], port))
+        child = spawn("moto_server", &[])
+            .or_else(|_| spawn("python3", &["-m", "moto.server"]))
             .ok();
     }
-    let child =
+    let mut child =
         child.unwrap_or_else(|| panic!("could not start moto_server nor python3 -m moto.server"));
+    let Some(port) = await_port(&mut child) else {
+        let status = child.try_wait().ok().flatten();
+        let _ = child.kill();
+        panic!("moto_server did not announce its port within 60 s (exit status: {status:?})");
+    };
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-    let mut moto = Moto { child, addr };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if StdStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
-            return Some(moto);
-        }
-        if let Ok(Some(status)) = moto.child.try_wait() {
-            panic!("moto_server exited before listening: {status}");
-        }
+    let moto = Moto { child, addr };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while StdStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
         if Instant::now() > deadline {
-            panic!("moto_server did not listen on {addr} within 60 s");
+            panic!("moto_server announced {addr} but does not accept connections");
         }
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(50));
     }
+    Some(moto)
 }
 
 /// What the proxy saw and does.
