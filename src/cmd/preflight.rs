@@ -142,7 +142,9 @@ pub(crate) fn run(args: Args) -> CliResult {
             serde_json::to_string(&outcome.report).map_err(|e| CliError::Other(e.into()))?
         );
     }
-    let out = req.to_value(&outcome.messages, !args.keep_meta);
+    let (mut messages, mut placed) = (outcome.messages, outcome.report.cache_breakpoints);
+    compact_middleware::cache::breakpoints::fit_request(&req, &mut messages, &mut placed);
+    let out = req.to_value(&messages, !args.keep_meta);
     let s = serde_json::to_string_pretty(&out).map_err(|e| CliError::Other(e.into()))?;
     outln!("{s}")?;
     Ok(())

@@ -3,7 +3,9 @@
 //!
 //! Each check compares the history the pipeline received (the *effective*
 //! input: what the agent sent, with our previous output substituted for a
-//! resent raw prefix) with what came out.
+//! resent raw prefix) with what came out, without the Anthropic
+//! breakpoints compact placed (`Report::cache_breakpoints`): they mark
+//! messages, they do not compact them.
 
 use std::collections::HashSet;
 
@@ -79,6 +81,15 @@ pub fn check_output(
     report: &Report,
 ) -> Vec<Violation> {
     let mut out = Vec::new();
+    // The Anthropic breakpoints compact placed are not compaction: the
+    // invariants hold for the history without them.
+    let unmarked;
+    let output = if report.cache_breakpoints.is_empty() {
+        output
+    } else {
+        unmarked = crate::cache::breakpoints::without(output, &report.cache_breakpoints);
+        &unmarked[..]
+    };
 
     // 1. No orphan, no lost result.
     let input_problems = validate(input);

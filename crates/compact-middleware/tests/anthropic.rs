@@ -10,7 +10,8 @@ mod support;
 
 use std::path::PathBuf;
 
-use compact_middleware::config::{Config, Mode, Policy};
+use compact_middleware::cache::breakpoints::{self, Layer};
+use compact_middleware::config::{CacheBreakpoints, Config, Mode, Policy};
 use compact_middleware::model::{
     Format, ItemType, Message, Request, Role, Shape, groups, validate,
 };
@@ -425,10 +426,13 @@ fn every_mode_keeps_pairs_thinking_and_alternation() {
 
 #[test]
 fn cleared_results_keep_their_id_and_attachments_become_text() {
+    // `cache_breakpoints: off` gives today's output byte for byte: the
+    // goldens predate breakpoints (auto: `breakpoints_on_the_golden_sessions`).
     let policy = Policy {
         mode: Mode::Compact,
         keep_recent_turns: 1,
         keep_tool_io_pairs: 0,
+        cache_breakpoints: CacheBreakpoints::Off,
         ..Policy::default()
     };
     let m = manager(policy, 200_000);
@@ -479,6 +483,7 @@ fn the_summary_is_a_user_message_bridged_to_alternate() {
         keep_recent_turns: 1,
         keep_tool_io_pairs: 0,
         summary_role: compact_middleware::config::Role::System,
+        cache_breakpoints: CacheBreakpoints::Off,
         ..Policy::default()
     };
     let m = manager(policy, 200_000);
@@ -669,4 +674,316 @@ fn an_anthropic_compaction_block_is_fresh_right_after_the_response() {
     assert!(o.report.triggered, "{}", o.report.reason);
     assert!(o.messages.contains(&all[at]));
     check_anthropic(&later, &o.messages);
+}
+
+// ------------------------------------------------ cache_control breakpoints
+
+/// Every `cache_control` in a body, with the type of the block that carries it.
+fn markers(v: &Value, owner: &str, out: &mut Vec<String>) {
+    match v {
+        Value::Object(o) => {
+            let ty = o.get("type").and_then(Value::as_str).unwrap_or(owner);
+            for (k, x) in o {
+                if k == "cache_control" {
+                    let empty = ty == "text" && o.get("text").and_then(Value::as_str) == Some("");
+                    out.push(if empty {
+                        "empty text".into()
+                    } else {
+                        ty.into()
+                    });
+                } else {
+                    markers(x, ty, out);
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| markers(x, owner, out)),
+        _ => {}
+    }
+}
+
+fn strip_markers(v: &mut Value) {
+    match v {
+        Value::Object(o) => {
+            o.shift_remove("cache_control");
+            o.values_mut().for_each(strip_markers);
+            // A string made one text block to carry a breakpoint.
+            if let Some(Value::Array(c)) = o.get("content")
+                && c.len() == 1
+                && c[0].get("type").and_then(Value::as_str) == Some("text")
+                && c[0].as_object().is_some_and(|b| b.len() == 2)
+            {
+                let text = c[0]["text"].clone();
+                o.insert("content".into(), text);
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(strip_markers),
+        _ => {}
+    }
+}
+
+fn body_markers(v: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    markers(v, "request", &mut out);
+    out
+}
+
+fn assert_provider_accepts(body: &Value) {
+    let m = body_markers(body);
+    assert!(m.len() <= 4, "{} breakpoints: {m:?}", m.len());
+    for bad in ["thinking", "redacted_thinking", "empty text"] {
+        assert!(!m.iter().any(|t| t == bad), "a breakpoint on {bad}: {m:?}");
+    }
+}
+
+#[test]
+fn breakpoints_on_the_golden_sessions() {
+    let rt = rt();
+    let req = decode(session_json());
+    let golden = |name: &str| -> Value {
+        let text = std::fs::read_to_string(fixtures().join(format!("{name}.golden.json")))
+            .expect("golden");
+        serde_json::from_str(&text).expect("json")
+    };
+    // The session already has four of the caller's (the system prompt, a
+    // tool, two messages). Given the tools, compact adds none.
+    let policy = Policy {
+        mode: Mode::Compact,
+        keep_recent_turns: 1,
+        keep_tool_io_pairs: 0,
+        ..Policy::default()
+    };
+    let m = manager(policy.clone(), 200_000);
+    let o = rt
+        .block_on(m.preflight_with(
+            "with-tools",
+            PreflightRequest {
+                messages: req.messages.clone(),
+                tools: req.tools.clone(),
+                forced: Some(Forced::Manual),
+                ..PreflightRequest::default()
+            },
+        ))
+        .expect("compacts");
+    assert!(o.report.cache_breakpoints.is_empty());
+    assert_eq!(req.to_value(&o.messages, true), golden("session.compact"));
+    // Without them (`manual_compact` takes none), the core counts three and
+    // adds one; the request as sent counts the tools' and ours gives way.
+    let o = rt
+        .block_on(m.manual_compact("no-tools", req.messages.clone(), "test"))
+        .expect("compacts");
+    assert_eq!(o.report.cache_breakpoints.len(), 1);
+    let (mut sent, mut placed) = (o.messages.clone(), o.report.cache_breakpoints.clone());
+    assert_eq!(breakpoints::fit_request(&req, &mut sent, &mut placed), 1);
+    let body = req.to_value(&sent, true);
+    assert_provider_accepts(&body);
+    assert_eq!(body, golden("session.compact"));
+
+    // Summarized, most of the caller's are gone with what they marked: ours
+    // fill the four, and without them the output is today's.
+    let policy = Policy {
+        mode: Mode::Summarize,
+        keep_recent_turns: 1,
+        keep_tool_io_pairs: 0,
+        summary_role: compact_middleware::config::Role::System,
+        ..Policy::default()
+    };
+    let m = manager(policy, 200_000);
+    let o = rt
+        .block_on(m.manual_compact("s", req.messages.clone(), "test"))
+        .expect("compacts");
+    check_anthropic(&req.messages, &o.messages);
+    let (mut sent, mut placed) = (o.messages.clone(), o.report.cache_breakpoints.clone());
+    breakpoints::fit_request(&req, &mut sent, &mut placed);
+    let body = req.to_value(&sent, true);
+    assert_provider_accepts(&body);
+    assert_eq!(body_markers(&body).len(), 4, "{:?}", body_markers(&body));
+    let layers: Vec<Layer> = placed.iter().map(|p| p.layer).collect();
+    assert!(layers.contains(&Layer::Head), "{placed:?}");
+    assert_eq!(
+        req.to_value(&breakpoints::without(&sent, &placed), true),
+        golden("session.summarize")
+    );
+    // The stable head ends with the bridge after the summary, which the
+    // summary, a message of ours, could carry as well.
+    let head = placed
+        .iter()
+        .find(|p| p.layer == Layer::Head)
+        .expect("head");
+    assert!(
+        o.messages[head.index - 1]
+            .plain_text()
+            .starts_with("COMPACT-SUMMARY v1")
+    );
+    assert!(
+        body["messages"][head.index - 1]["content"][0]
+            .get("cache_control")
+            .is_some()
+    );
+}
+
+/// An agent loop on the Anthropic wire: a system prompt, tools, a task, then
+/// rounds of a tool call and its (long) result. The agent keeps what compact
+/// returns, breakpoints and all, and appends the next round.
+fn agent_session(
+    breakpoints_setting: CacheBreakpoints,
+    calls: usize,
+) -> Vec<(Value, compact_middleware::PreflightOutcome)> {
+    let policy = Policy {
+        keep_recent_turns: 1,
+        keep_tool_io_pairs: 2,
+        keep_recent_rounds: 2,
+        cache_breakpoints: breakpoints_setting,
+        ..Policy::default()
+    };
+    let m = manager(policy, 6_000);
+    let rt = rt();
+    let tools = json!([{"name": "shell", "description": "Run a command.", "input_schema": {"type": "object"}}]);
+    let mut history: Vec<Value> = vec![
+        json!({"role": "user", "content": "The nightly build fails; find out why and fix it."}),
+    ];
+    let mut out = Vec::new();
+    for i in 0..calls {
+        if i > 0 {
+            history.push(json!({"role": "assistant", "content": [
+                {"type": "text", "text": format!("Round {i}: checking the next log.")},
+                {"type": "tool_use", "id": format!("toolu_{i:03}"), "name": "shell", "input": {"cmd": format!("cat logs/{i}.log")}}]}));
+            let log: String = (0..40)
+                .map(|l| format!("[{i}:{l}] step {l} of build {i}: ok, 12.{l}s\n"))
+                .collect();
+            history.push(json!({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": format!("toolu_{i:03}"), "content": log}]}));
+        }
+        let body = json!({"model": "claude-sonnet-4-5", "max_tokens": 1024,
+            "system": "You are a build engineer. Be precise.", "tools": tools, "messages": history});
+        let req = decode(body);
+        let o = rt
+            .block_on(m.preflight_with(
+                "agent",
+                PreflightRequest {
+                    messages: req.messages.clone(),
+                    tools: req.tools.clone(),
+                    ..PreflightRequest::default()
+                },
+            ))
+            .expect("preflight");
+        let sent = req.to_value(&o.messages, true);
+        // The agent keeps what it sent.
+        history = sent["messages"].as_array().cloned().unwrap_or_default();
+        out.push((sent, o));
+    }
+    out
+}
+
+#[test]
+fn an_agent_that_keeps_our_output_gets_breakpoints_that_move_and_never_pile_up() {
+    let calls = agent_session(CacheBreakpoints::Auto, 24);
+    assert!(
+        calls.iter().any(|(_, o)| o.report.triggered),
+        "nothing compacted"
+    );
+    for (i, (body, o)) in calls.iter().enumerate() {
+        assert_provider_accepts(body);
+        // Ours are taken off what comes back and placed anew: the end of the
+        // history always has one, whatever the previous calls placed.
+        assert!(
+            o.report
+                .cache_breakpoints
+                .iter()
+                .any(|p| p.layer == Layer::End),
+            "call {i}: {:?}",
+            o.report.cache_breakpoints
+        );
+        let last = body["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .expect("a message");
+        assert!(
+            !body_markers(&json!({"m": last})).is_empty(),
+            "call {i}: no breakpoint at the end"
+        );
+        if i > 0 {
+            assert_ne!(
+                o.report.continuation,
+                compact_middleware::manager::ContinuationKind::Fresh,
+                "call {i} was not recognised"
+            );
+        }
+    }
+    // Between compactions, each request starts with the previous one: the
+    // system prompt and the stable head byte for byte, breakpoints included,
+    // every other message byte for byte but for a breakpoint that moved on,
+    // and the previous request's end still carries one, so the entry it
+    // wrote is read whatever the lookback.
+    let unmarked = |v: &Value| -> String {
+        let mut v = v.clone();
+        strip_markers(&mut v);
+        v.to_string()
+    };
+    let mut stable = 0;
+    for w in calls.windows(2) {
+        let ((a, oa), (b, ob)) = (&w[0], &w[1]);
+        if ob.report.triggered {
+            continue;
+        }
+        assert_eq!(a["system"].to_string(), b["system"].to_string());
+        let (am, bm) = (
+            a["messages"].as_array().unwrap(),
+            b["messages"].as_array().unwrap(),
+        );
+        for (k, m) in am.iter().enumerate() {
+            assert_eq!(unmarked(m), unmarked(&bm[k]), "message {k}");
+        }
+        // (Message 0 is the system prompt, compared above.)
+        for p in &oa.report.cache_breakpoints {
+            if matches!(p.layer, Layer::Instructions | Layer::Head) && p.index > 0 {
+                let k = p.index - 1;
+                assert_eq!(am[k].to_string(), bm[k].to_string(), "{p:?}");
+            }
+        }
+        let end = am.len() - 1;
+        assert!(
+            !body_markers(&bm[end]).is_empty(),
+            "the previous end lost its breakpoint"
+        );
+        stable += 1;
+    }
+    assert!(stable >= 3, "only {stable} calls without compaction");
+    // The predicted cache reads the previous request back on those calls.
+    let read: Vec<usize> = calls
+        .iter()
+        .filter_map(|(_, o)| o.report.cache.map(|c| c.predicted_read))
+        .collect();
+    assert!(read.iter().any(|&r| r > 0), "{read:?}");
+}
+
+#[test]
+fn breakpoints_off_reproduces_the_output_without_them_byte_for_byte() {
+    let auto = agent_session(CacheBreakpoints::Auto, 24);
+    let off = agent_session(CacheBreakpoints::Off, 24);
+    for (i, ((_, a), (body, o))) in auto.iter().zip(&off).enumerate() {
+        assert!(o.report.cache_breakpoints.is_empty());
+        assert!(body_markers(body).is_empty(), "call {i}: {body}");
+        assert!(
+            serde_json::to_value(&o.report)
+                .unwrap()
+                .get("cache_breakpoints")
+                .is_none()
+        );
+        // Breakpoints are the one difference: the same compaction, the same
+        // decisions, byte for byte.
+        let a_plain: Vec<Value> = a
+            .compacted_messages()
+            .iter()
+            .map(Message::to_value)
+            .collect();
+        let o_plain: Vec<Value> = o.messages.iter().map(Message::to_value).collect();
+        assert_eq!(
+            serde_json::to_string(&a_plain).unwrap(),
+            serde_json::to_string(&o_plain).unwrap(),
+            "call {i}"
+        );
+        assert_eq!(a.report.triggered, o.report.triggered, "call {i}");
+        assert_eq!(a.report.tokens_after, o.report.tokens_after, "call {i}");
+        assert_eq!(a.report.continuation, o.report.continuation, "call {i}");
+    }
 }

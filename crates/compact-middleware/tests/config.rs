@@ -1458,3 +1458,30 @@ fn proxy_upstreams_are_prefix_url_pairs() {
         assert!(errors.iter().any(|e| e.path == path), "{yaml}: {errors:?}");
     }
 }
+
+#[test]
+fn cache_breakpoints_take_yamls_bare_off_and_on() {
+    use compact_middleware::config::CacheBreakpoints;
+    for (yaml, want) in [
+        ("policy: {cache_breakpoints: off}", CacheBreakpoints::Off),
+        ("policy: {cache_breakpoints: 'off'}", CacheBreakpoints::Off),
+        ("policy: {cache_breakpoints: auto}", CacheBreakpoints::Auto),
+        ("policy: {cache_breakpoints: on}", CacheBreakpoints::Auto),
+        ("policy: {}", CacheBreakpoints::Auto),
+    ] {
+        let c = Config::from_yaml_str(yaml).unwrap_or_else(|e| panic!("{yaml}: {e}"));
+        assert_eq!(c.policy.cache_breakpoints, want, "{yaml}");
+    }
+    let errors = errors_of(Config::from_yaml_str("policy: {cache_breakpoints: always}"));
+    assert_eq!(errors[0].path, "policy.cache_breakpoints");
+    assert!(errors[0].message.contains("auto"), "{}", errors[0].message);
+    // The environment and flags spell it as text.
+    let loaded = load(None, &env(&[("COMPACT_POLICY_CACHE_BREAKPOINTS", "off")])).expect("loads");
+    assert_eq!(
+        loaded.config.policy.cache_breakpoints,
+        CacheBreakpoints::Off
+    );
+    // Printed as its name.
+    let v = serde_json::to_value(&loaded.config.policy).expect("json");
+    assert_eq!(v["cache_breakpoints"], "off");
+}

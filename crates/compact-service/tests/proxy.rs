@@ -760,3 +760,193 @@ async fn a_stream_is_pulled_only_as_fast_as_the_caller_reads() {
         "{spans:?}"
     );
 }
+
+/// Every `cache_control` of a body: the type of what carries it.
+fn breakpoints_in(v: &Value, owner: &str, out: &mut Vec<String>) {
+    match v {
+        Value::Object(o) => {
+            let ty = o.get("type").and_then(Value::as_str).unwrap_or(owner);
+            for (k, x) in o {
+                if k == "cache_control" {
+                    let empty = ty == "text" && o.get("text").and_then(Value::as_str) == Some("");
+                    out.push(if empty {
+                        "empty text".into()
+                    } else {
+                        ty.to_string()
+                    });
+                } else {
+                    breakpoints_in(x, ty, out);
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| breakpoints_in(x, owner, out)),
+        _ => {}
+    }
+}
+
+fn breakpoints(v: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    breakpoints_in(v, "request", &mut out);
+    out
+}
+
+/// An Anthropic agent through the proxy, keeping its own history (the
+/// proxy's output never comes back): `turns` tasks, each run to the end of
+/// its tool calls. `extra` goes into every body.
+async fn anthropic_agent(px: &str, system: &Value, tools: &Value, extra: &Value, turns: usize) {
+    let mut messages: Vec<Value> = Vec::new();
+    for turn in 0..turns {
+        messages.push(json!({"role": "user", "content": format!("Task {turn}: check the logs.")}));
+        loop {
+            let mut body = json!({"model": "claude-sonnet-4-5", "max_tokens": 1024, "system": system,
+                "tools": tools, "messages": messages});
+            if let (Value::Object(b), Value::Object(e)) = (&mut body, extra) {
+                b.extend(e.clone());
+            }
+            let r = post(
+                &format!("{px}/v1/messages"),
+                &body,
+                &[("x-api-key", KEY), ("anthropic-version", "2023-06-01")],
+            )
+            .await;
+            assert_eq!(r.status(), 200);
+            let answer: Value = r.json().await.unwrap();
+            let content = answer["content"].clone();
+            messages.push(json!({"role": "assistant", "content": content}));
+            let uses: Vec<Value> = content
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|b| b["type"] == "tool_use")
+                .cloned()
+                .collect();
+            if uses.is_empty() {
+                break;
+            }
+            let results: Vec<Value> = uses
+                .iter()
+                .map(|u| json!({"type": "tool_result", "tool_use_id": u["id"], "content": big(50)}))
+                .collect();
+            messages.push(json!({"role": "user", "content": results}));
+        }
+    }
+}
+
+#[tokio::test]
+async fn anthropic_requests_reach_the_provider_with_at_most_four_breakpoints() {
+    let up = Upstream::start().await;
+    let px = proxy(
+        &up.url,
+        "max_context_tokens: 5000\npolicy: {keep_recent_turns: 1, keep_tool_io_pairs: 1}",
+    )
+    .await;
+    let system = json!("You are a careful agent.");
+    let tools = json!([{"name": "lookup", "input_schema": {"type": "object"}}]);
+    anthropic_agent(&px.url, &system, &tools, &json!({}), 4).await;
+    let upstream = up.model_calls();
+    assert!(upstream.len() >= 4);
+    let mut compacted = 0;
+    for l in &upstream {
+        let body = l.json();
+        provider_valid(&body, Format::Anthropic);
+        let marks = breakpoints(&body);
+        assert!(marks.len() <= 4, "{marks:?}");
+        assert!(
+            !marks
+                .iter()
+                .any(|t| t.contains("thinking") || t == "empty text"),
+            "{marks:?}"
+        );
+        // The system prompt closes tools and system; the history's end has one.
+        assert_eq!(
+            body["system"],
+            json!([{"type": "text", "text": "You are a careful agent.", "cache_control": {"type": "ephemeral"}}])
+        );
+        let last = body["messages"].as_array().unwrap().last().unwrap();
+        let last_block = last["content"].as_array().unwrap().last().unwrap();
+        assert_eq!(
+            last_block["cache_control"],
+            json!({"type": "ephemeral"}),
+            "{last}"
+        );
+        let text = String::from_utf8_lossy(&l.body);
+        if text.contains("removed: tool output") || text.contains("COMPACT-SUMMARY") {
+            compacted += 1;
+        }
+    }
+    assert!(compacted >= 1, "no request was compacted");
+    // Breakpoints alone are no compaction: the calls that only got them say
+    // `none`, the others `applied`.
+    let labels: Vec<String> = px
+        .model_calls()
+        .iter()
+        .map(|s| s["data"]["compaction"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert!(labels.iter().any(|l| l == "none"), "{labels:?}");
+    assert!(labels.iter().any(|l| l == "applied"), "{labels:?}");
+}
+
+#[tokio::test]
+async fn the_callers_breakpoints_stay_and_a_top_level_one_counts() {
+    let up = Upstream::start().await;
+    let px = proxy(
+        &up.url,
+        "max_context_tokens: 5000\npolicy: {keep_recent_turns: 1, keep_tool_io_pairs: 1}",
+    )
+    .await;
+    let eph = json!({"type": "ephemeral"});
+    let system =
+        json!([{"type": "text", "text": "You are a careful agent.", "cache_control": eph}]);
+    let tools =
+        json!([{"name": "lookup", "input_schema": {"type": "object"}, "cache_control": eph}]);
+    // Anthropic's automatic caching: one more of the four.
+    anthropic_agent(&px.url, &system, &tools, &json!({"cache_control": eph}), 2).await;
+    let upstream = up.model_calls();
+    for l in &upstream {
+        let body = l.json();
+        provider_valid(&body, Format::Anthropic);
+        let marks = breakpoints(&body);
+        assert_eq!(marks.len(), 4, "{marks:?}");
+        assert_eq!(body["cache_control"], eph);
+        assert_eq!(body["tools"], tools);
+        assert_eq!(body["system"], system);
+    }
+}
+
+#[tokio::test]
+async fn with_breakpoints_off_an_anthropic_call_nothing_triggers_passes_byte_for_byte() {
+    let up = Upstream::start().await;
+    let px = proxy(&up.url, "policy: {cache_breakpoints: off}").await;
+    let body = json!({"model": "claude-sonnet-4-5", "max_tokens": 256, "system": "Be brief.",
+        "tools": [{"name": "lookup", "input_schema": {"type": "object"}}],
+        "messages": [{"role": "user", "content": "What is 2+2?"}]});
+    let sent = serde_json::to_vec(&body).unwrap();
+    let r = post(
+        &format!("{}/v1/messages", px.url),
+        &body,
+        &[("x-api-key", KEY), ("anthropic-version", "2023-06-01")],
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-compact-compaction"], "none");
+    let log = up.model_calls();
+    assert_eq!(
+        &log[0].body[..],
+        &sent[..],
+        "the body went upstream as it came"
+    );
+    // With the default (auto), the same call gets its breakpoints, which
+    // are no compaction.
+    let px = proxy(&up.url, "").await;
+    let r = post(
+        &format!("{}/v1/messages", px.url),
+        &body,
+        &[("x-api-key", KEY), ("anthropic-version", "2023-06-01")],
+    )
+    .await;
+    assert_eq!(r.headers()["x-compact-compaction"], "none");
+    let log = up.model_calls();
+    let auto = log[1].json();
+    assert_eq!(breakpoints(&auto).len(), 2, "{auto}");
+    assert_ne!(&log[1].body[..], &sent[..]);
+}

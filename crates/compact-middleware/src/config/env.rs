@@ -73,6 +73,7 @@ pub(super) const LEAVES: &[Leaf] = &[
     leaf("policy.summary_max_pct", Kind::Float),
     leaf("policy.reactive_target_pct", Kind::Float),
     leaf("policy.repair", Kind::Str),
+    leaf("policy.cache_breakpoints", Kind::Str),
     aliased("summarizer.kind", Kind::Str, &["COMPACT_SUMMARIZER"]),
     aliased(
         "summarizer.base_url",

@@ -265,6 +265,46 @@ pub struct Policy {
     /// What to do with input whose tool pairing is already broken.
     #[garde(skip)]
     pub repair: Repair,
+    /// Anthropic prompt-cache breakpoints: `auto` places `cache_control`
+    /// after the stable layers and at the end of the history (within the
+    /// provider's four, the caller's own kept); `off` sends the history as
+    /// compaction left it.
+    #[garde(skip)]
+    pub cache_breakpoints: CacheBreakpoints,
+}
+
+/// Whether compact places Anthropic `cache_control` breakpoints
+/// (`policy.cache_breakpoints`, `crate::cache::breakpoints`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CacheBreakpoints {
+    /// Place breakpoints on Anthropic requests, up to the provider's limit.
+    #[default]
+    Auto,
+    /// Place none: the output is what compaction alone produced.
+    Off,
+}
+
+/// `auto` or `off`; YAML reads a bare `off` as the boolean false (and `on`
+/// as true), so booleans are taken too: false is `off`, true `auto`.
+impl<'de> Deserialize<'de> for CacheBreakpoints {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Spelled {
+            Bool(bool),
+            Name(String),
+        }
+        match Spelled::deserialize(d)? {
+            Spelled::Bool(true) => Ok(Self::Auto),
+            Spelled::Bool(false) => Ok(Self::Off),
+            Spelled::Name(s) => match s.as_str() {
+                "auto" => Ok(Self::Auto),
+                "off" => Ok(Self::Off),
+                other => Err(serde::de::Error::unknown_variant(other, &["auto", "off"])),
+            },
+        }
+    }
 }
 
 /// What a preflight does with input that already has pairing problems (an orphaned
@@ -311,6 +351,7 @@ impl Default for Policy {
             summary_max_pct: 0.15,
             reactive_target_pct: 0.4,
             repair: Repair::Report,
+            cache_breakpoints: CacheBreakpoints::Auto,
         }
     }
 }

@@ -9,11 +9,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::archive::SessionId;
 use crate::state::{
-    BreakerRecord, Fetched, LastCallRecord, RECORD_FORMAT, SessionGuard, SessionRecord, StateError,
-    SummaryRecord,
+    BreakerRecord, Fetched, LastCallRecord, MarkRecord, RECORD_FORMAT, SessionGuard, SessionRecord,
+    StateError, SummaryRecord,
 };
 
-use super::session::{Breaker, LastCall, Secrets, Session, SummaryState};
+use super::session::{Breaker, LastCall, OurMark, Secrets, Session, SummaryState};
 use super::status::{LastOutcome, LastReport, Layers};
 use super::{CompactError, CompactManager};
 
@@ -208,6 +208,16 @@ pub(super) fn to_record(s: &Session, ledger: crate::summarize::FactLedger) -> Se
             out: s.last.out.clone(),
             out_hashes: s.last.out_hashes.clone(),
             out_provider_hashes: s.last.out_provider_hashes.clone(),
+            marks: s
+                .last
+                .marks
+                .iter()
+                .map(|o| MarkRecord {
+                    hashes: o.hashes.to_vec(),
+                    block: o.mark.block,
+                    from_string: o.mark.from_string,
+                })
+                .collect(),
         },
         step: s.step,
         breaker: BreakerRecord {
@@ -247,6 +257,20 @@ pub(super) fn from_record(id: SessionId, r: SessionRecord) -> Session {
         out: r.last.out,
         out_hashes: r.last.out_hashes,
         out_provider_hashes: r.last.out_provider_hashes,
+        marks: r
+            .last
+            .marks
+            .into_iter()
+            .filter_map(|m| {
+                Some(OurMark {
+                    hashes: m.hashes.try_into().ok()?,
+                    mark: crate::model::BreakpointMark {
+                        block: m.block,
+                        from_string: m.from_string,
+                    },
+                })
+            })
+            .collect(),
     };
     s.step = r.step;
     s.breaker = Breaker {

@@ -5,14 +5,15 @@
 use std::time::{Instant, SystemTime};
 
 use crate::archive::SessionId;
-use crate::config::Repair;
+use crate::cache::breakpoints::{self, Existing, Placed};
+use crate::config::{CacheBreakpoints, Repair};
 use crate::events::names;
 use crate::model::{Message, Problem, lost_results, validate};
 use crate::pipeline::{self, Compaction, Input, Limits};
 use crate::trigger::{self, Decision, Forced};
 
 use super::report::{Facts, Report};
-use super::session::{Continuation, Recognised, Session};
+use super::session::{Continuation, OurMark, Recognised, Session};
 use super::trail::Trail;
 use super::{CompactError, CompactManager, PreflightOutcome, PreflightRequest};
 
@@ -67,8 +68,18 @@ impl CompactManager {
     /// Keeps the report and the output's layers for `status`.
     fn remember_report(&self, session: &mut Session, outcome: &PreflightOutcome) {
         let summary_hashes = session.summary.as_ref().map(|s| s.hashes);
+        // The layers of the output as remembered, without our breakpoints
+        // (the summary is known by the hashes of its unmarked form).
+        let mut unmarked;
+        let output = if session.last.marks.is_empty() {
+            &outcome.messages
+        } else {
+            unmarked = outcome.messages.clone();
+            session.take_our_marks(&mut unmarked);
+            &unmarked
+        };
         let layers = super::status::layers_of(
-            &outcome.messages,
+            output,
             summary_hashes,
             &self.inner.config.policy,
             &self.inner.estimator,
@@ -104,6 +115,8 @@ impl CompactManager {
         if note.is_some() {
             trail.hold();
         }
+        let mut messages = messages;
+        session.take_our_marks(&mut messages);
         let (messages, injected) = self.prepare(session, messages).await;
         let mut input = session.recognise(messages);
         let repair = if strict {
@@ -181,10 +194,71 @@ impl CompactManager {
         } else {
             input.messages
         };
-        report.cache = Some(self.prompt_cache(session, &messages, &report, usage_details));
+        let (sent, placed) = self.place_breakpoints(session, &messages, &tools);
+        let added: Vec<usize> = placed.iter().map(|p| p.index).collect();
+        report.cache = Some(self.prompt_cache(session, &messages, &report, usage_details, &added));
         session.remember(input.raw_hashes, &messages);
+        session.last.marks = placed
+            .iter()
+            .map(|p| OurMark {
+                hashes: [sent[p.index].content_hash(), sent[p.index].provider_hash()],
+                mark: p.mark,
+            })
+            .collect();
+        report.cache_breakpoints = placed;
         report.duration_us = started.elapsed().as_micros() as u64;
-        Ok(PreflightOutcome { messages, report })
+        Ok(PreflightOutcome {
+            messages: sent,
+            report,
+        })
+    }
+
+    /// `messages` as sent, with the Anthropic breakpoints of
+    /// `policy.cache_breakpoints: auto` (`crate::cache::breakpoints`), and
+    /// what was placed. Unchanged for `off` and for other formats.
+    fn place_breakpoints(
+        &self,
+        session: &Session,
+        messages: &[Message],
+        tools: &[serde_json::Value],
+    ) -> (Vec<Message>, Vec<Placed>) {
+        let policy = &self.inner.config.policy;
+        if policy.cache_breakpoints == CacheBreakpoints::Off
+            || !messages.iter().any(|m| m.kind().shape.is_anthropic())
+        {
+            return (messages.to_vec(), Vec::new());
+        }
+        let existing = Existing::of(messages, tools);
+        let summary_index = session.summary.as_ref().and_then(|s| {
+            messages
+                .iter()
+                .position(|m| s.hashes.contains(&m.content_hash()))
+        });
+        // The previous request ends inside this one when this one starts
+        // with all of it: the last output as remembered (without our
+        // breakpoints), or its provider copy, which the agent may have kept.
+        let last = &session.last;
+        let k = last.out_hashes.len();
+        let previous_end = (k > 0
+            && k < messages.len()
+            && messages.iter().enumerate().take(k).all(|(i, m)| {
+                let h = m.content_hash();
+                h == last.out_hashes[i] || last.out_provider_hashes.get(i) == Some(&h)
+            }))
+        .then(|| k - 1);
+        let planned = breakpoints::plan(
+            &breakpoints::Request {
+                messages,
+                existing: &existing,
+                summary_index,
+                previous_end,
+            },
+            policy,
+            &Message::can_carry_cache_breakpoint,
+        );
+        let mut sent = messages.to_vec();
+        let placed = breakpoints::place(&mut sent, &planned);
+        (sent, placed)
     }
 
     /// What the provider's prompt cache can serve of `messages` (the
@@ -197,6 +271,7 @@ impl CompactManager {
         messages: &[Message],
         report: &Report,
         reported: Option<crate::cache::ReportedUsage>,
+        added_breakpoints: &[usize],
     ) -> crate::cache::PromptCache {
         let inner = &*self.inner;
         let count = |from: usize| -> usize {
@@ -232,6 +307,7 @@ impl CompactManager {
                 .as_ref()
                 .and_then(|o| o.report.tokens_after()),
             has_previous: !previous.is_empty(),
+            added_breakpoints,
         }
         .cache(
             crate::cache::CacheRule::for_model(&inner.limits.model),

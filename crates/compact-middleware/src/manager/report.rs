@@ -24,6 +24,12 @@ pub struct PreflightOutcome {
 }
 
 impl PreflightOutcome {
+    /// The history as compaction left it: `messages` without the Anthropic
+    /// breakpoints compact placed (`Report::cache_breakpoints`).
+    pub fn compacted_messages(&self) -> Vec<Message> {
+        crate::cache::breakpoints::without(&self.messages, &self.report.cache_breakpoints)
+    }
+
     /// The messages as the provider must see them (`meta`/`compacted` stripped).
     pub fn provider_messages(&self) -> Vec<serde_json::Value> {
         self.messages
@@ -129,6 +135,11 @@ pub struct Report {
     /// caller's reported figures of the previous response, priced.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache: Option<crate::cache::PromptCache>,
+    /// The Anthropic `cache_control` breakpoints compact put on the returned
+    /// history (`policy.cache_breakpoints: auto`): which message, which
+    /// layer it closes, which block carries it. Left out when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cache_breakpoints: Vec<crate::cache::breakpoints::Placed>,
 }
 
 /// The values a report is made of, before compaction.
@@ -189,6 +200,7 @@ impl Report {
             config_sources: Vec::new(),
             neutralized: Vec::new(),
             cache: None,
+            cache_breakpoints: Vec::new(),
         }
     }
 

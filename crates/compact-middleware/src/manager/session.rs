@@ -66,12 +66,26 @@ pub(super) struct SummaryState {
 
 /// The last call: its raw input and our output, as hashes (and the output
 /// itself, which replaces a resent raw prefix).
+///
+/// The output is remembered without the Anthropic breakpoints compact put
+/// on it (`marks` says where they were), so an agent that sends it back
+/// with them is recognised once they are taken off again.
 #[derive(Debug, Default)]
 pub(super) struct LastCall {
     pub(super) raw: Vec<u128>,
     pub(super) out: Vec<Message>,
     pub(super) out_hashes: Vec<u128>,
     pub(super) out_provider_hashes: Vec<u128>,
+    pub(super) marks: Vec<OurMark>,
+}
+
+/// A breakpoint compact placed on the last output: the marked message's
+/// content hashes (as returned, and as its provider copy, which an agent
+/// may keep instead) and the marker's place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct OurMark {
+    pub(super) hashes: [u128; 2],
+    pub(super) mark: crate::model::BreakpointMark,
 }
 
 /// The circuit breaker of the configured summarizer.
@@ -156,6 +170,33 @@ impl Session {
         self.summary.as_ref().map_or(0, |s| s.version)
     }
 
+    /// Takes off the breakpoints compact placed on the last output from the
+    /// messages of `messages` that are those marked messages sent back, so
+    /// that they read as the output remembered. Returns how many.
+    pub(super) fn take_our_marks(&self, messages: &mut [Message]) -> usize {
+        if self.last.marks.is_empty() {
+            return 0;
+        }
+        let mut n = 0;
+        for m in messages.iter_mut() {
+            if m.cache_breakpoints().0 == 0 {
+                continue;
+            }
+            let hashes = [m.content_hash(), m.provider_hash()];
+            let ours = self
+                .last
+                .marks
+                .iter()
+                .find(|o| o.hashes.iter().any(|h| hashes.contains(h)));
+            if let Some(o) = ours
+                && m.remove_cache_breakpoint(o.mark)
+            {
+                n += 1;
+            }
+        }
+        n
+    }
+
     /// Recognises whether `raw` continues the last call, and substitutes
     /// our last output for a resent raw prefix.
     pub(super) fn recognise(&self, raw: Vec<Message>) -> Recognised {
@@ -234,6 +275,7 @@ impl Session {
             out,
             out_provider_hashes: output.iter().map(Message::provider_hash).collect(),
             out_hashes,
+            marks: Vec::new(),
         };
     }
 

@@ -385,3 +385,125 @@ pub(super) fn clear_attachments(
     }
     n
 }
+
+/// The `cache_control` Anthropic caches a prefix at (5 minutes).
+fn ephemeral() -> Value {
+    Value::Object(Map::from_iter([(
+        "type".to_string(),
+        Value::String("ephemeral".into()),
+    )]))
+}
+
+/// Block types Anthropic accepts a `cache_control` on, and that we may mark:
+/// never a `thinking` block (rejected, and signed) nor an empty text block
+/// (rejected).
+fn can_mark(b: &Value) -> bool {
+    match block_type(b) {
+        Some("text") => b
+            .get("text")
+            .and_then(Value::as_str)
+            .is_some_and(|t| !t.is_empty()),
+        Some("image" | "document" | "tool_use" | "tool_result" | "search_result") => true,
+        _ => false,
+    }
+}
+
+/// The `cache_control` markers a message (or the system prompt) carries: on
+/// the message, on its blocks, and on the blocks inside its tool results.
+/// The second value says whether one of them asks for the 1-hour lifetime
+/// (a shorter-lived breakpoint may not come before it).
+pub(super) fn breakpoints(raw: &Map<String, Value>) -> (usize, bool) {
+    let mut n = 0;
+    let mut long = false;
+    let mut see = |o: &Map<String, Value>| {
+        if let Some(cc) = o.get("cache_control").filter(|cc| !cc.is_null()) {
+            n += 1;
+            long |= cc.get("ttl").and_then(Value::as_str) == Some("1h");
+        }
+    };
+    see(raw);
+    for b in blocks(raw) {
+        let Value::Object(o) = b else { continue };
+        see(o);
+        if let Some(Value::Array(inner)) = o.get("content") {
+            for i in inner.iter().filter_map(Value::as_object) {
+                see(i);
+            }
+        }
+    }
+    (n, long)
+}
+
+/// Whether [`add_breakpoint`] would mark the message: its last block (or
+/// its text, when the content is a string) can carry one, it carries no
+/// marker there yet, and no block of it is signed.
+pub(super) fn can_carry_breakpoint(raw: &Map<String, Value>) -> bool {
+    if raw.contains_key("cache_control") || has_signed_blocks(raw) {
+        return false;
+    }
+    match raw.get("content") {
+        Some(Value::String(s)) => !s.is_empty(),
+        Some(Value::Array(b)) => b
+            .last()
+            .is_some_and(|last| can_mark(last) && last.get("cache_control").is_none()),
+        _ => false,
+    }
+}
+
+/// Puts an ephemeral `cache_control` on the last block of the message, so
+/// the prefix it caches ends with the whole message. A string content
+/// becomes one text block first. `None` (and nothing changed) when the
+/// message cannot carry one ([`can_carry_breakpoint`]); otherwise the
+/// marked block and whether the content was a string, what
+/// [`remove_breakpoint`] needs to undo it byte for byte.
+pub(super) fn add_breakpoint(raw: &mut Map<String, Value>) -> Option<(usize, bool)> {
+    if !can_carry_breakpoint(raw) {
+        return None;
+    }
+    let content = raw.get_mut("content")?;
+    if let Value::String(s) = content {
+        let text = std::mem::take(s);
+        let block = Map::from_iter([
+            ("type".to_string(), Value::String("text".into())),
+            ("text".to_string(), Value::String(text)),
+            ("cache_control".to_string(), ephemeral()),
+        ]);
+        *content = Value::Array(vec![Value::Object(block)]);
+        return Some((0, true));
+    }
+    let Value::Array(parts) = content else {
+        return None;
+    };
+    let i = parts.len().checked_sub(1)?;
+    let Value::Object(last) = &mut parts[i] else {
+        return None;
+    };
+    last.insert("cache_control".into(), ephemeral());
+    Some((i, false))
+}
+
+/// Undoes [`add_breakpoint`]: the marker of block `block` goes, and a
+/// content that was a string is one again. False when the message does not
+/// have that marker (it was not ours, or it changed since).
+pub(super) fn remove_breakpoint(
+    raw: &mut Map<String, Value>,
+    block: usize,
+    from_string: bool,
+) -> bool {
+    let Some(Value::Array(parts)) = raw.get_mut("content") else {
+        return false;
+    };
+    let Some(Value::Object(b)) = parts.get_mut(block) else {
+        return false;
+    };
+    if b.remove("cache_control").is_none() {
+        return false;
+    }
+    if from_string
+        && parts.len() == 1
+        && let Some(Value::String(text)) = parts[0].get_mut("text").map(std::mem::take)
+    {
+        raw.insert("content".into(), Value::String(text));
+    }
+    true
+}

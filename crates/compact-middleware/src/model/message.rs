@@ -93,6 +93,17 @@ impl Shape {
     }
 }
 
+/// Where [`Message::add_cache_breakpoint`] put its marker: enough to take
+/// it away again, byte for byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct BreakpointMark {
+    /// The content block that carries it.
+    pub block: usize,
+    /// The content was a string, made one text block to carry it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub from_string: bool,
+}
+
 /// A tool call made by an item.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct CallRef {
@@ -509,6 +520,68 @@ impl Message {
     /// `redacted_thinking`): compaction never edits such an item.
     pub fn has_signed_blocks(&self) -> bool {
         self.kind.shape == Shape::AnthropicMessage && super::anthropic::has_signed_blocks(&self.raw)
+    }
+
+    /// The Anthropic `cache_control` markers the item carries (on it, its
+    /// content blocks and the blocks of its tool results), and whether one
+    /// of them asks for the 1-hour lifetime.
+    pub fn cache_breakpoints(&self) -> (usize, bool) {
+        super::anthropic::breakpoints(&self.raw)
+    }
+
+    /// Whether the item may carry an Anthropic breakpoint: an Anthropic
+    /// message or system prompt, or a plain text message of ours that fits
+    /// the Anthropic wire as it is (a summary, a bridge).
+    fn markable(&self) -> bool {
+        match self.kind.shape {
+            Shape::AnthropicMessage | Shape::AnthropicSystem => true,
+            Shape::ChatMessage => {
+                matches!(self.kind.role, Role::User | Role::Assistant)
+                    && self.raw.keys().all(|k| {
+                        matches!(k.as_str(), "role" | "content" | META_KEY | COMPACTED_KEY)
+                    })
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether [`Message::add_cache_breakpoint`] would mark this item: an
+    /// Anthropic message (or system prompt, or a plain text message of ours)
+    /// whose last content block is one Anthropic accepts a `cache_control`
+    /// on (non-empty text, image, document, tool use or result), not marked
+    /// yet, with no signed block.
+    pub fn can_carry_cache_breakpoint(&self) -> bool {
+        self.markable() && super::anthropic::can_carry_breakpoint(&self.raw)
+    }
+
+    /// Puts `cache_control: {"type": "ephemeral"}` on the item's last content
+    /// block (a string content becomes one text block first), so Anthropic
+    /// caches the request up to the end of this item. `None`, and nothing
+    /// changed, when it cannot carry one.
+    pub fn add_cache_breakpoint(&mut self) -> Option<BreakpointMark> {
+        if !self.can_carry_cache_breakpoint() {
+            return None;
+        }
+        let (block, from_string) = super::anthropic::add_breakpoint(Arc::make_mut(&mut self.raw))?;
+        self.touch();
+        Some(BreakpointMark { block, from_string })
+    }
+
+    /// Undoes [`Message::add_cache_breakpoint`] byte for byte. False, and
+    /// nothing changed, when the item does not carry that marker.
+    pub fn remove_cache_breakpoint(&mut self, mark: BreakpointMark) -> bool {
+        if !self.markable() {
+            return false;
+        }
+        let removed = super::anthropic::remove_breakpoint(
+            Arc::make_mut(&mut self.raw),
+            mark.block,
+            mark.from_string,
+        );
+        if removed {
+            self.touch();
+        }
+        removed
     }
 
     /// Replaces the image and document blocks of an Anthropic message with text blocks

@@ -89,6 +89,15 @@ impl Request {
         })
     }
 
+    /// A field of the object envelope as received (`None` for a bare array,
+    /// and for `messages`, which the request holds decoded).
+    pub fn envelope_field(&self, key: &str) -> Option<&Value> {
+        self.envelope
+            .as_ref()?
+            .get(key)
+            .filter(|_| key != "messages")
+    }
+
     /// Writes `messages` back in the envelope the request came in.
     /// `provider` strips our `meta`/`compacted` fields. In an Anthropic envelope the
     /// system message goes back to `system` (and `system` goes away if the message did).

@@ -37,7 +37,9 @@ mod sqlite;
 
 pub use memory::MemorySessionStore;
 pub use postgres::PostgresSessionStore;
-pub use record::{BreakerRecord, LastCallRecord, RECORD_FORMAT, SessionRecord, SummaryRecord};
+pub use record::{
+    BreakerRecord, LastCallRecord, MarkRecord, RECORD_FORMAT, SessionRecord, SummaryRecord,
+};
 pub use sqlite::SqliteSessionStore;
 
 use std::fmt;

@@ -260,6 +260,11 @@ pub(super) fn plan(record: &SessionRecord, known: Option<&Shape>) -> Result<Plan
         trace_sent: record.trace_sent,
         estimate_error: record.estimate_error,
         updated_at_ms: record.updated_at_ms,
+        // A few hashes at most, and they change with every output.
+        last: LastCallRecord {
+            marks: record.last.marks.clone(),
+            ..LastCallRecord::default()
+        },
         ..SessionRecord::default()
     };
     let head = String::from_utf8(head.to_json()?).map_err(enc)?;
@@ -558,6 +563,11 @@ mod tests {
                 out_hashes: out.iter().map(Message::content_hash).collect(),
                 out_provider_hashes: out.iter().map(Message::provider_hash).collect(),
                 out,
+                marks: vec![super::super::record::MarkRecord {
+                    hashes: vec![7, 8],
+                    block: 1,
+                    from_string: false,
+                }],
             },
             step: Some(3),
             secrets: vec!["sk-live-abc".into()],

@@ -87,6 +87,23 @@ pub struct LastCallRecord {
     /// Content hashes of the output's provider copies.
     #[serde(with = "hex_hashes")]
     pub out_provider_hashes: Vec<u128>,
+    /// The Anthropic breakpoints compact placed on the output it returned
+    /// (`out` and the hashes above are of the output without them).
+    pub marks: Vec<MarkRecord>,
+}
+
+/// A breakpoint compact placed: the marked message's content hashes (as
+/// returned and as its provider copy) and where the marker is.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MarkRecord {
+    /// Content hashes of the marked message and of its provider copy.
+    #[serde(with = "hex_hashes")]
+    pub hashes: Vec<u128>,
+    /// The content block that carries the marker.
+    pub block: usize,
+    /// The content was a string, made one text block to carry it.
+    pub from_string: bool,
 }
 
 /// The circuit breaker, with wall-clock times.
@@ -194,6 +211,11 @@ mod tests {
                 out: vec![m.clone()],
                 out_hashes: vec![m.content_hash()],
                 out_provider_hashes: vec![m.provider_hash()],
+                marks: vec![MarkRecord {
+                    hashes: vec![3, u128::MAX],
+                    block: 2,
+                    from_string: true,
+                }],
             },
             step: Some(4),
             secrets: vec!["sk-abc".into()],
@@ -204,6 +226,11 @@ mod tests {
         assert_eq!(back.summary.as_ref().unwrap().hashes, vec![u128::MAX, 7]);
         assert_eq!(back.last.out, vec![m]);
         assert_eq!(back.last.raw, vec![1, 2]);
+        let mark = &back.last.marks[0];
+        assert_eq!(
+            (mark.hashes.as_slice(), mark.block, mark.from_string),
+            (&[3, u128::MAX][..], 2, true)
+        );
         assert_eq!(back.step, Some(4));
 
         // The fact ledger survives the trip, facts and all.

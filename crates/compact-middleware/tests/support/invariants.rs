@@ -29,8 +29,11 @@ pub(crate) const TRUNCATION_MARKER: &str = "\n⟦truncated: ";
 pub(crate) struct Tracker {
     /// The raw input of the last successful call.
     last_raw: Vec<Value>,
-    /// The output of the last successful call.
+    /// The output of the last successful call, without the Anthropic
+    /// breakpoints the manager placed on it (what it remembers).
     last_out: Vec<Message>,
+    /// The same as the agent got it, breakpoints included.
+    last_sent: Vec<Message>,
     /// Every summary message the manager emitted in this session, with and
     /// without `meta`.
     summaries: HashSet<String>,
@@ -50,10 +53,35 @@ impl Tracker {
         self.summaries.contains(&key(&m.to_value()))
     }
 
+    /// `sent` with the Anthropic breakpoints the manager placed on its last
+    /// output taken off the messages that are those marked messages sent
+    /// back (as the agent got them or as their provider copies), as the
+    /// manager does before anything else.
+    fn unmarked(&self, sent: &[Message]) -> Vec<Message> {
+        sent.iter()
+            .map(|m| {
+                let v = m.to_value();
+                for (s, o) in self.last_sent.iter().zip(&self.last_out) {
+                    if s == o {
+                        continue;
+                    }
+                    if v == s.to_value() {
+                        return o.clone();
+                    }
+                    if v == s.to_provider_value() {
+                        return o.provider_copy();
+                    }
+                }
+                m.clone()
+            })
+            .collect()
+    }
+
     /// The input the manager actually works on for `sent`: when `sent`
     /// starts with the previous raw input (and that input was rewritten),
     /// the previous output replaces that prefix.
     pub(crate) fn effective(&self, sent: &[Message]) -> (Vec<Message>, ContinuationKind) {
+        let sent = self.unmarked(sent);
         let raw: Vec<Value> = sent.iter().map(Message::to_value).collect();
         let out: Vec<Value> = self.last_out.iter().map(Message::to_value).collect();
         if !self.last_raw.is_empty() && raw.starts_with(&self.last_raw) && self.last_raw != out {
@@ -70,17 +98,20 @@ impl Tracker {
             && raw.len() >= out.len()
             && (0..out.len()).all(|i| raw[i] == out[i] || raw[i] == prov[i]);
         if continues {
-            (sent.to_vec(), ContinuationKind::OutputPrefix)
+            (sent, ContinuationKind::OutputPrefix)
         } else {
-            (sent.to_vec(), ContinuationKind::Fresh)
+            (sent, ContinuationKind::Fresh)
         }
     }
 
     /// Records a successful call.
     pub(crate) fn record(&mut self, sent: &[Message], outcome: &PreflightOutcome) {
-        self.last_raw = sent.iter().map(Message::to_value).collect();
-        self.last_out = outcome.messages.clone();
-        for m in &outcome.messages {
+        self.last_raw = self.unmarked(sent).iter().map(Message::to_value).collect();
+        // What the manager remembers (without its breakpoints) and what the
+        // agent got.
+        self.last_out = outcome.compacted_messages();
+        self.last_sent = outcome.messages.clone();
+        for m in &self.last_out {
             if is_summary_shaped(m) {
                 self.summaries.insert(key(&m.to_value()));
                 self.summaries.insert(key(&m.to_provider_value()));
@@ -263,14 +294,16 @@ pub(crate) fn check_budget(
                     r.budget
                 ));
             }
-            let t = manager.estimate(&o.messages, tools).t_est;
+            // Counted as compaction left it: a breakpoint is no token.
+            let messages = o.compacted_messages();
+            let t = manager.estimate(&messages, tools).t_est;
             if t != r.tokens_after {
                 return Err(format!(
                     "invariant 3: estimate of output {t} != report.tokens_after {}",
                     r.tokens_after
                 ));
             }
-            let independent = count_messages(manager, &o.messages) + fixed_tokens(manager, tools);
+            let independent = count_messages(manager, &messages) + fixed_tokens(manager, tools);
             if independent != t {
                 return Err(format!(
                     "independent count {independent} != estimate {t} of the output"
@@ -498,9 +531,16 @@ pub(crate) fn check_call(
     let policy = &manager.config().policy;
     let (input, cont) = tracker.effective(sent);
     check_budget(manager, &input, tools, result, tracker)?;
-    let Ok(o) = result else {
+    let Ok(sent_back) = result else {
         return Ok(());
     };
+    // The invariants are about compaction: checked on the history without
+    // the Anthropic breakpoints the manager placed.
+    let unmarked = PreflightOutcome {
+        messages: sent_back.compacted_messages(),
+        report: sent_back.report.clone(),
+    };
+    let o = &unmarked;
     if o.report.continuation != cont {
         return Err(format!(
             "continuation {:?}, expected {cont:?}",
@@ -514,6 +554,6 @@ pub(crate) fn check_call(
     check_pinned(policy, &input, &o.messages, tracker)?;
     check_recent(policy, &input, o, tracker)?;
     check_one_summary(policy, &input, o, tracker)?;
-    tracker.record(sent, o);
+    tracker.record(sent, sent_back);
     Ok(())
 }

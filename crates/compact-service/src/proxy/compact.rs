@@ -1,9 +1,11 @@
 //! A request body through the same core as every entry point:
 //! `CompactManager::preflight_with` with the session store, then the body
-//! as the provider must get it. A body nothing changed is sent as it came,
-//! byte for byte; a failure sends it unchanged too (docs/design.md §15).
+//! as the provider must get it. A body nothing changed (no compaction, no
+//! Anthropic breakpoint placed) is sent as it came, byte for byte; a
+//! failure sends it unchanged too (docs/design.md §15).
 
 use axum::body::Bytes;
+use compact_middleware::cache::breakpoints;
 use compact_middleware::manager::{Continuation, Overlays};
 use compact_middleware::model::Request;
 use compact_middleware::tokens::builtin_profile;
@@ -103,9 +105,14 @@ impl Call<'_> {
                 );
             }
         };
+        let mut messages = outcome.messages;
         let r = &outcome.report;
+        let mut placed = r.cache_breakpoints.clone();
+        // A top-level cache_control the core did not see takes one of the
+        // four breakpoints: ours give way.
+        breakpoints::fit_request(&req, &mut messages, &mut placed);
         let tokens = |n: usize| Some(n as u64);
-        let changed = r.triggered
+        let compacted = r.triggered
             || r.continuation == Continuation::RawPrefix
             || !r.injected.is_empty()
             || !r.repaired.is_empty();
@@ -116,10 +123,11 @@ impl Call<'_> {
             continuation = ?r.continuation,
             injected = r.injected.len(),
             repaired = r.repaired.len(),
+            cache_breakpoints = placed.len(),
             tokens_before = r.tokens_before,
             "proxy preflight"
         );
-        if !changed {
+        if !compacted && placed.is_empty() {
             return Plan {
                 label: "none",
                 body: original.clone(),
@@ -128,11 +136,15 @@ impl Call<'_> {
                 error: None,
             };
         }
-        let value = req.to_value(&outcome.messages, true);
+        let value = req.to_value(&messages, true);
         let value = restore(self.api, value, instructions);
         match serde_json::to_vec(&value) {
             Ok(body) => Plan {
-                label: if self.overflow.is_some() {
+                // Breakpoints alone are no compaction: the label says
+                // what compaction did.
+                label: if !compacted {
+                    "none"
+                } else if self.overflow.is_some() {
                     "reactive"
                 } else {
                     "applied"

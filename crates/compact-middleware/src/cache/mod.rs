@@ -16,6 +16,11 @@
 //!   back to the last breakpoint inside it; from the read point to the
 //!   last breakpoint is written. Nothing is read or written below 1,024
 //!   tokens.
+//!
+//! [`breakpoints`] decides where compact itself puts Anthropic breakpoints
+//! (`policy.cache_breakpoints`), so that this rule has something to read.
+
+pub mod breakpoints;
 
 use serde::{Deserialize, Serialize};
 
@@ -163,6 +168,10 @@ pub struct Prediction<'a> {
     pub previous_total: Option<usize>,
     /// Whether this is not the session's first call.
     pub has_previous: bool,
+    /// Messages that carry a breakpoint compact placed on the request as
+    /// sent, besides the ones `messages` carry (which are compared without
+    /// them: a breakpoint does not change what the provider caches).
+    pub added_breakpoints: &'a [usize],
 }
 
 impl Prediction<'_> {
@@ -197,7 +206,7 @@ impl Prediction<'_> {
                     .messages
                     .iter()
                     .enumerate()
-                    .filter(|(_, m)| has_breakpoint(m))
+                    .filter(|(i, m)| has_breakpoint(m) || self.added_breakpoints.contains(i))
                     .map(|(i, _)| i + 1)
                     .collect();
                 match marks.last() {
@@ -283,6 +292,7 @@ mod tests {
             previous: &hashes(&prev),
             previous_total: Some(2_103),
             has_previous: true,
+            added_breakpoints: &[],
         };
         let c = p.cache(CacheRule::Openai, None, None);
         assert_eq!(c.shared_tokens, 2_100);
@@ -335,6 +345,7 @@ mod tests {
             previous: &hashes(&prev),
             previous_total: Some(2_003),
             has_previous: true,
+            added_breakpoints: &[],
         };
         let c = p.cache(CacheRule::Anthropic, Some(&price), None);
         assert_eq!((c.predicted_read, c.predicted_write), (0, 0));
