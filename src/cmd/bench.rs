@@ -16,7 +16,8 @@ pub(crate) struct Args {
     /// `compact-bench`'s arguments: SUITE (tokens, preflight, server,
     /// retention, sidecar, proxy, soak, cost, all), `--quick`, `--json`,
     /// `--runs N` and `--seed S` (soak), `--table`, `--config FILE`,
-    /// `--openai-model`, `--anthropic-model`, `--gap-secs` (cost), `--help`.
+    /// `--openai-model`, `--anthropic-model`, `--gap-secs`,
+    /// `--no-caller-breakpoints` (cost), `--help`.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     args: Vec<OsString>,
 }

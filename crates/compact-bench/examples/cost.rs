@@ -6,8 +6,11 @@
 //! `--config FILE` runs compact with that configuration and takes its
 //! `models.NAME.price` entries; `--openai-model M` / `--anthropic-model M`
 //! choose the prices; `--gap-secs N` spaces the calls; `--windows
-//! 16000,32000` and `--no-trajectories` narrow the run; `--save FILE` also
-//! writes the JSON document to FILE.
+//! 16000,32000` and `--no-trajectories` narrow the run;
+//! `--no-caller-breakpoints` simulates a client that places no Anthropic
+//! breakpoints of its own (compact's alone, unless the configuration sets
+//! `policy.cache_breakpoints: off`); `--save FILE` also writes the JSON
+//! document to FILE.
 
 fn value<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
     args.iter()
@@ -43,6 +46,9 @@ fn main() -> std::process::ExitCode {
     }
     if let Some(w) = value(&args, "--windows") {
         opts.windows = w.split(',').filter_map(|s| s.trim().parse().ok()).collect();
+    }
+    if args.iter().any(|a| a == "--no-caller-breakpoints") {
+        opts.caller_breakpoints = false;
     }
     if args.iter().any(|a| a == "--no-trajectories") {
         opts.sessions.trajectories = false;

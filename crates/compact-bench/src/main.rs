@@ -49,6 +49,10 @@ struct Args {
     /// 5-minute cache entries expire between calls).
     #[arg(long, value_name = "SECS", default_value_t = compact_bench::cost::CALL_GAP_SECS)]
     gap_secs: u64,
+    /// cost: the simulated agent places no Anthropic breakpoints of its own
+    /// (a client that leaves caching to compact, `policy.cache_breakpoints`).
+    #[arg(long)]
+    no_caller_breakpoints: bool,
 }
 
 fn main() -> ExitCode {
@@ -94,6 +98,7 @@ fn run(args: &Args) -> std::io::Result<bool> {
     cost.openai_model.clone_from(&args.openai_model);
     cost.anthropic_model.clone_from(&args.anthropic_model);
     cost.gap_secs = args.gap_secs;
+    cost.caller_breakpoints = !args.no_caller_breakpoints;
     let doc = compact_bench::run_all_with(suite, args.quick, &soak, &cost)?;
     let text = if args.table && suite == Suite::Cost {
         compact_bench::cost::report::table(&doc["cost"])

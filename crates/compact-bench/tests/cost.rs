@@ -167,3 +167,51 @@ fn the_cache_serves_what_a_policy_leaves_in_place() {
     let text = cost::report::table(&doc);
     assert!(text.contains("compact_raw_resent") && text.contains("codex_like"));
 }
+
+#[test]
+fn compacts_breakpoints_are_what_a_client_without_its_own_reads_from_anthropics_cache() {
+    use compact_middleware::config::CacheBreakpoints;
+    let ts = vec![transcripts().remove(0)];
+    let at = |caller: bool, setting: CacheBreakpoints| {
+        let mut opts = Options {
+            windows: vec![16_000],
+            threads: 2,
+            caller_breakpoints: caller,
+            policies: vec![
+                Policy::Compact(CallingMode::FedBack),
+                Policy::Peer(Peer::LangChainLike),
+            ],
+            ..Options::quick()
+        };
+        opts.config.policy.cache_breakpoints = setting;
+        cost::run_all(&ts, &opts).expect("every run finishes")
+    };
+    let read = |runs: &[Run], policy: Policy| -> usize {
+        find(runs, 0, 16_000, policy)
+            .calls
+            .iter()
+            .map(|c| c.tokens[ANTHROPIC_5M].cache_read)
+            .sum()
+    };
+    let ours = Policy::Compact(CallingMode::FedBack);
+    let peer = Policy::Peer(Peer::LangChainLike);
+    // A client that places none: Anthropic caches nothing, unless compact
+    // places them; then it reads what it does for an agent that places
+    // its own (compact keeps theirs and adds within the four).
+    let bare = at(false, CacheBreakpoints::Off);
+    assert_eq!(read(&bare, ours), 0);
+    let placed = at(false, CacheBreakpoints::Auto);
+    assert_eq!(read(&placed, peer), 0, "the peer's requests get none");
+    let with_agents = at(true, CacheBreakpoints::Auto);
+    assert!(read(&placed, ours) > 0);
+    assert_eq!(read(&placed, ours), read(&with_agents, ours));
+    // The OpenAI rule does not look at breakpoints.
+    let openai = |runs: &[Run]| -> Vec<usize> {
+        find(runs, 0, 16_000, ours)
+            .calls
+            .iter()
+            .map(|c| c.tokens[OPENAI].cache_read)
+            .collect()
+    };
+    assert_eq!(openai(&bare), openai(&placed));
+}

@@ -11,8 +11,10 @@
 //! provider receives it, goes through the cache rules of [`cache`]:
 //! OpenAI's (shared leading tokens, 1,024 minimum, 128-token steps) and
 //! Anthropic's (breakpoints after the agent's instructions and on the last
-//! message, as an agent using automatic caching places them; 5-minute and
-//! 1-hour lifetimes, calls `gap_secs` apart). The token figures are priced
+//! message, as an agent using automatic caching places them, or none with
+//! [`Options::caller_breakpoints`] off; on compact's requests also the ones
+//! `policy.cache_breakpoints: auto` adds, as the Anthropic codec places
+//! them; 5-minute and 1-hour lifetimes, calls `gap_secs` apart). The token figures are priced
 //! with the configuration's price table (`models.NAME.price`, else the
 //! built-in prices of `compact_middleware::price`).
 //!
@@ -34,8 +36,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use compact_middleware::config::Config;
+use compact_middleware::cache::breakpoints;
+use compact_middleware::config::{CacheBreakpoints, Config};
 use compact_middleware::estimate::Estimator;
+use compact_middleware::invariants::is_summary;
 use compact_middleware::model::Role;
 use compact_middleware::price::{CallTokens, Price, Ttl};
 use compact_middleware::tokens::{CountCache, REPLY_PRIMING};
@@ -145,6 +149,11 @@ pub struct Options {
     pub anthropic_model: String,
     /// Seconds between two calls of a session.
     pub gap_secs: u64,
+    /// The agent places its own Anthropic breakpoints (after its
+    /// instructions and on the last message), as an agent using automatic
+    /// caching does; `false`: a client that places none, so that on the
+    /// Anthropic rows only compact's (`policy.cache_breakpoints`) are there.
+    pub caller_breakpoints: bool,
     /// The base configuration: compact runs with it at each window, and its
     /// `models.NAME.price` entries override the built-in prices.
     pub config: Config,
@@ -165,6 +174,7 @@ impl Options {
             openai_model: OPENAI_MODEL.to_string(),
             anthropic_model: ANTHROPIC_MODEL.to_string(),
             gap_secs: CALL_GAP_SECS,
+            caller_breakpoints: true,
             config: Config::default(),
         }
     }
@@ -225,6 +235,11 @@ struct Meter {
     clock: u64,
     gap: u64,
     last: Option<Request>,
+    /// The agent places its own breakpoints ([`Options::caller_breakpoints`]).
+    caller: bool,
+    /// compact's breakpoints go on the Anthropic requests, by this policy
+    /// (`policy.cache_breakpoints: auto`, compact's runs only).
+    ours: Option<compact_middleware::config::Policy>,
 }
 
 impl Meter {
@@ -240,12 +255,16 @@ impl Meter {
             clock: 0,
             gap,
             last: None,
+            caller: true,
+            ours: None,
         }
     }
 
-    /// `messages` as a request, with the breakpoints an agent places: after
-    /// its instructions (the leading system and developer messages) and on
-    /// the last message.
+    /// `messages` as a request, with the breakpoints an agent places (after
+    /// its instructions, the leading system and developer messages, and on
+    /// the last message) and, for compact, the ones compact adds within the
+    /// provider's four (`compact_middleware::cache::breakpoints`, as the
+    /// Anthropic codec places them; any message can carry one here).
     fn request(&self, messages: &[Message]) -> Request {
         let blocks: Vec<Block> = messages
             .iter()
@@ -256,11 +275,45 @@ impl Meter {
             .take_while(|m| matches!(m.role(), Role::System | Role::Developer))
             .count();
         let mut breakpoints = Vec::new();
-        if lead > 0 && lead < messages.len() {
-            breakpoints.push(lead - 1);
+        if self.caller {
+            if lead > 0 && lead < messages.len() {
+                breakpoints.push(lead - 1);
+            }
+            if !messages.is_empty() {
+                breakpoints.push(messages.len() - 1);
+            }
         }
-        if !messages.is_empty() {
-            breakpoints.push(messages.len() - 1);
+        if let Some(policy) = &self.ours {
+            let existing = breakpoints::Existing {
+                count: breakpoints.len(),
+                at: breakpoints.clone(),
+                floor: 0,
+            };
+            // The previous request ends here when this one starts with it.
+            let previous_end = self.last.as_ref().and_then(|prev| {
+                let k = prev.blocks.len();
+                (k > 0
+                    && k < blocks.len()
+                    && prev
+                        .blocks
+                        .iter()
+                        .zip(&blocks)
+                        .all(|(a, b)| a.hash == b.hash))
+                .then(|| k - 1)
+            });
+            let planned = breakpoints::plan(
+                &breakpoints::Request {
+                    messages,
+                    existing: &existing,
+                    summary_index: messages.iter().position(is_summary),
+                    previous_end,
+                },
+                policy,
+                &|_| true,
+            );
+            breakpoints.extend(planned.iter().map(|&(i, _)| i));
+            breakpoints.sort_unstable();
+            breakpoints.dedup();
         }
         Request {
             blocks,
@@ -371,6 +424,10 @@ pub fn run_one(
     let estimator = manager.estimator().clone();
     let outputs = outputs(t, &estimator);
     let mut meter = Meter::new(estimator.clone(), window, opts.gap_secs);
+    meter.caller = opts.caller_breakpoints;
+    if policy.is_compact() && manager.config().policy.cache_breakpoints == CacheBreakpoints::Auto {
+        meter.ours = Some(manager.config().policy.clone());
+    }
     let mut calls: Vec<Call> = Vec::new();
     let mut summaries: Vec<Call> = Vec::new();
     let context = match policy {
@@ -378,14 +435,20 @@ pub fn run_one(
             let id = format!("{}-{window}-{}", t.name, mode.name());
             rt.block_on(replay(&manager, &id, t, mode, |sent, result| {
                 let output = outputs.get(calls.len()).copied().unwrap_or(0);
+                // Breakpoints compact put on an Anthropic request do not
+                // change what the provider caches: the meter places them.
                 let (messages, compacted) = match result {
-                    Ok(o) => (
-                        &o.messages[..],
+                    Ok(o) if !o.report.cache_breakpoints.is_empty() => (
+                        std::borrow::Cow::Owned(o.compacted_messages()),
                         o.report.triggered && !o.report.tiers.is_empty(),
                     ),
-                    Err(_) => (sent, false),
+                    Ok(o) => (
+                        std::borrow::Cow::Borrowed(&o.messages[..]),
+                        o.report.triggered && !o.report.tiers.is_empty(),
+                    ),
+                    Err(_) => (std::borrow::Cow::Borrowed(sent), false),
                 };
-                let mut c = meter.call(messages, output);
+                let mut c = meter.call(&messages, output);
                 c.compacted = compacted;
                 calls.push(c);
             }))
