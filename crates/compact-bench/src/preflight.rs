@@ -1,8 +1,8 @@
 //! `compact bench preflight`: the preflight path warm without a trigger,
 //! with the raw history resent (mode b), triggered, and a forced summary.
 
-use compact_middleware::config::Config;
-use compact_middleware::model::Message;
+use compact_middleware::config::{CacheBreakpoints, Config};
+use compact_middleware::model::{Format, Message, Request};
 use compact_middleware::{CompactManager, PreflightRequest};
 use serde_json::{Value, json};
 
@@ -117,11 +117,82 @@ pub(crate) fn run(quick: bool) -> Value {
             }
         },
     );
+    // The same, on the Anthropic wire, the agent keeping what it gets:
+    // what placing the cache breakpoints (and taking them off again) costs.
+    let anthropic_off = anthropic_warm(&rt, runs, CacheBreakpoints::Off);
+    let anthropic_auto = anthropic_warm(&rt, runs, CacheBreakpoints::Auto);
     json!({
         "history": {"messages": base.len(), "t_est": t_est},
         "no_trigger_warm": no_trigger,
+        "no_trigger_warm_anthropic": {"breakpoints_off": anthropic_off, "breakpoints_auto": anthropic_auto},
         "forced_summary_extractive": {"stats": summarized, "tokens_after": tokens_after, "summary_tokens": summary_tokens},
         "raw_history_mode_b": raw_mode,
         "triggered_auto": {"stats": triggered, "tokens_after": triggered_after},
     })
+}
+
+/// An Anthropic agent run: a system prompt, a task, then `rounds` rounds of
+/// a tool call and its output of `chars` characters.
+fn anthropic_history(rounds: usize, chars: usize) -> Vec<Message> {
+    let mut messages = vec![
+        json!({"role": "user", "content": "Find out why the nightly build fails and fix it."}),
+    ];
+    for i in 0..rounds {
+        messages.push(json!({"role": "assistant", "content": [
+            {"type": "text", "text": format!("Round {i}: reading the next log.")},
+            {"type": "tool_use", "id": format!("toolu_{i:04}"), "name": "shell", "input": {"cmd": format!("cat logs/{i}.log")}}]}));
+        let line = format!("[{i}] step ok in 12.{i}s; cache warm; nothing to report here\n");
+        let output: String = line
+            .repeat(chars / line.len() + 1)
+            .chars()
+            .take(chars)
+            .collect();
+        messages.push(json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": format!("toolu_{i:04}"), "content": output}]}));
+    }
+    anthropic(json!({"system": "You are a build engineer. Be precise.", "messages": messages}))
+}
+
+fn anthropic(v: Value) -> Vec<Message> {
+    Request::from_value(v, Format::Anthropic)
+        .map(|r| r.messages)
+        .unwrap_or_default()
+}
+
+/// Warm preflights that do not trigger, each the last output (as the agent
+/// got it) plus a new exchange, under `setting`.
+fn anthropic_warm(rt: &tokio::runtime::Runtime, runs: usize, setting: CacheBreakpoints) -> Value {
+    let mut config = Config {
+        max_context_tokens: Some(1_000_000),
+        ..Config::default()
+    };
+    config.policy.cache_breakpoints = setting;
+    let Ok(manager) = CompactManager::builder(config)
+        .without_config_exporters()
+        .without_storage()
+        .build()
+    else {
+        return json!({"error": "cannot build manager"});
+    };
+    let sent = std::cell::RefCell::new(anthropic_history(133, 3000));
+    let mut k = 0usize;
+    let stats = measure_with(
+        3,
+        runs,
+        || {
+            k += 1;
+            let mut msgs = sent.borrow().clone();
+            msgs.extend(anthropic(json!([
+                {"role": "assistant", "content": format!("Step {k} done.")},
+                {"role": "user", "content": format!("Go on with step {}.", k + 1)}
+            ])));
+            msgs
+        },
+        |msgs| {
+            if let Ok(o) = rt.block_on(manager.preflight("bench-anthropic", msgs)) {
+                *sent.borrow_mut() = o.messages;
+            }
+        },
+    );
+    json!(stats)
 }

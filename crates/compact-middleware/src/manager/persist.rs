@@ -213,6 +213,7 @@ pub(super) fn to_record(s: &Session, ledger: crate::summarize::FactLedger) -> Se
                 .marks
                 .iter()
                 .map(|o| MarkRecord {
+                    index: o.index,
                     hashes: o.hashes.to_vec(),
                     block: o.mark.block,
                     from_string: o.mark.from_string,
@@ -263,6 +264,7 @@ pub(super) fn from_record(id: SessionId, r: SessionRecord) -> Session {
             .into_iter()
             .filter_map(|m| {
                 Some(OurMark {
+                    index: m.index,
                     hashes: m.hashes.try_into().ok()?,
                     mark: crate::model::BreakpointMark {
                         block: m.block,

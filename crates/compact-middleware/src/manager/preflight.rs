@@ -5,7 +5,7 @@
 use std::time::{Instant, SystemTime};
 
 use crate::archive::SessionId;
-use crate::cache::breakpoints::{self, Existing, Placed};
+use crate::cache::breakpoints::{self, Existing, Layer};
 use crate::config::{CacheBreakpoints, Repair};
 use crate::events::names;
 use crate::model::{Message, Problem, lost_results, validate};
@@ -14,6 +14,7 @@ use crate::trigger::{self, Decision, Forced};
 
 use super::report::{Facts, Report};
 use super::session::{Continuation, OurMark, Recognised, Session};
+use super::status::Layers;
 use super::trail::Trail;
 use super::{CompactError, CompactManager, PreflightOutcome, PreflightRequest};
 
@@ -37,8 +38,10 @@ impl CompactManager {
         // (`overlay.rs`), read from the session just loaded.
         let (this, sources, guard) = self.overlaid(&session, &req.overlays, guard).await?;
         let mut trail = Trail::open(&mut session, &this.inner.config.telemetry.agent_name);
-        let result = this.run_steps(&mut session, &mut trail, req, started).await;
-        let result = result.map(|o| o.with_sources(sources));
+        let (result, layers) = match this.run_steps(&mut session, &mut trail, req, started).await {
+            Ok((outcome, layers)) => (Ok(outcome.with_sources(sources)), Some(layers)),
+            Err(e) => (Err(e), None),
+        };
         let ran = started.elapsed();
         let closed = trail.close(result.as_ref().map(|o| &o.report));
         // Still under the session lock, so this session's archive writes
@@ -46,8 +49,11 @@ impl CompactManager {
         this.emit(&session, closed.events, closed.archived, closed.sent)
             .await;
         let emitted = started.elapsed();
-        if let Ok(outcome) = &result {
-            this.remember_report(&mut session, outcome);
+        if let (Ok(outcome), Some(layers)) = (&result, layers) {
+            session.last_report = Some(super::status::LastOutcome {
+                report: super::status::LastReport::Typed(Box::new(outcome.report.clone())),
+                layers,
+            });
         }
         if let Some(guard) = guard {
             self.save_session(guard, &mut session).await?;
@@ -65,31 +71,16 @@ impl CompactManager {
         result
     }
 
-    /// Keeps the report and the output's layers for `status`.
-    fn remember_report(&self, session: &mut Session, outcome: &PreflightOutcome) {
-        let summary_hashes = session.summary.as_ref().map(|s| s.hashes);
-        // The layers of the output as remembered, without our breakpoints
-        // (the summary is known by the hashes of its unmarked form).
-        let mut unmarked;
-        let output = if session.last.marks.is_empty() {
-            &outcome.messages
-        } else {
-            unmarked = outcome.messages.clone();
-            session.take_our_marks(&mut unmarked);
-            &unmarked
-        };
-        let layers = super::status::layers_of(
+    /// The layers of the output (without our breakpoints), for `status`.
+    fn layers(&self, session: &Session, output: &[Message], report: &Report) -> Layers {
+        super::status::layers_of(
             output,
-            summary_hashes,
+            session.summary.as_ref().map(|s| s.hashes),
             &self.inner.config.policy,
             &self.inner.estimator,
-            outcome.report.breakdown.tools_schema,
-            outcome.report.tokens_after,
-        );
-        session.last_report = Some(super::status::LastOutcome {
-            report: super::status::LastReport::Typed(Box::new(outcome.report.clone())),
-            layers,
-        });
+            report.breakdown.tools_schema,
+            report.tokens_after,
+        )
     }
 
     async fn run_steps(
@@ -98,7 +89,7 @@ impl CompactManager {
         trail: &mut Trail,
         req: PreflightRequest,
         started: Instant,
-    ) -> Result<PreflightOutcome, CompactError> {
+    ) -> Result<(PreflightOutcome, Layers), CompactError> {
         let policy = &self.inner.config.policy;
         let PreflightRequest {
             messages,
@@ -194,39 +185,45 @@ impl CompactManager {
         } else {
             input.messages
         };
-        let (sent, placed) = self.place_breakpoints(session, &messages, &tools);
-        let added: Vec<usize> = placed.iter().map(|p| p.index).collect();
+        // Placed last, on the output as compaction left it, which is what
+        // the prediction compares, the session remembers and `status` shows.
+        let planned = self.plan_breakpoints(session, &messages, &tools);
+        let added: Vec<usize> = planned.iter().map(|&(i, _)| i).collect();
         report.cache = Some(self.prompt_cache(session, &messages, &report, usage_details, &added));
+        let layers = self.layers(session, &messages, &report);
         session.remember(input.raw_hashes, &messages);
+        let mut messages = messages;
+        let placed = breakpoints::place(&mut messages, &planned);
         session.last.marks = placed
             .iter()
             .map(|p| OurMark {
-                hashes: [sent[p.index].content_hash(), sent[p.index].provider_hash()],
+                index: p.index,
+                hashes: [
+                    messages[p.index].content_hash(),
+                    messages[p.index].provider_hash(),
+                ],
                 mark: p.mark,
             })
             .collect();
         report.cache_breakpoints = placed;
         report.duration_us = started.elapsed().as_micros() as u64;
-        Ok(PreflightOutcome {
-            messages: sent,
-            report,
-        })
+        Ok((PreflightOutcome { messages, report }, layers))
     }
 
-    /// `messages` as sent, with the Anthropic breakpoints of
-    /// `policy.cache_breakpoints: auto` (`crate::cache::breakpoints`), and
-    /// what was placed. Unchanged for `off` and for other formats.
-    fn place_breakpoints(
+    /// Where the Anthropic breakpoints of `policy.cache_breakpoints: auto`
+    /// go on `messages` (`crate::cache::breakpoints`). None for `off` and
+    /// for other formats.
+    fn plan_breakpoints(
         &self,
         session: &Session,
         messages: &[Message],
         tools: &[serde_json::Value],
-    ) -> (Vec<Message>, Vec<Placed>) {
+    ) -> Vec<(usize, Layer)> {
         let policy = &self.inner.config.policy;
         if policy.cache_breakpoints == CacheBreakpoints::Off
             || !messages.iter().any(|m| m.kind().shape.is_anthropic())
         {
-            return (messages.to_vec(), Vec::new());
+            return Vec::new();
         }
         let existing = Existing::of(messages, tools);
         let summary_index = session.summary.as_ref().and_then(|s| {
@@ -246,7 +243,7 @@ impl CompactManager {
                 h == last.out_hashes[i] || last.out_provider_hashes.get(i) == Some(&h)
             }))
         .then(|| k - 1);
-        let planned = breakpoints::plan(
+        breakpoints::plan(
             &breakpoints::Request {
                 messages,
                 existing: &existing,
@@ -255,10 +252,7 @@ impl CompactManager {
             },
             policy,
             &Message::can_carry_cache_breakpoint,
-        );
-        let mut sent = messages.to_vec();
-        let placed = breakpoints::place(&mut sent, &planned);
-        (sent, placed)
+        )
     }
 
     /// What the provider's prompt cache can serve of `messages` (the

@@ -84,6 +84,8 @@ pub(super) struct LastCall {
 /// may keep instead) and the marker's place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct OurMark {
+    /// The message's place in the output.
+    pub(super) index: usize,
     pub(super) hashes: [u128; 2],
     pub(super) mark: crate::model::BreakpointMark,
 }
@@ -171,26 +173,17 @@ impl Session {
     }
 
     /// Takes off the breakpoints compact placed on the last output from the
-    /// messages of `messages` that are those marked messages sent back, so
-    /// that they read as the output remembered. Returns how many.
+    /// messages of `messages` that are those marked messages sent back (at
+    /// the place they had: an agent that keeps the output appends to it),
+    /// so that they read as the output remembered. Returns how many.
     pub(super) fn take_our_marks(&self, messages: &mut [Message]) -> usize {
-        if self.last.marks.is_empty() {
-            return 0;
-        }
         let mut n = 0;
-        for m in messages.iter_mut() {
-            if m.cache_breakpoints().0 == 0 {
+        for o in &self.last.marks {
+            let Some(m) = messages.get_mut(o.index) else {
                 continue;
-            }
-            let hashes = [m.content_hash(), m.provider_hash()];
-            let ours = self
-                .last
-                .marks
-                .iter()
-                .find(|o| o.hashes.iter().any(|h| hashes.contains(h)));
-            if let Some(o) = ours
-                && m.remove_cache_breakpoint(o.mark)
-            {
+            };
+            let h = m.content_hash();
+            if o.hashes.contains(&h) && m.remove_cache_breakpoint(o.mark) {
                 n += 1;
             }
         }

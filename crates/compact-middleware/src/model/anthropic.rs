@@ -413,24 +413,28 @@ fn can_mark(b: &Value) -> bool {
 /// The second value says whether one of them asks for the 1-hour lifetime
 /// (a shorter-lived breakpoint may not come before it).
 pub(super) fn breakpoints(raw: &Map<String, Value>) -> (usize, bool) {
-    let mut n = 0;
-    let mut long = false;
-    let mut see = |o: &Map<String, Value>| {
-        if let Some(cc) = o.get("cache_control").filter(|cc| !cc.is_null()) {
-            n += 1;
-            long |= cc.get("ttl").and_then(Value::as_str) == Some("1h");
-        }
-    };
-    see(raw);
-    for b in blocks(raw) {
-        let Value::Object(o) = b else { continue };
-        see(o);
-        if let Some(Value::Array(inner)) = o.get("content") {
-            for i in inner.iter().filter_map(Value::as_object) {
-                see(i);
+    // Every message of every request is scanned: one pass over each
+    // object's few entries, no hashed look-ups.
+    fn scan(o: &Map<String, Value>, depth: u8, n: &mut usize, long: &mut bool) {
+        for (k, v) in o {
+            match k.as_str() {
+                "cache_control" if !v.is_null() => {
+                    *n += 1;
+                    *long |= v.get("ttl").and_then(Value::as_str) == Some("1h");
+                }
+                "content" if depth < 2 => {
+                    if let Value::Array(blocks) = v {
+                        for b in blocks.iter().filter_map(Value::as_object) {
+                            scan(b, depth + 1, n, long);
+                        }
+                    }
+                }
+                _ => {}
             }
         }
     }
+    let (mut n, mut long) = (0, false);
+    scan(raw, 0, &mut n, &mut long);
     (n, long)
 }
 

@@ -564,6 +564,7 @@ mod tests {
                 out_provider_hashes: out.iter().map(Message::provider_hash).collect(),
                 out,
                 marks: vec![super::super::record::MarkRecord {
+                    index: 3,
                     hashes: vec![7, 8],
                     block: 1,
                     from_string: false,

@@ -97,6 +97,8 @@ pub struct LastCallRecord {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct MarkRecord {
+    /// The message's place in the output.
+    pub index: usize,
     /// Content hashes of the marked message and of its provider copy.
     #[serde(with = "hex_hashes")]
     pub hashes: Vec<u128>,
@@ -212,6 +214,7 @@ mod tests {
                 out_hashes: vec![m.content_hash()],
                 out_provider_hashes: vec![m.provider_hash()],
                 marks: vec![MarkRecord {
+                    index: 5,
                     hashes: vec![3, u128::MAX],
                     block: 2,
                     from_string: true,
