@@ -14,9 +14,10 @@
 //! message, as an agent using automatic caching places them, or none with
 //! [`Options::caller_breakpoints`] off; on compact's requests also the ones
 //! `policy.cache_breakpoints: auto` adds, as the Anthropic codec places
-//! them; 5-minute and 1-hour lifetimes, calls `gap_secs` apart). The token figures are priced
-//! with the configuration's price table (`models.NAME.price`, else the
-//! built-in prices of `compact_middleware::price`).
+//! them; 5-minute and 1-hour lifetimes, calls `gap_secs` apart). The token
+//! figures are priced with the configuration's price table
+//! (`models.NAME.price`, else the built-in prices of
+//! `compact_middleware::price`).
 //!
 //! A call's output is the model output of the next turn (the same for every
 //! policy). A peer's compaction also makes a summary request
