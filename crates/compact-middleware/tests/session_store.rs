@@ -308,3 +308,55 @@ async fn a_long_session_writes_what_changed_not_the_whole_record() {
     assert_eq!(saves, 50);
     assert!(now * 5 < then, "{now} bytes per save, whole record {then}");
 }
+
+/// An Anthropic agent that keeps what it gets, its calls served in turn by
+/// two managers sharing a SQLite store: the breakpoints compact placed are
+/// known from the stored record, taken off what comes back and placed anew.
+#[tokio::test]
+async fn breakpoints_placed_by_one_manager_are_taken_off_by_the_next() {
+    use compact_middleware::cache::breakpoints::Layer;
+    use compact_middleware::manager::ContinuationKind;
+    use compact_middleware::model::{Format, Request};
+    use serde_json::{Value, json};
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store: Arc<dyn SessionStore> =
+        Arc::new(SqliteSessionStore::open(dir.path().join("state.sqlite3")).expect("sqlite store"));
+    let mut config = config(dir.path());
+    config.max_context_tokens = Some(200_000);
+    let managers = [
+        manager(&config, Some(store.clone())),
+        manager(&config, Some(store)),
+    ];
+    let decode = |v: Value| {
+        Request::from_value(v, Format::Anthropic)
+            .map(|r| r.messages)
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let mut history = decode(json!({"system": "You are an agent.",
+        "messages": [{"role": "user", "content": "Check the logs."}]}));
+    for i in 0..6 {
+        let o = managers[i % 2]
+            .preflight("anthropic-agent", history.clone())
+            .await
+            .unwrap_or_else(|e| panic!("call {i}: {e}"));
+        if i > 0 {
+            assert_eq!(
+                o.report.continuation,
+                ContinuationKind::OutputPrefix,
+                "call {i}"
+            );
+        }
+        let layers: Vec<Layer> = o.report.cache_breakpoints.iter().map(|p| p.layer).collect();
+        assert!(layers.contains(&Layer::End), "call {i}: {layers:?}");
+        let total: usize = o.messages.iter().map(|m| m.cache_breakpoints().0).sum();
+        assert!(total <= 4, "call {i}: {total} breakpoints");
+        // Ours, never mistaken for the caller's: as many as the first time.
+        assert_eq!(total, o.report.cache_breakpoints.len(), "call {i}");
+        history = o.messages;
+        history.extend(decode(json!([
+            {"role": "assistant", "content": format!("Step {i} done.")},
+            {"role": "user", "content": format!("Go on with step {}.", i + 1)}
+        ])));
+    }
+}

@@ -503,10 +503,17 @@ pub(super) fn remove_breakpoint(
     if b.remove("cache_control").is_none() {
         return false;
     }
-    if from_string
-        && parts.len() == 1
-        && let Some(Value::String(text)) = parts[0].get_mut("text").map(std::mem::take)
-    {
+    // Back to the string it was, when the block is still just that text.
+    let text = match parts.as_slice() {
+        [Value::Object(b)] if from_string && b.len() == 2 => match b.get("text") {
+            Some(Value::String(t)) if b.get("type").and_then(Value::as_str) == Some("text") => {
+                Some(t.clone())
+            }
+            _ => None,
+        },
+        _ => None,
+    };
+    if let Some(text) = text {
         raw.insert("content".into(), Value::String(text));
     }
     true
