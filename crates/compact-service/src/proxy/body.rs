@@ -12,7 +12,7 @@
 
 use std::fmt;
 
-use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
+use serde::de::{Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
@@ -34,15 +34,18 @@ pub(crate) fn split<'a>(body: &'a [u8], history: &str) -> Option<Split<'a>> {
     de.end().ok()?;
     let mut doc = Map::with_capacity(fields.len());
     let mut items = None;
-    for (key, raw) in fields {
+    for (key, field) in fields {
         // Later duplicates replace the value where the key first stood, as
         // in serde_json's map.
-        let value = if key == history {
-            items = Some(serde_json::from_str::<Vec<&'a RawValue>>(raw.get()).ok()?);
-            Value::Array(Vec::new())
-        } else {
-            let value = serde_json::from_str::<Value>(raw.get()).ok()?;
-            within_depth(&value, 1).then_some(value)?
+        let value = match field {
+            Field::History(list) => {
+                items = Some(list);
+                Value::Array(Vec::new())
+            }
+            Field::Other(raw) => {
+                let value = serde_json::from_str::<Value>(raw.get()).ok()?;
+                within_depth(&value, 1).then_some(value)?
+            }
         };
         doc.insert(key, value);
     }
@@ -73,11 +76,18 @@ fn within_depth(value: &Value, above: usize) -> bool {
 /// serde_json's recursion limit: nested arrays and objects it reads.
 const MAX_DEPTH: usize = 127;
 
-/// The top-level fields as text, the history's only if it is an array.
+/// A top-level field: the history's items, or another field's text.
+enum Field<'a> {
+    History(Vec<&'a RawValue>),
+    Other(&'a RawValue),
+}
+
+/// The top-level fields in one pass over the body; a history that is not
+/// an array fails it (the whole-body parse takes such a body).
 struct Fields<'h>(&'h str);
 
 impl<'de> Visitor<'de> for Fields<'_> {
-    type Value = Vec<(String, &'de RawValue)>;
+    type Value = Vec<(String, Field<'de>)>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON object")
@@ -86,31 +96,14 @@ impl<'de> Visitor<'de> for Fields<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut fields = Vec::new();
         while let Some(key) = map.next_key::<String>()? {
-            let raw = if key == self.0 {
-                map.next_value_seed(ArrayText)?
+            let field = if key == self.0 {
+                Field::History(map.next_value()?)
             } else {
-                map.next_value::<&'de RawValue>()?
+                Field::Other(map.next_value()?)
             };
-            fields.push((key, raw));
+            fields.push((key, field));
         }
         Ok(fields)
-    }
-}
-
-/// A value's text, refused unless it is an array (the whole-body parse
-/// takes such a body).
-struct ArrayText;
-
-impl<'de> DeserializeSeed<'de> for ArrayText {
-    type Value = &'de RawValue;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        let raw = <&'de RawValue as serde::Deserialize>::deserialize(d)?;
-        if raw.get().starts_with('[') {
-            Ok(raw)
-        } else {
-            Err(de::Error::custom("the history is not an array"))
-        }
     }
 }
 

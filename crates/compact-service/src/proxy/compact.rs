@@ -52,7 +52,8 @@ pub(crate) struct Call<'a> {
 }
 
 /// What [`Call::run`] did: the plan, and the history's items as decoded
-/// (the provider's, without the instructions of a Responses body), for
+/// (the provider's, without the instructions of a Responses body; each
+/// with its content hash computed), for
 /// [`super::history::Histories::keep`].
 pub(crate) struct Ran {
     pub(crate) plan: Plan,
