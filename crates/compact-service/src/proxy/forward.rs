@@ -159,8 +159,7 @@ pub(crate) async fn handle(State(p): State<Arc<Inner>>, req: Request) -> Respons
             let (raw, items) = split.unzip();
             let ran = call.run(doc, items, &bytes).await;
             if let (Some(raw), Some(decoded)) = (raw, ran.decoded) {
-                p.histories
-                    .keep(&identity.id, api.format(), &bytes, &raw, decoded);
+                p.histories.keep(&identity.id, api.format(), &raw, decoded);
             }
             ran.plan
         }

@@ -7,9 +7,9 @@
 //! carry their memoised content hashes, which the core would otherwise
 //! compute again for every item of every call.
 //!
-//! Bounded by `proxy.history_cache_bytes` (the request bodies kept, shared
-//! with the request rather than copied; the least recently used sessions
-//! go first). `0` keeps nothing.
+//! Bounded by `proxy.history_cache_bytes` (the items' text kept, copied
+//! out of the request: a slice would keep hyper's whole read buffer alive;
+//! the least recently used sessions go first). `0` keeps nothing.
 
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
@@ -22,9 +22,9 @@ use serde_json::value::RawValue;
 /// One session's last decoded history.
 struct Kept {
     format: Format,
-    /// The request body the items were read from (shared, not copied).
-    body: Bytes,
-    /// Each item's text in `body`, and the item decoded.
+    /// The items' JSON text, one after the other.
+    text: Bytes,
+    /// Each item's text in `text`, and the item decoded.
     items: Vec<(Range<usize>, Message)>,
 }
 
@@ -57,11 +57,12 @@ impl State {
         Some(kept)
     }
 
-    fn remove(&mut self, session: &str) {
-        if let Some(slot) = self.sessions.remove(session) {
-            self.order.remove(&slot.tick);
-            self.bytes -= slot.kept.body.len();
-        }
+    /// Forgets `session`; the caller drops what it kept, outside the lock.
+    fn remove(&mut self, session: &str) -> Option<Arc<Kept>> {
+        let slot = self.sessions.remove(session)?;
+        self.order.remove(&slot.tick);
+        self.bytes -= slot.kept.text.len();
+        Some(slot.kept)
     }
 }
 
@@ -101,7 +102,7 @@ impl Histories {
         for (i, r) in raw.iter().enumerate() {
             let same = kept
                 .as_deref()
-                .and_then(|k| Some((k.body.get(k.items.get(i)?.0.clone())?, &k.items[i].1)))
+                .and_then(|k| Some((k.text.get(k.items.get(i)?.0.clone())?, &k.items[i].1)))
                 .filter(|(text, _)| *text == r.get().as_bytes());
             items.push(match same {
                 Some((_, m)) => Item::Decoded(m.clone()),
@@ -111,58 +112,59 @@ impl Histories {
         Some(items)
     }
 
-    /// Keeps `messages`, decoded from `raw` (slices of `body`) in
-    /// `format`, as the session's last history (their content hashes
-    /// computed: [`super::compact::Ran::decoded`]). The body is kept whole,
-    /// and counted so.
+    /// Keeps `messages`, decoded from `raw` in `format`, as the session's
+    /// last history (their content hashes computed:
+    /// [`super::compact::Ran::decoded`]).
     pub(crate) fn keep(
         &self,
         session: &str,
         format: Format,
-        body: &Bytes,
         raw: &[&RawValue],
         messages: Vec<Message>,
     ) {
         if self.budget == 0 || raw.len() != messages.len() {
             return;
         }
-        let base = body.as_ptr() as usize;
-        let mut items = Vec::with_capacity(raw.len());
-        for (r, m) in raw.iter().zip(messages) {
-            let text = r.get().as_bytes();
-            let Some(start) = (text.as_ptr() as usize).checked_sub(base) else {
-                return;
-            };
-            let range = start..start + text.len();
-            if range.end > body.len() {
-                return;
-            }
-            items.push((range, m));
+        let size: usize = raw.iter().map(|r| r.get().len()).sum();
+        let mut dropped = Vec::new();
+        {
+            let mut state = self.state();
+            dropped.extend(state.remove(session));
         }
-        let size = body.len();
-        let kept = Arc::new(Kept {
-            format,
-            body: body.clone(),
-            items,
-        });
-        let mut state = self.state();
-        state.remove(session);
         if size > self.budget {
             return;
         }
+        let mut text = Vec::with_capacity(size);
+        let mut items = Vec::with_capacity(raw.len());
+        for (r, m) in raw.iter().zip(messages) {
+            let start = text.len();
+            text.extend_from_slice(r.get().as_bytes());
+            items.push((start..text.len(), m));
+        }
+        let kept = Arc::new(Kept {
+            format,
+            text: Bytes::from(text),
+            items,
+        });
+        let mut state = self.state();
         while state.bytes + size > self.budget {
             let Some((_, oldest)) = state.order.pop_first() else {
                 break;
             };
-            state.remove(&oldest);
+            dropped.extend(state.remove(&oldest));
         }
         state.tick += 1;
         let tick = state.tick;
         state.order.insert(tick, session.to_owned());
+        // A concurrent call of the same session may have kept its own
+        // meanwhile: this one, the later, replaces it.
+        dropped.extend(state.remove(session));
         state
             .sessions
             .insert(session.to_owned(), Slot { kept, tick });
         state.bytes += size;
+        drop(state);
+        drop(dropped);
     }
 }
 
@@ -177,25 +179,14 @@ mod tests {
     }
 
     fn decode(h: &Histories, session: &str, text: &str) -> (Vec<bool>, Vec<Message>) {
-        let body = Bytes::copy_from_slice(text.as_bytes());
-        let raw: Vec<&RawValue> = serde_json::from_slice(&body).unwrap();
+        let raw: Vec<&RawValue> = serde_json::from_str(text).unwrap();
         let items = h.items(session, Format::Chat, &raw).unwrap();
         let reused = items
             .iter()
             .map(|i| matches!(i, Item::Decoded(_)))
             .collect();
         let req = Request::from_envelope(Map::new(), items, Format::Chat).unwrap();
-        h.keep(session, Format::Chat, &body, &raw, req.messages.clone());
-        // Items that are not slices of the body given are not kept.
-        let elsewhere = Bytes::from_static(b"[]");
-        h.keep(
-            "elsewhere",
-            Format::Chat,
-            &elsewhere,
-            &raw,
-            req.messages.clone(),
-        );
-        assert!(!h.state().sessions.contains_key("elsewhere"));
+        h.keep(session, Format::Chat, &raw, req.messages.clone());
         (reused, req.messages)
     }
 
@@ -229,7 +220,7 @@ mod tests {
 
     #[test]
     fn the_budget_drops_the_least_recently_used_session() {
-        let one = raw(&[A, B]).len(); // a body, kept whole
+        let one = raw(&[A, B]).len() - 3; // the items' text, no brackets or comma
         let h = Histories::new(2 * one);
         decode(&h, "s1", &raw(&[A, B]));
         decode(&h, "s2", &raw(&[A, B]));
