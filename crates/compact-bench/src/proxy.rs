@@ -13,7 +13,8 @@
 //!   (target: unchanged within 1 ms).
 //!
 //! Like the sidecar suite it spawns `compact` (next to this binary, or
-//! `COMPACT_BIN`).
+//! `COMPACT_BIN`; compact-service's `examples/proxy` is `compact proxy`
+//! without the CLI, which a release build gets without the AWS SDK).
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
