@@ -6,7 +6,7 @@
 //! held-out split) are refused.
 //!
 //! `cargo run --release -p compact-bench --example retention_dev -- [--seeds 1,2,5,6,7,8]
-//! [--windows 8000,16000] [--both] [--lost FILTER] [--traj DIR]…`
+//! [--windows 8000,16000] [--both] [--lost FILTER] [--traj DIR] [--summary-pct 0.25]…`
 //!
 //! `--traj DIR` adds another directory of trajectories in the shared format
 //! (its `split.json` marks the held-out runs, which are skipped).
@@ -50,6 +50,8 @@ fn main() {
     } else {
         &[CallingMode::FedBack]
     };
+    // `--summary-pct 0.2`: try another `policy.summary_max_pct`.
+    let summary_pct: Option<f64> = list(&args, "--summary-pct").and_then(|v| v.first().copied());
     let lost_filter = args
         .iter()
         .position(|a| a == "--lost")
@@ -142,7 +144,11 @@ fn main() {
                     let Some(&(t, window, mode)) = jobs.get(i) else {
                         break;
                     };
-                    let Ok(m) = CompactManager::builder(config_for(window))
+                    let mut config = config_for(window);
+                    if let Some(pct) = summary_pct {
+                        config.policy.summary_max_pct = pct;
+                    }
+                    let Ok(m) = CompactManager::builder(config)
                         .without_config_exporters()
                         .without_storage()
                         .build()

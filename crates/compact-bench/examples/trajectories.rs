@@ -4,7 +4,7 @@
 //! insufficient-budget errors and (with `--summary`) the final summary;
 //! `--lost` lists the probes lost. Held-out runs are skipped unless
 //! `--held-out` (then only they run) or `--all`.
-//! `cargo run --release -p compact-bench --example trajectories -- [--windows 8000,16000] [FILTER] [--summary] [--lost] [--raw]`
+//! `cargo run --release -p compact-bench --example trajectories -- [--windows 8000,16000] [FILTER] [--summary] [--lost] [--raw] [--summary-pct 0.25]`
 
 use std::collections::BTreeMap;
 
@@ -21,10 +21,19 @@ fn main() {
         .and_then(|i| args.get(i + 1))
         .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
         .unwrap_or_else(|| vec![8_000, 16_000, 32_000]);
+    // `--summary-pct 0.2`: try another `policy.summary_max_pct`.
+    let summary_pct: Option<f64> = args
+        .iter()
+        .position(|a| a == "--summary-pct")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|s| s.parse().ok());
     let filter = args
         .iter()
         .enumerate()
-        .find(|(i, a)| !a.starts_with("--") && (*i == 0 || args[i - 1] != "--windows"))
+        .find(|(i, a)| {
+            !a.starts_with("--")
+                && (*i == 0 || !matches!(args[i - 1].as_str(), "--windows" | "--summary-pct"))
+        })
         .map(|(_, a)| a.clone())
         .unwrap_or_default();
     let Some(dir) = trajectories::dir() else {
@@ -65,7 +74,11 @@ fn main() {
             .iter()
             .filter(|t| t.name.contains(&filter) && wanted(t.split))
         {
-            let Ok(m) = CompactManager::builder(config_for(w))
+            let mut config = config_for(w);
+            if let Some(pct) = summary_pct {
+                config.policy.summary_max_pct = pct;
+            }
+            let Ok(m) = CompactManager::builder(config)
                 .without_config_exporters()
                 .without_storage()
                 .build()
@@ -77,12 +90,13 @@ fn main() {
             runs_failing += usize::from(out.insufficient_budget > 0);
             let kept = out.retained.iter().filter(|&&k| k).count();
             println!(
-                "## {w} {} {kept}/{} insufficient {} compactions {} summary {:?}",
+                "## {w} {} {kept}/{} insufficient {} compactions {} summary {:?} final {}",
                 t.name,
                 t.facts.len(),
                 out.insufficient_budget,
                 out.compactions,
-                out.final_summary_tokens
+                out.final_summary_tokens,
+                out.final_tokens
             );
             for (f, k) in t.facts.iter().zip(&out.retained) {
                 let kind = match f.kind {

@@ -3,7 +3,8 @@
 //! archive) in front of an in-process provider on loopback that answers
 //! at once; the same calls straight to the provider and through the
 //! proxy, one agent session resending its whole history one message
-//! longer each call (the common case: nothing triggers).
+//! longer each call (the common case: nothing triggers). Direct and
+//! proxied calls alternate, so load on a shared machine falls on both.
 //!
 //! - `overhead_p50_us`: p50 of a whole call through the proxy minus p50
 //!   straight to the provider (target < 1 ms), per history size (~8k,
@@ -12,7 +13,8 @@
 //!   (target: unchanged within 1 ms).
 //!
 //! Like the sidecar suite it spawns `compact` (next to this binary, or
-//! `COMPACT_BIN`).
+//! `COMPACT_BIN`; compact-service's `examples/proxy` is `compact proxy`
+//! without the CLI, which a release build gets without the AWS SDK).
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -164,24 +166,31 @@ async fn one_size(
     let mut compaction: std::collections::BTreeMap<String, usize> = Default::default();
     let mut failed = 0usize;
     for stream in [false, true] {
-        for (target, url) in [("direct", upstream), ("proxied", proxy)] {
-            let session = format!("bench-{label}-{stream}");
-            let mut samples = Vec::with_capacity(runs);
-            for turn in 0..runs + 10 {
-                let b = body(&base, turn + 1, stream);
+        // Direct and proxied calls alternate, each turn's body sent to both
+        // (in turns' alternating order), so that a shared machine's load
+        // weighs on both sides of the difference alike.
+        let targets = [("direct", upstream), ("proxied", proxy)];
+        let session = format!("bench-{label}-{stream}");
+        let mut samples = [Vec::with_capacity(runs), Vec::with_capacity(runs)];
+        for turn in 0..runs + 10 {
+            let b = body(&base, turn + 1, stream);
+            for k in [turn % 2, 1 - turn % 2] {
+                let sent = b.clone();
                 let t = Instant::now();
-                match call(&client, url, &session, b, stream).await {
+                match call(&client, targets[k].1, &session, sent, stream).await {
                     Ok((header, first_byte)) => {
                         *compaction.entry(header.unwrap_or_default()).or_default() += 1;
                         // Streams: to the first body byte; whole calls: all of it.
                         let took = if stream { first_byte } else { t.elapsed() };
                         if turn >= 10 {
-                            samples.push(took);
+                            samples[k].push(took);
                         }
                     }
                     Err(_) => failed += 1,
                 }
             }
+        }
+        for ((target, _), samples) in targets.into_iter().zip(samples) {
             if samples.is_empty() {
                 return Err(format!("every {target} call failed"));
             }

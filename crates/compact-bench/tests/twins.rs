@@ -6,11 +6,12 @@
 //!
 //! Measured when this was written (release, both calling modes): at 16k
 //! English 99.2%, Chinese 99.2%, Spanish 99.2%, German 98.4% of the user and
-//! assistant facts, every tool fact in all four; at 32k all 100%. At 8k
-//! the bar of 5 points is not reached: English 86.9%, Spanish 84.4%,
-//! Chinese 80.3%, German 76.2% (the same facts cost 2-7% more tokens in
-//! translation, and a 1,200-token summary holds fewer of them); the test
-//! holds that figure (12 points) so it cannot get worse unnoticed.
+//! assistant facts, every tool fact in all four; at 32k all 100%. At 8k the
+//! bar was first out of reach (English 86.9%, German 76.2%: the same facts
+//! cost 2-7% more tokens in translation); since a later request's goal is
+//! its ask without the opener every message repeats, and the summary may
+//! take a quarter of the window, the 8k figures are English 100%, Spanish
+//! 99.2%, German and Chinese 98.4%, and the 5-point bar holds at every window.
 
 use std::sync::Mutex;
 
@@ -20,7 +21,7 @@ use compact_middleware::CompactManager;
 use compact_middleware::model::Format;
 
 /// The windows measured, and the points a twin may be behind English there.
-const WINDOWS: [(usize, f64); 3] = [(8_000, 12.0), (16_000, 5.0), (32_000, 5.0)];
+const WINDOWS: [(usize, f64); 3] = [(8_000, 5.0), (16_000, 5.0), (32_000, 5.0)];
 
 /// Kept and total facts of a corpus at a window: user+assistant, tool.
 #[derive(Debug, Default, Clone, Copy)]

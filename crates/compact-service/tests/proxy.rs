@@ -950,3 +950,115 @@ async fn with_breakpoints_off_an_anthropic_call_nothing_triggers_passes_byte_for
     assert_eq!(breakpoints(&auto).len(), 2, "{auto}");
     assert_ne!(&log[1].body[..], &sent[..]);
 }
+
+/// Sends `bodies` (JSON text, sent as is) in order to a proxy and returns,
+/// for each, the body the upstream got, the session and compaction the
+/// proxy answered, and the span's compaction and error.
+async fn upstream_bodies(yaml: &str, path: &str, bodies: &[String]) -> Vec<(Vec<u8>, String)> {
+    let up = Upstream::start().await;
+    let px = proxy(&up.url, yaml).await;
+    let mut answers = Vec::new();
+    for body in bodies {
+        let r = reqwest::Client::new()
+            .post(format!("{}{path}", px.url))
+            .header("content-type", "application/json")
+            .body(body.clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        answers.push(format!(
+            "{} {}",
+            r.headers()["x-compact-session"].to_str().unwrap(),
+            r.headers()["x-compact-compaction"].to_str().unwrap()
+        ));
+    }
+    let spans = px.model_calls();
+    let log = up.model_calls();
+    assert_eq!((log.len(), spans.len()), (bodies.len(), bodies.len()));
+    log.iter()
+        .zip(spans)
+        .zip(answers)
+        .map(|((l, s), answer)| {
+            let d = &s["data"];
+            let told = format!("{answer} {} {}", d["compaction"], d["error"]);
+            (l.body.to_vec(), told)
+        })
+        .collect()
+}
+
+/// A proxy that reuses what it decoded of a session's last history sends
+/// upstream, byte for byte, what one that decodes every body whole sends:
+/// through a history resent longer, an earlier item edited, items
+/// shifted, compaction rewriting the bodies, and bodies whose new items
+/// serde_json reads as text but not as values (a lone surrogate, a number
+/// out of range: parsed whole, they are not JSON objects to the proxy).
+#[tokio::test]
+async fn a_resent_history_reused_decoded_sends_what_a_whole_decode_sends() {
+    let item = |role: &str, text: String| json!({"role": role, "content": text}).to_string();
+    let tool_call = |id: &str| {
+        json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function",
+            "function": {"name": "lookup", "arguments": "{}"}}]})
+        .to_string()
+    };
+    let tool = |id: &str, n: usize| {
+        json!({"role": "tool", "tool_call_id": id, "content": big(n)}).to_string()
+    };
+    let mut history = vec![
+        item("system", "You are a careful agent.".into()),
+        item("user", "Task 0: inspect the data.".into()),
+    ];
+    let mut bodies = Vec::new();
+    let body = |history: &[String], extra: &str| {
+        format!(
+            r#"{{"model":"gpt-4o","prompt_cache_key":"pck-reuse"{extra},"messages":[{}]}}"#,
+            history.join(",")
+        )
+    };
+    for turn in 0..6 {
+        let id = format!("call_{turn}");
+        history.push(tool_call(&id));
+        history.push(tool(&id, 40));
+        history.push(item("assistant", format!("Turn {turn} done.")));
+        history.push(item("user", format!("Task {}: go on.", turn + 1)));
+        bodies.push(body(&history, ""));
+    }
+    // An earlier tool output edited by the client, then items shifted.
+    history[3] = tool("call_0", 41);
+    bodies.push(body(&history, ""));
+    history.remove(1);
+    bodies.push(body(&history, r#","stream":false"#));
+    // New items the whole parse refuses, then the history again.
+    let mut bad = history.clone();
+    bad.push(r#"{"role":"user","content":"\ud800"}"#.into());
+    bodies.push(body(&bad, ""));
+    bad.pop();
+    bad.push(r#"{"role":"user","content":"n","n":1e999}"#.into());
+    bodies.push(body(&bad, ""));
+    history.push(item("user", "Last task.".into()));
+    bodies.push(body(&history, ""));
+
+    let config = "max_context_tokens: 3000\npolicy: {keep_recent_turns: 1, keep_tool_io_pairs: 1}";
+    let reused = upstream_bodies(config, "/v1/chat/completions", &bodies).await;
+    let whole = upstream_bodies(
+        &format!("{config}\nproxy: {{history_cache_bytes: 0}}"),
+        "/v1/chat/completions",
+        &bodies,
+    )
+    .await;
+    for (i, (r, w)) in reused.iter().zip(&whole).enumerate() {
+        assert_eq!(r.1, w.1, "call {i}");
+        assert!(r.0 == w.0, "call {i}: the upstream bodies differ");
+    }
+    let told: Vec<&str> = reused.iter().map(|r| r.1.as_str()).collect();
+    assert!(
+        told.iter().any(|t| t.contains("\"applied\"")),
+        "no call was compacted: {told:?}"
+    );
+    for t in &told[8..10] {
+        assert!(
+            t.starts_with("h-") && t.contains("not a JSON object"),
+            "{t}"
+        );
+    }
+}

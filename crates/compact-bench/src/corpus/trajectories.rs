@@ -94,8 +94,30 @@ pub fn dir() -> Option<PathBuf> {
 
 /// The split file a trajectory directory may hold beside its runs: a JSON
 /// object from run name to `"heldout"` (or `"held_out"`) and anything else
-/// for tuning. Without it, [`HELD_OUT`] says which runs are held out.
+/// for tuning, or `{"held_out": [names]}`. Without it, [`HELD_OUT`] says
+/// which runs are held out.
 pub const SPLIT_FILE: &str = "split.json";
+
+/// The two shapes of [`SPLIT_FILE`].
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum SplitFile {
+    List { held_out: Vec<String> },
+    ByRun(std::collections::BTreeMap<String, String>),
+}
+
+impl SplitFile {
+    fn held_out(self) -> Vec<String> {
+        match self {
+            SplitFile::List { held_out } => held_out,
+            SplitFile::ByRun(map) => map
+                .into_iter()
+                .filter(|(_, v)| matches!(v.as_str(), "heldout" | "held_out"))
+                .map(|(k, _)| k)
+                .collect(),
+        }
+    }
+}
 
 /// Every `*.json` trajectory of `dir`, by name, each in the split the
 /// directory's [`SPLIT_FILE`] gives it (else [`HELD_OUT`]'s).
@@ -110,17 +132,14 @@ pub fn load_dir(dir: &Path) -> Result<Vec<Transcript>, TrajectoryError> {
             });
         }
         Ok(bytes) => {
-            let map: std::collections::BTreeMap<String, String> = serde_json::from_slice(&bytes)
-                .map_err(|e| TrajectoryError::Json {
+            let split: SplitFile =
+                serde_json::from_slice(&bytes).map_err(|e| TrajectoryError::Json {
                     path: split_path.display().to_string(),
-                    error: e.to_string(),
+                    error: format!(
+                        "expected {{\"held_out\": [names]}} or {{name: \"heldout\" | \"tune\"}}: {e}"
+                    ),
                 })?;
-            Some(
-                map.into_iter()
-                    .filter(|(_, v)| matches!(v.as_str(), "heldout" | "held_out"))
-                    .map(|(k, _)| k)
-                    .collect(),
-            )
+            Some(split.held_out())
         }
     };
     let mut runs = load_runs(dir)?;
@@ -252,6 +271,12 @@ mod tests {
         assert_eq!(runs.len(), 2, "the split file is not a run");
         assert_eq!(split("a-run"), Some(Split::Tune));
         assert_eq!(split("b-run"), Some(Split::HeldOut));
+        // The list shape says the same.
+        std::fs::write(dir.path().join(SPLIT_FILE), r#"{"held_out": ["a-run"]}"#).expect("write");
+        let runs = load_dir(dir.path()).expect("loads");
+        let split = |n: &str| runs.iter().find(|t| t.name == n).map(|t| t.split);
+        assert_eq!(split("a-run"), Some(Split::HeldOut));
+        assert_eq!(split("b-run"), Some(Split::Tune));
         // A split file that is not the documented shape is an error naming it.
         std::fs::write(dir.path().join(SPLIT_FILE), "[1, 2]").expect("write");
         let err = load_dir(dir.path()).expect_err("bad split file");

@@ -161,6 +161,7 @@ pub(super) const LEAVES: &[Leaf] = &[
     leaf("proxy.upstreams", Kind::List),
     leaf("proxy.compaction", Kind::Bool),
     leaf("proxy.max_body_bytes", Kind::UInt),
+    leaf("proxy.history_cache_bytes", Kind::UInt),
     leaf("proxy.connect_timeout_ms", Kind::UInt),
     leaf("proxy.response_timeout_ms", Kind::UInt),
     leaf("proxy.idle_timeout_ms", Kind::UInt),

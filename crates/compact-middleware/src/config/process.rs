@@ -405,6 +405,12 @@ pub struct ProxySettings {
     /// Request bodies past this get a 413 in the provider's error shape.
     #[garde(custom(rules::at_least(1024)))]
     pub max_body_bytes: usize,
+    /// History text kept decoded, all sessions together, so that a history
+    /// resent whole decodes only its new items (least recently used
+    /// sessions dropped first; `0` keeps none). The decoded items take
+    /// about as much memory again.
+    #[garde(skip)]
+    pub history_cache_bytes: usize,
     /// Longest wait for a connection to the upstream.
     #[garde(custom(rules::at_least_u64(1)))]
     pub connect_timeout_ms: u64,
@@ -425,6 +431,7 @@ impl Default for ProxySettings {
             upstreams: Vec::new(),
             compaction: true,
             max_body_bytes: 32 * 1024 * 1024,
+            history_cache_bytes: 32 * 1024 * 1024,
             connect_timeout_ms: 10_000,
             response_timeout_ms: 600_000,
             idle_timeout_ms: 300_000,

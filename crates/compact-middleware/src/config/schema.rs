@@ -348,7 +348,7 @@ impl Default for Policy {
             tool_result_max_chars: 10_000,
             max_compact_failures: 3,
             summary_role: Role::User,
-            summary_max_pct: 0.15,
+            summary_max_pct: 0.25,
             reactive_target_pct: 0.4,
             repair: Repair::Report,
             cache_breakpoints: CacheBreakpoints::Auto,

@@ -3,9 +3,18 @@
 
 use serde_json::{Map, Value};
 
-use super::codec::{Format, classify, decode_list};
+use super::codec::{Format, classify, decode_item, decode_list};
 use super::error::{InputError, json_type};
 use super::message::{Message, Shape};
+
+/// One item of a history handed to [`Request::from_envelope`].
+#[derive(Debug, Clone)]
+pub enum Item {
+    /// As received: decoded in the request's format.
+    Json(Value),
+    /// Decoded before from the same JSON text, in the same format.
+    Decoded(Message),
+}
 
 /// A decoded request: the messages, the tool schemas, and the envelope they
 /// came in, so the response can be written back in the same shape.
@@ -42,11 +51,7 @@ impl Request {
                         return Err(InputError::missing("$.messages", "array of messages"));
                     }
                 };
-                let tools = match o.get("tools") {
-                    None | Some(Value::Null) => Vec::new(),
-                    Some(Value::Array(t)) => t.clone(),
-                    Some(other) => return Err(InputError::expected("$.tools", "array", other)),
-                };
+                let tools = tools_of(&o)?;
                 (items, tools, Some(o))
             }
             other => {
@@ -59,25 +64,61 @@ impl Request {
                 ));
             }
         };
-        // Paths inside an envelope start at `$.messages`.
-        let in_envelope = |mut e: InputError| {
-            if envelope.is_some() {
-                e.path = e.path.replacen('$', "$.messages", 1);
-            }
-            e
-        };
-        // A top-level `system` is Anthropic's; OpenAI requests have none.
-        let system = envelope
-            .as_ref()
-            .and_then(|o| o.get("system"))
-            .filter(|s| !s.is_null());
+        let in_envelope = in_envelope(envelope.is_some());
+        let system = system_of(envelope.as_ref());
         let format = match format {
             Format::Auto => classify(&items, system.is_some()).map_err(in_envelope)?,
             f => f,
         };
-        let mut messages = decode_list(items, format).map_err(in_envelope)?;
+        let messages = decode_list(items, format).map_err(in_envelope)?;
+        Self::assemble(messages, tools, format, envelope)
+    }
+
+    /// [`Request::from_value`] for an object whose `messages` were taken out
+    /// of it, some of them decoded already: a caller that keeps what it
+    /// decoded of the same JSON text before (a proxy that sees one history
+    /// resent whole every call) decodes only what is new. `messages` is set
+    /// to `null` in `envelope` (kept where it is, or added at the end) and
+    /// written back there by [`Request::to_value`]. The result, and any
+    /// error (its order and paths), are those of [`Request::from_value`] on
+    /// the object with the items in place, a [`Item::Decoded`] standing for
+    /// the JSON it was decoded from in `format`. `format` must be named:
+    /// `Auto` classifies JSON, which decoded items no longer are.
+    pub fn from_envelope(
+        mut envelope: Map<String, Value>,
+        items: Vec<Item>,
+        format: Format,
+    ) -> Result<Self, InputError> {
+        if format == Format::Auto {
+            return Err(InputError::new(
+                "$",
+                "decoded items need a named format (chat, responses or anthropic), not auto",
+            ));
+        }
+        envelope.insert("messages".into(), Value::Null);
+        let tools = tools_of(&envelope)?;
+        let in_envelope = in_envelope(true);
+        let messages = items
+            .into_iter()
+            .enumerate()
+            .map(|(i, item)| match item {
+                Item::Decoded(m) => Ok(m),
+                Item::Json(v) => decode_item(v, format, format!("$[{i}]")).map_err(in_envelope),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Self::assemble(messages, tools, format, Some(envelope))
+    }
+
+    /// The request of decoded `messages`: an Anthropic top-level `system`
+    /// of the envelope becomes the first of them.
+    fn assemble(
+        mut messages: Vec<Message>,
+        tools: Vec<Value>,
+        format: Format,
+        envelope: Option<Map<String, Value>>,
+    ) -> Result<Self, InputError> {
         if format == Format::Anthropic
-            && let Some(system) = system
+            && let Some(system) = system_of(envelope.as_ref())
         {
             messages.insert(0, Message::anthropic_system(system.clone(), "$.system")?);
         }
@@ -139,5 +180,104 @@ impl Request {
         }
         o.insert("messages".into(), Value::Array(items));
         Value::Object(o)
+    }
+}
+
+/// The `tools` of an object envelope, as received (empty when absent or null).
+fn tools_of(o: &Map<String, Value>) -> Result<Vec<Value>, InputError> {
+    match o.get("tools") {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(t)) => Ok(t.clone()),
+        Some(other) => Err(InputError::expected("$.tools", "array", other)),
+    }
+}
+
+/// An envelope's non-null top-level `system` (Anthropic's; OpenAI requests have none).
+fn system_of(envelope: Option<&Map<String, Value>>) -> Option<&Value> {
+    envelope
+        .and_then(|o| o.get("system"))
+        .filter(|s| !s.is_null())
+}
+
+/// Error paths inside an envelope start at `$.messages`.
+fn in_envelope(envelope: bool) -> impl Fn(InputError) -> InputError + Copy {
+    move |mut e| {
+        if envelope {
+            e.path = e.path.replacen('$', "$.messages", 1);
+        }
+        e
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn object(v: Value) -> Map<String, Value> {
+        match v {
+            Value::Object(o) => o,
+            _ => unreachable!(),
+        }
+    }
+
+    /// `from_envelope` with some items decoded before is `from_value` on the
+    /// whole object: messages, tools, and the body written back.
+    #[test]
+    fn from_envelope_is_from_value_with_decoded_items() {
+        let items = vec![
+            json!({"role": "user", "content": "hi"}),
+            json!({"role": "assistant", "content": [{"type": "text", "text": "ok"}]}),
+            json!({"role": "user", "content": "more"}),
+        ];
+        let body = json!({"model": "m", "system": "be brief", "messages": items.clone(),
+            "tools": [{"name": "t"}], "max_tokens": 5});
+        let whole = Request::from_value(body.clone(), Format::Anthropic).unwrap();
+        let earlier = Request::from_value(Value::Array(items.clone()), Format::Anthropic).unwrap();
+        let mut envelope = object(body);
+        envelope.insert("messages".into(), json!([]));
+        let split = vec![
+            Item::Decoded(earlier.messages[0].clone()),
+            Item::Decoded(earlier.messages[1].clone()),
+            Item::Json(items[2].clone()),
+        ];
+        let split = Request::from_envelope(envelope, split, Format::Anthropic).unwrap();
+        assert_eq!(split.messages, whole.messages);
+        assert_eq!(split.tools, whole.tools);
+        assert_eq!(
+            serde_json::to_string(&split.to_value(&split.messages, true)).unwrap(),
+            serde_json::to_string(&whole.to_value(&whole.messages, true)).unwrap()
+        );
+    }
+
+    #[test]
+    fn from_envelope_errors_as_from_value() {
+        let bad = json!({"messages": [{"role": "user", "content": "hi"}, {"role": "nobody"}]});
+        let whole = Request::from_value(bad.clone(), Format::Chat).unwrap_err();
+        let items = bad["messages"].as_array().unwrap().clone();
+        let split = Request::from_envelope(
+            Map::new(),
+            items.into_iter().map(Item::Json).collect(),
+            Format::Chat,
+        )
+        .unwrap_err();
+        assert_eq!((split.path, split.message), (whole.path, whole.message));
+        let tools = object(json!({"tools": 3}));
+        let whole = Request::from_value(
+            json!({"tools": 3, "messages": [{"role": "nobody"}]}),
+            Format::Chat,
+        )
+        .unwrap_err();
+        let split = Request::from_envelope(
+            tools,
+            vec![Item::Json(json!({"role": "nobody"}))],
+            Format::Chat,
+        )
+        .unwrap_err();
+        assert_eq!(
+            (split.path.as_str(), whole.path.as_str()),
+            ("$.tools", "$.tools")
+        );
+        assert!(Request::from_envelope(Map::new(), Vec::new(), Format::Auto).is_err());
     }
 }

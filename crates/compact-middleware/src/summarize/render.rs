@@ -7,6 +7,8 @@
 //! read `- path: api, api`. Any line that does not fit the format (a summary
 //! written by another summarizer) is mined like prose, so nothing is lost by
 //! switching summarizers mid-session.
+use std::collections::HashSet;
+
 use super::Strategy;
 use super::facts::{Item, Kind, Ledger, classify, clip};
 
@@ -206,6 +208,10 @@ pub(crate) fn render(items: &[Item], shown: &[Option<String>], strategy: Strateg
             continue;
         }
         members.sort_by_key(|&(i, _)| (items[i].first, i));
+        // Two requests that ask the same once their padding is cut ("…,
+        // could you check X?") are one line.
+        let mut seen = HashSet::new();
+        members.retain(|&(_, t)| seen.insert(t));
         out.push_str(section.header);
         out.push('\n');
         match section.style {

@@ -7,10 +7,10 @@
 use axum::body::Bytes;
 use compact_middleware::cache::breakpoints;
 use compact_middleware::manager::{Continuation, Overlays};
-use compact_middleware::model::Request;
+use compact_middleware::model::{Item, Message, Request};
 use compact_middleware::tokens::builtin_profile;
 use compact_middleware::trigger::Forced;
-use compact_middleware::{CompactManager, PreflightRequest};
+use compact_middleware::{CompactManager, PreflightOutcome, PreflightRequest};
 use serde_json::{Map, Value};
 
 use super::wire::Api;
@@ -53,24 +53,69 @@ pub(crate) struct Call<'a> {
     pub(crate) overflow: Option<String>,
 }
 
+/// What [`Call::run`] did: the plan, and the history's items as decoded
+/// (the provider's, without the instructions of a Responses body; each
+/// with its content hash computed), for
+/// [`super::history::Histories::keep`].
+pub(crate) struct Ran {
+    pub(crate) plan: Plan,
+    pub(crate) decoded: Option<Vec<Message>>,
+}
+
 impl Call<'_> {
-    /// The body to send for `doc` (the parsed `original`).
-    pub(crate) async fn run(&self, doc: Map<String, Value>, original: &Bytes) -> Plan {
+    /// The body to send for `doc` (the parsed `original`). `items` are its
+    /// history's items when they were read apart from it
+    /// ([`super::body::split`]; the history field of `doc` is then an empty
+    /// array); `None` takes them from `doc`.
+    pub(crate) async fn run(
+        &self,
+        mut doc: Map<String, Value>,
+        items: Option<Vec<Item>>,
+        original: &Bytes,
+    ) -> Ran {
+        let unchanged = |label, why| Ran {
+            plan: Plan::unchanged(label, original.clone(), Some(why)),
+            decoded: None,
+        };
         if let Some(why) = skip_reason(self.api, &doc) {
-            return Plan::unchanged("skipped", original.clone(), Some(why));
+            return unchanged("skipped", why);
         }
+        let items = match items {
+            Some(items) => items,
+            None => match doc.get_mut(self.api.history_key()) {
+                Some(Value::Array(items)) => {
+                    std::mem::take(items).into_iter().map(Item::Json).collect()
+                }
+                // skip_reason lets only an array through.
+                _ => Vec::new(),
+            },
+        };
         let overlays = self.model_overlay(&doc);
-        let (envelope, instructions) = envelope(self.api, doc);
-        let mut req = match Request::from_value(envelope, self.api.format()) {
+        let provider = items.len();
+        let (envelope, items, instructions) = envelope(self.api, doc, items);
+        let mut req = match Request::from_envelope(envelope, items, self.api.format()) {
             Ok(req) => req,
             Err(e) => {
                 let path =
                     e.path
                         .replacen("$.messages", &format!("$.{}", self.api.history_key()), 1);
                 let why = format!("the history does not decode: {path}: {}", e.message);
-                return Plan::unchanged("failed", original.clone(), Some(why));
+                return unchanged("failed", why);
             }
         };
+        // The provider's items (after the instructions or the system the
+        // decoding put first), each hashed once here for this call and the
+        // next ones (a clone keeps the memoised hash).
+        let ours = req.messages.len().saturating_sub(provider);
+        let decoded = req.messages.get(ours..).map(|provider| {
+            provider
+                .iter()
+                .map(|m| {
+                    m.content_hash();
+                    m.clone()
+                })
+                .collect()
+        });
         // A usage object the wiring does not read is dropped, not an error:
         // the provider's shape is not the caller's fault.
         let (usage, usage_details) =
@@ -95,22 +140,32 @@ impl Call<'_> {
                 },
             )
             .await;
-        let outcome = match outcome {
-            Ok(outcome) => outcome,
-            Err(e) => {
-                return Plan::unchanged(
-                    "failed",
-                    original.clone(),
-                    Some(format!("{}: {e}", e.kind())),
-                );
-            }
+        let plan = match outcome {
+            Ok(outcome) => self.plan(&req, outcome, instructions, original),
+            Err(e) => Plan::unchanged(
+                "failed",
+                original.clone(),
+                Some(format!("{}: {e}", e.kind())),
+            ),
         };
+        Ran { plan, decoded }
+    }
+
+    /// The body to send after `outcome`: the original bytes when the core
+    /// changed nothing, the compacted request written back otherwise.
+    fn plan(
+        &self,
+        req: &Request,
+        outcome: PreflightOutcome,
+        instructions: bool,
+        original: &Bytes,
+    ) -> Plan {
         let mut messages = outcome.messages;
         let r = &outcome.report;
         let mut placed = r.cache_breakpoints.clone();
         // A top-level cache_control the core did not see takes one of the
         // four breakpoints: ours give way.
-        breakpoints::fit_request(&req, &mut messages, &mut placed);
+        breakpoints::fit_request(req, &mut messages, &mut placed);
         let tokens = |n: usize| Some(n as u64);
         let compacted = r.triggered
             || r.continuation == Continuation::RawPrefix
@@ -195,30 +250,34 @@ fn skip_reason(api: Api, doc: &Map<String, Value>) -> Option<String> {
 /// The body as the codec's envelope: Responses' `input` under `messages`,
 /// its `instructions` (a string) as a leading developer message so they
 /// are counted and pinned. Returns whether that message was added.
-fn envelope(api: Api, doc: Map<String, Value>) -> (Value, bool) {
+fn envelope(
+    api: Api,
+    doc: Map<String, Value>,
+    mut items: Vec<Item>,
+) -> (Map<String, Value>, Vec<Item>, bool) {
     if api != Api::Responses {
-        return (Value::Object(doc), false);
+        return (doc, items, false);
     }
     let instructions = doc
         .get("instructions")
         .and_then(Value::as_str)
         .map(str::to_owned);
+    if let Some(text) = instructions.as_deref() {
+        items.insert(
+            0,
+            Item::Json(serde_json::json!({"role": "developer", "content": text})),
+        );
+    }
     let mut out = Map::with_capacity(doc.len());
     for (k, v) in doc {
         if k == "input" {
-            let mut items = match v {
-                Value::Array(items) => items,
-                other => vec![other],
-            };
-            if let Some(text) = &instructions {
-                items.insert(0, serde_json::json!({"role": "developer", "content": text}));
-            }
-            out.insert("messages".into(), Value::Array(items));
+            // Where the items go back (`Request::to_value`).
+            out.insert("messages".into(), Value::Null);
         } else {
             out.insert(k, v);
         }
     }
-    (Value::Object(out), instructions.is_some())
+    (out, items, instructions.is_some())
 }
 
 /// [`envelope`] undone on the compacted body.
@@ -261,16 +320,18 @@ mod tests {
     fn responses_envelope_round_trips_in_key_order() {
         let doc = json!({"model": "m", "instructions": "be brief",
             "input": [{"role": "user", "content": "hi"}], "stream": true});
-        let Value::Object(map) = doc.clone() else {
+        let Value::Object(mut map) = doc.clone() else {
             unreachable!()
         };
-        let (env, added) = envelope(Api::Responses, map);
+        let items = vec![Item::Json(map["input"][0].take())];
+        let (env, items, added) = envelope(Api::Responses, map, items);
         assert!(added);
+        let req = Request::from_envelope(env, items, Api::Responses.format()).unwrap();
         assert_eq!(
-            env["messages"][0],
-            json!({"role": "developer", "content": "be brief"})
+            req.messages[0].raw().get("content"),
+            Some(&json!("be brief"))
         );
-        let back = restore(Api::Responses, env, added);
+        let back = restore(Api::Responses, req.to_value(&req.messages, true), added);
         assert_eq!(
             serde_json::to_string(&back).unwrap(),
             serde_json::to_string(&doc).unwrap()

@@ -13,8 +13,10 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header}
 use axum::response::Response;
 use compact_middleware::events::payload::ModelCall;
 use compact_middleware::events::{SpanBuilder, names};
+use compact_middleware::model::Item;
 use futures_util::StreamExt;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::Inner;
@@ -92,12 +94,27 @@ pub(crate) async fn handle(State(p): State<Arc<Inner>>, req: Request) -> Respons
             );
         }
     };
-    let doc = match parts.method {
-        Method::GET | Method::HEAD | Method::DELETE | Method::OPTIONS => None,
-        _ => serde_json::from_slice::<Map<String, Value>>(&bytes).ok(),
+    let compressed = parts
+        .headers
+        .get(header::CONTENT_ENCODING)
+        .is_some_and(|v| v.as_bytes() != b"identity");
+    let compacting = p.settings.compaction && api != Api::Other && !compressed;
+    let body = match parts.method {
+        Method::GET | Method::HEAD | Method::DELETE | Method::OPTIONS => {
+            identify(&parts.headers, None, None, api).map(|identity| Read {
+                doc: None,
+                split: None,
+                identity,
+            })
+        }
+        _ => read(&p, &parts.headers, &bytes, api, compacting),
     };
-    let identity = match identify(&parts.headers, doc.as_ref(), api) {
-        Ok(identity) => identity,
+    let Read {
+        doc,
+        split,
+        identity,
+    } = match body {
+        Ok(body) => body,
         Err(message) => {
             return wire::error(
                 shape,
@@ -117,10 +134,6 @@ pub(crate) async fn handle(State(p): State<Arc<Inner>>, req: Request) -> Respons
         .and_then(|d| d.get("model"))
         .and_then(Value::as_str)
         .map(str::to_owned);
-    let compressed = parts
-        .headers
-        .get(header::CONTENT_ENCODING)
-        .is_some_and(|v| v.as_bytes() != b"identity");
     let usage = p.take_usage(&identity.id);
     let plan = match doc {
         _ if !p.settings.compaction => Plan::unchanged("off", bytes.clone(), None),
@@ -143,7 +156,12 @@ pub(crate) async fn handle(State(p): State<Arc<Inner>>, req: Request) -> Respons
                 usage,
                 overflow: None,
             };
-            call.run(doc, &bytes).await
+            let (raw, items) = split.unzip();
+            let ran = call.run(doc, items, &bytes).await;
+            if let (Some(raw), Some(decoded)) = (raw, ran.decoded) {
+                p.histories.keep(&identity.id, api.format(), &raw, decoded);
+            }
+            ran.plan
         }
     };
     let overhead = arrived.elapsed();
@@ -199,6 +217,47 @@ pub(crate) async fn handle(State(p): State<Arc<Inner>>, req: Request) -> Respons
         }
     };
     respond(record, plan, response)
+}
+
+/// A request body as the proxy reads it.
+struct Read<'a> {
+    /// Its fields; `None` when it is not a JSON object (or has no body).
+    doc: Option<Map<String, Value>>,
+    /// Its history's items, read apart from `doc` (whose history field is
+    /// then an empty array): their text, and what the core takes of them.
+    split: Option<(Vec<&'a RawValue>, Vec<Item>)>,
+    identity: Identity,
+}
+
+/// Reads `bytes` once. A body to compact is read with its history apart
+/// and the items the session sent before reused decoded
+/// ([`super::history`]); any body that read does not take, or whose new
+/// items would not parse, is parsed whole (and identified again), as every
+/// other body is. Only a bad session header is an error.
+fn read<'a>(
+    p: &Inner,
+    headers: &HeaderMap,
+    bytes: &'a [u8],
+    api: Api,
+    compacting: bool,
+) -> Result<Read<'a>, String> {
+    if compacting && let Some(body) = super::body::split(bytes, api.history_key()) {
+        let identity = identify(headers, Some(&body.doc), Some(&body.items), api)?;
+        if let Some(items) = p.histories.items(&identity.id, api.format(), &body.items) {
+            return Ok(Read {
+                doc: Some(body.doc),
+                split: Some((body.items, items)),
+                identity,
+            });
+        }
+    }
+    let doc = serde_json::from_slice::<Map<String, Value>>(bytes).ok();
+    let identity = identify(headers, doc.as_ref(), None, api)?;
+    Ok(Read {
+        doc,
+        split: None,
+        identity,
+    })
 }
 
 /// The response, or, when the provider refused the request as longer than
@@ -263,7 +322,7 @@ async fn reactive(
         usage: None,
         overflow: Some(message),
     };
-    let retry = call.run(doc, original).await;
+    let retry = call.run(doc, None, original).await.plan;
     if retry.label != "reactive" {
         // Nothing smaller to send: the provider's refusal stands.
         let plan = Plan {

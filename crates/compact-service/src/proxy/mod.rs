@@ -9,12 +9,16 @@
 //! noted: one `compact.model_call` span per call and `/metrics`.
 //!
 //! Modules: `upstream` (where a path goes), `identity` (the session of a
-//! request), `wire` (the providers' APIs, error shapes, usage), `compact`
+//! request), `wire` (the providers' APIs, error shapes, usage), `body` (a
+//! body read once, its history apart), `history` (each session's last
+//! history, decoded, so a resent one decodes only what is new), `compact`
 //! (a body through the core and back), `forward` (the handler), `tap` (a
 //! response on its way), `metrics`.
 
+mod body;
 mod compact;
 mod forward;
+mod history;
 mod identity;
 mod metrics;
 mod tap;
@@ -61,6 +65,8 @@ pub(crate) struct Inner {
     /// response: the next call's estimate is anchored to its input tokens
     /// and its cache figures are reported and priced (`Report::cache`).
     usage: Mutex<HashMap<String, serde_json::Value>>,
+    /// Each session's last history, decoded (`proxy.history_cache_bytes`).
+    pub(crate) histories: history::Histories,
     pub(crate) metrics: metrics::Metrics,
 }
 
@@ -117,6 +123,7 @@ impl Proxy {
             client,
             settings: settings.clone(),
             usage: Mutex::new(HashMap::new()),
+            histories: history::Histories::new(settings.history_cache_bytes),
             metrics: metrics::Metrics::default(),
         })))
     }

@@ -129,6 +129,10 @@ pub(crate) struct Item {
     /// what its work is about).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub again: u32,
+    /// For the latest request: what it becomes as an earlier goal once a
+    /// newer request arrives ([`Ledger::ask_of`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ask: Option<String>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -145,6 +149,8 @@ pub(crate) const MAX_REQUEST: usize = 1200;
 const MAX_SENTENCE: usize = 320;
 /// Most user messages remembered to tell a repeated one.
 const MAX_USER_TEXTS: usize = 4096;
+/// Most sentences of user messages remembered to tell a repeated one.
+const MAX_USER_SENTENCES: usize = 16_384;
 /// Most flagged clauses remembered as reported.
 const MAX_REPORTED: usize = 4096;
 /// Most identifiers remembered as mentioned in prose.
@@ -170,6 +176,11 @@ pub(crate) struct Ledger {
     /// request.
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub user_texts: BTreeSet<u64>,
+    /// Hashes of the sentences of the user messages read so far: a
+    /// sentence a person opens every message with ("Hi, it's Greta from
+    /// the office again.") is padding in an earlier goal.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub user_sentences: BTreeSet<u64>,
     /// The agent's working directory, as its last `cd /dir` said: files
     /// named under it are the same files named relative to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -441,6 +452,7 @@ impl Ledger {
             weak: false,
             note: false,
             again: 0,
+            ask: None,
         });
         self.index.insert(key, i);
         if let Some(k) = bulk_shape {
@@ -593,11 +605,55 @@ impl Ledger {
             }
         }
         if let Some(newest) = requests.pop() {
-            for r in requests.iter().filter(|r| is_substantive(r)) {
-                self.add(Kind::Goal, r, false);
+            for r in &requests {
+                let ask = self.ask_of(r);
+                if is_substantive(&ask) {
+                    self.add(Kind::Goal, &ask, false);
+                }
             }
             self.set_latest(&newest);
         }
+    }
+
+    /// What a later request asks, as an earlier goal: its sentences without
+    /// those the person already wrote in an earlier message (the opener
+    /// of every message, a signature) and those the ledger holds as facts
+    /// of their own (a deadline, a decision: shown in their sections). The
+    /// first request, the task, stays whole. Language-free: it compares
+    /// sentences, not cue words. Records the request's sentences.
+    fn ask_of(&mut self, request: &str) -> String {
+        let task = !self.items.iter().any(|it| it.kind.is_narrative());
+        let mut kept: Vec<&str> = Vec::new();
+        for line in request.lines() {
+            for sentence in lexicon::split_sentences(line) {
+                let sentence = lexicon::strip_marker(sentence).trim();
+                if sentence.is_empty() {
+                    continue;
+                }
+                let key = dedupe_key(Kind::Fact, sentence);
+                let hash = xxhash_rust::xxh3::xxh3_64(key.1.as_bytes());
+                let seen = !self.user_sentences.insert(hash);
+                if self.user_sentences.len() > MAX_USER_SENTENCES {
+                    self.user_sentences.remove(&hash);
+                }
+                // A constraint, decision or error of its own, still
+                // standing: every strategy has a section for those. A plain
+                // fact or an ask filed as an action stays the goal's too
+                // (`code_delta` shows no facts; only open actions show).
+                let own = self.index.get(&key).is_some_and(|&i| {
+                    let it = &self.items[i];
+                    it.superseded_by.is_none()
+                        && matches!(it.kind, Kind::Constraint | Kind::Decision | Kind::Error)
+                });
+                if task || !(seen || own) {
+                    kept.push(sentence);
+                }
+            }
+        }
+        if task {
+            return request.to_owned();
+        }
+        kept.join(" ")
     }
 
     /// Cuts what reads as orders to the agent out of a tool's output
@@ -642,15 +698,37 @@ impl Ledger {
         let previous: Vec<usize> = (0..self.items.len())
             .filter(|&i| self.items[i].kind == Kind::Latest)
             .collect();
+        let ask = self.ask_of(text);
         let Some(i) = self.add(Kind::Latest, text, false) else {
             return;
         };
         for p in previous.into_iter().filter(|&p| p != i) {
-            if is_substantive(&self.items[p].text) {
+            // What the request asked beyond its padding and its own facts
+            // (a ledger from before `ask` existed keeps the whole text).
+            let ask = self.items[p]
+                .ask
+                .take()
+                .unwrap_or_else(|| self.items[p].text.clone());
+            let key = dedupe_key(Kind::Goal, &ask);
+            // Two requests can ask the same once their padding is gone:
+            // one goal.
+            let same = self
+                .index
+                .get(&key)
+                .copied()
+                .filter(|&g| g != p && self.items[g].superseded_by.is_none());
+            if let Some(g) = same {
+                self.items[p].superseded_by = Some(g);
+            } else if is_substantive(&ask) {
                 self.items[p].kind = Kind::Goal;
+                self.items[p].text = ask;
+                self.index.insert(key, p);
             } else {
                 self.items[p].superseded_by = Some(i);
             }
+        }
+        if self.items[i].ask.is_none() {
+            self.items[i].ask = Some(ask);
         }
         self.items[i].kind = Kind::Latest;
         self.items[i].superseded_by = None;
@@ -886,5 +964,72 @@ mod tests {
         );
         assert_eq!(a, b);
         assert_eq!(l.items[0].kind, Kind::Constraint);
+    }
+
+    /// Reads one user message the way `extract` does: its facts, then the
+    /// request.
+    fn say(l: &mut Ledger, text: &str) {
+        l.extract_entry("user", None, text);
+        l.set_latest(text);
+    }
+
+    fn goals(l: &Ledger) -> Vec<&str> {
+        l.items
+            .iter()
+            .filter(|it| it.kind == Kind::Goal && it.superseded_by.is_none())
+            .map(|it| it.text.as_str())
+            .collect()
+    }
+
+    #[test]
+    fn an_earlier_goal_is_its_ask_without_the_opener_and_the_constraints_shown_elsewhere() {
+        let mut l = Ledger::default();
+        let opener = "Hi, it's Greta from the office again.";
+        say(
+            &mut l,
+            &format!("{opener} The HX-200 stopped syncing on Tuesday. Can you help?"),
+        );
+        say(
+            &mut l,
+            &format!(
+                "{opener} Please send the replacement to the Leeds office. \
+                 The account must stay in eu-central-1."
+            ),
+        );
+        say(&mut l, &format!("{opener} Any news on the courier?"));
+        say(&mut l, "Thanks.");
+        let goals = goals(&l);
+        // The task stays whole, opener included.
+        assert!(goals[0].starts_with(opener), "{goals:?}");
+        // Later: the opener said again and the constraint (its own line)
+        // are gone; the ask stays.
+        assert_eq!(
+            goals[1..],
+            [
+                "Please send the replacement to the Leeds office.",
+                "Any news on the courier?"
+            ],
+            "{goals:?}"
+        );
+        assert!(
+            l.items
+                .iter()
+                .any(|it| it.kind == Kind::Constraint && it.text.contains("eu-central-1"))
+        );
+    }
+
+    #[test]
+    fn a_goal_that_was_all_opener_and_constraints_is_set_aside() {
+        let mut l = Ledger::default();
+        say(
+            &mut l,
+            "Hello team. Please migrate the billing jobs to the new scheduler.",
+        );
+        say(&mut l, "Hello team. Never deploy on Fridays.");
+        say(&mut l, "Go ahead.");
+        assert_eq!(
+            goals(&l),
+            ["Hello team. Please migrate the billing jobs to the new scheduler."]
+        );
     }
 }
