@@ -684,6 +684,7 @@ fn bench_prints_one_document_of_the_documented_shape() {
         [
             "history",
             "no_trigger_warm",
+            "no_trigger_warm_anthropic",
             "forced_summary_extractive",
             "raw_history_mode_b",
             "triggered_auto"
