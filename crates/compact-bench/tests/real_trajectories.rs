@@ -52,14 +52,14 @@ fn real_agent_runs_never_end_in_insufficient_budget_and_keep_their_trail() {
             pct(kept, total),
             pct(trail_kept, trail_total)
         );
-        // What the engine reaches today (2026-11-27: 84 / 92 / 96% of the
-        // probes; files and tests 91 / 94 / 98%; 82 / 90 / 95 and 89 / 94 /
-        // 98 on 2026-11-25), with a margin for a run set that grows: a
+        // What the engine reaches today (2026-11-28: 87 / 95 / 98% of the
+        // probes; files and tests 93 / 98 / 98%; 84 / 92 / 96 and 91 / 94 /
+        // 98 on 2026-11-27), with a margin for a run set that grows: a
         // regression fails here, not in a benchmark.
         let (probes_bar, trail_bar) = match window {
-            8_000 => (81.0, 87.0),
-            16_000 => (89.0, 92.0),
-            _ => (93.0, 96.0),
+            8_000 => (85.0, 90.0),
+            16_000 => (93.0, 95.0),
+            _ => (96.0, 96.0),
         };
         assert!(
             pct(kept, total) >= probes_bar,

@@ -17,7 +17,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
-use super::lexicon::{clip_middle, re};
+use super::lexicon::{clip_middle, floor_boundary, re};
 use super::outcome;
 use super::shell::{self, Purpose, Touch};
 use super::{Kind, Ledger, clip};
@@ -188,8 +188,8 @@ pub(crate) fn forms(kind: Kind, text: &str, apis: &[String], t: &Trail) -> [Stri
         }
         _ => match t.outcome.as_deref().filter(|o| !o.is_empty()) {
             None => [
-                format!("`{}`", clip_middle(text, KEY_COMMAND)),
-                format!("`{}`", clip_middle(text, 120)),
+                format!("`{}`", clip_command(text, KEY_COMMAND)),
+                format!("`{}`", clip_command(text, 120)),
                 format!("`{text}`"),
             ],
             // Even the key says how it ended: a test run without its
@@ -198,7 +198,7 @@ pub(crate) fn forms(kind: Kind, text: &str, apis: &[String], t: &Trail) -> [Stri
             Some(o) => [
                 format!(
                     "`{}` → {}",
-                    clip_middle(text, KEY_COMMAND),
+                    clip_command(text, KEY_COMMAND),
                     clip(
                         if showed_value(t) { o } else { status(o) },
                         KEY_LINE.saturating_sub(text.len()).max(40)
@@ -207,11 +207,11 @@ pub(crate) fn forms(kind: Kind, text: &str, apis: &[String], t: &Trail) -> [Stri
                 // What failed along the way (then passed) is the story of
                 // the run: kept, shortened, before the latest output's detail.
                 if t.failed_before.is_empty() {
-                    format!("`{}` → {}", clip_middle(text, 120), clip(o, 80))
+                    format!("`{}` → {}", clip_command(text, 120), clip(o, 80))
                 } else {
                     format!(
                         "`{}` → {}; failed before: {}",
-                        clip_middle(text, 120),
+                        clip_command(text, 120),
                         clip(status(o), 60),
                         clip(&t.failed_before.join(", "), 320)
                     )
@@ -227,6 +227,110 @@ pub(crate) fn forms(kind: Kind, text: &str, apis: &[String], t: &Trail) -> [Stri
             ],
         },
     }
+}
+
+/// `cmd` cut to about `max` bytes, keeping its longest word whole: that is
+/// what names the run (`annotations.tests.AnnotationTest.test_empty_…`, the
+/// script's path), and a cut through it keeps neither half findable.
+/// Options go first, from the end (`--settings=test_sqlite`, `-xvs`), then
+/// the text around that word is cut; a word longer than `max` (but not
+/// twice as long) is kept whole however long the result.
+fn clip_command(cmd: &str, max: usize) -> String {
+    if cmd.len() <= max {
+        return cmd.to_owned();
+    }
+    let words: Vec<&str> = cmd.split(' ').collect();
+    // A script written inline is text, not a command line to pick from.
+    if words.len() > 64 {
+        return clip_middle(cmd, max);
+    }
+    let Some((long, longest)) = words
+        .iter()
+        .enumerate()
+        .max_by_key(|(i, w)| (w.len(), std::cmp::Reverse(*i)))
+    else {
+        return clip_middle(cmd, max);
+    };
+    // A word longer than the room is not a name (a blob, a one-line
+    // script): cut in the middle like any text.
+    if longest.len() > max * 2 {
+        return clip_middle(cmd, max);
+    }
+    let join = |keep: &[bool], range: std::ops::Range<usize>| {
+        let mut out = String::new();
+        let mut gap = false;
+        for i in range {
+            if keep[i] {
+                if gap {
+                    out.push_str("… ");
+                    gap = false;
+                }
+                out.push_str(words[i]);
+                out.push(' ');
+            } else {
+                gap = true;
+            }
+        }
+        if gap {
+            out.push('…');
+        }
+        out.trim_end().to_owned()
+    };
+    let render = |keep: &[bool]| {
+        let before = join(keep, 0..long);
+        let after = join(keep, long + 1..words.len());
+        let whole = [before.as_str(), longest, after.as_str()]
+            .iter()
+            .filter(|p| !p.is_empty())
+            .copied()
+            .collect::<Vec<_>>()
+            .join(" ");
+        (before, after, whole)
+    };
+    let mut keep = vec![true; words.len()];
+    let (mut before, mut after, mut whole) = render(&keep);
+    for i in (1..words.len()).rev() {
+        if whole.len() <= max {
+            break;
+        }
+        if i != long && words[i].len() > 2 && words[i].starts_with('-') {
+            keep[i] = false;
+            (before, after, whole) = render(&keep);
+        }
+    }
+    if whole.len() <= max {
+        return whole;
+    }
+    // Still long: cut what stands before and after the word, the head
+    // (the program) kept longer than the tail.
+    // A name longer than the room is kept whole all the same, with a
+    // little of the program before it: the key form is there to keep it.
+    let room = max.saturating_sub(longest.len() + 2).max(16);
+    let head_room = (room * 2 / 3).min(before.len());
+    let tail_room = room - head_room;
+    let head = if before.len() <= head_room {
+        before.clone()
+    } else {
+        format!(
+            "{}…",
+            before[..floor_boundary(&before, head_room)].trim_end()
+        )
+    };
+    let tail = if after.len() <= tail_room {
+        after.clone()
+    } else {
+        let mut at = after.len() - tail_room;
+        while at < after.len() && !after.is_char_boundary(at) {
+            at += 1;
+        }
+        format!("…{}", after[at..].trim_start())
+    };
+    [head.as_str(), longest, tail.as_str()]
+        .iter()
+        .filter(|p| !p.is_empty() && **p != "…")
+        .copied()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Longest command in a key form, in bytes.
@@ -336,7 +440,7 @@ impl Ledger {
             files: call
                 .files
                 .iter()
-                .map(|(p, t)| (self.relative(p), *t))
+                .map(|(p, t)| (self.located(p), *t))
                 .collect(),
             ..call
         };
@@ -436,18 +540,18 @@ impl Ledger {
         }
     }
 
-    /// `path` relative to the working directory when it is under it, and
-    /// without a leading `./`.
-    fn relative(&self, path: &str) -> String {
+    /// `path` as an absolute path when the working directory is known, and
+    /// without a leading `./`: one spelling per file however the agent
+    /// wrote it (`cd /testbed && cat a.py`, `sed -n 1,9p /testbed/a.py`),
+    /// and one that still names the file after the agent changes
+    /// directory. It also holds both spellings the agent may look for.
+    fn located(&self, path: &str) -> String {
         let path = path.trim_start_matches("./");
         match &self.workdir {
-            Some(dir) => path
-                .strip_prefix(dir.as_str())
-                .and_then(|rest| rest.strip_prefix('/'))
-                .filter(|rest| !rest.is_empty())
-                .unwrap_or(path)
-                .to_owned(),
-            None => path.to_owned(),
+            Some(dir) if !path.starts_with(['/', '~', '$']) && !path.is_empty() => {
+                format!("{dir}/{path}")
+            }
+            _ => path.to_owned(),
         }
     }
 
@@ -785,5 +889,56 @@ mod tests {
             short.contains("10 passed") && short.contains("failed before: Filters › inlet"),
             "{short}"
         );
+    }
+
+    #[test]
+    fn a_cut_command_keeps_the_name_it_ran_whole() {
+        let id = "annotations.tests.AnnotationTest.test_empty_expression_annotation";
+        let cmd = format!("python -m django test {id} --settings=test_sqlite --verbosity=2");
+        let short = clip_command(&cmd, 120);
+        assert!(short.contains(id) && short.len() <= 120, "{short}");
+        assert!(short.starts_with("python -m django test"), "{short}");
+        // Narrower than the name: the name stays, with the program before it.
+        let key = clip_command(&cmd, 60);
+        assert!(key.contains(id) && key.starts_with("python"), "{key}");
+        // What is not a name (a blob far wider than the room) is cut.
+        let blob = format!("echo {}", "x".repeat(400));
+        assert!(clip_command(&blob, 80).len() < 100);
+        // Short enough: as it was.
+        assert_eq!(clip_command("pytest -x tests", 80), "pytest -x tests");
+        // Options go first, from the end, marked.
+        let opts = clip_command(
+            "python -m pytest tests/migrations/test_state.py::StateTests::test_x -xvs --tb=short",
+            72,
+        );
+        assert_eq!(
+            opts,
+            "python -m pytest tests/migrations/test_state.py::StateTests::test_x …"
+        );
+    }
+
+    #[test]
+    fn a_file_has_one_spelling_that_holds_the_ones_the_agent_wrote() {
+        let mut l = Ledger::default();
+        let rc = "<returncode>0</returncode>\n<output>\nclass A:\n    pass\n</output>";
+        l.extract_trail(
+            "bash",
+            r#"{"command": "cd /testbed && cat ./pkg/a.py"}"#,
+            rc,
+            true,
+        );
+        l.extract_trail(
+            "bash",
+            r#"{"command": "sed -n '1,9p' /testbed/pkg/a.py"}"#,
+            rc,
+            true,
+        );
+        let files: Vec<&str> = l
+            .items
+            .iter()
+            .filter(|i| i.kind == Kind::Touched)
+            .map(|i| i.text.as_str())
+            .collect();
+        assert_eq!(files, ["/testbed/pkg/a.py"]);
     }
 }
