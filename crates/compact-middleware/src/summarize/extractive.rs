@@ -29,7 +29,7 @@ use std::collections::HashSet;
 
 use super::facts::shape::{KeyMap, shape_key};
 use super::facts::{Item, Kind, Ledger, clip, fact_keys};
-use super::forms::{Size, forms};
+use super::forms::Size;
 use super::render::{parse_previous, render, section_of};
 use super::{
     FactsReport, Strategy, SummarizeError, Summarizer, Summary, SummaryRequest, TokenCountFn,
@@ -271,7 +271,7 @@ pub(crate) fn want_tokens(ledger: &Ledger, strategy: Strategy, count: &TokenCoun
         if sections.insert(section) {
             total += count(header) + 1;
         }
-        let [_, short, _] = forms(it);
+        let [_, short, _] = ledger.forms.of(it);
         total += count(&short) + 2;
     }
     total
@@ -544,7 +544,7 @@ fn fit(ledger: &Ledger, req: &SummaryRequest) -> Summary {
         if header_cost[section] == 0 {
             header_cost[section] = count(&format!("{header}\n"));
         }
-        let forms = forms(it);
+        let forms = ledger.forms.of(it);
         let line_cost = |t: &str| {
             if inline {
                 count(t) + 1
@@ -863,7 +863,7 @@ fn ranked(ledger: &Ledger, strategy: Strategy) -> Vec<Ranked> {
                 narrative: it.kind.is_narrative(),
                 section,
                 header,
-                forms: forms(it),
+                forms: ledger.forms.of(it),
                 keys: fact_keys(&it.text),
             },
         ));

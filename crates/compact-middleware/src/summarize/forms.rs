@@ -11,6 +11,7 @@
 //!
 //! Each form is made of the words of the one before it, so a summary never
 //! says what the input did not, and every form keeps the identifiers.
+use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -20,6 +21,70 @@ use super::facts::{
     QUANTITY, cjk_key, clip, identifiers, key_spans, mostly_cjk, split_label, strip_discourse,
     word_count,
 };
+
+/// Most items whose forms a ledger remembers; past it, it starts over.
+const MEMO_ITEMS: usize = 8192;
+
+/// The forms of the items a ledger has shown, by what they are made of:
+/// the budget is asked for and the summary fitted on every compaction,
+/// each time over every live item, and an item's forms (tens of
+/// microseconds for a long sentence) change only when it does. Not stored;
+/// a clone of the ledger takes a copy.
+#[derive(Default)]
+pub(crate) struct FormsMemo(std::sync::Mutex<HashMap<u64, (String, [String; 3])>>);
+
+impl Clone for FormsMemo {
+    fn clone(&self) -> Self {
+        let copy = self.0.lock().map(|m| m.clone()).unwrap_or_default();
+        Self(std::sync::Mutex::new(copy))
+    }
+}
+
+impl std::fmt::Debug for FormsMemo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.0.lock().map_or(0, |m| m.len());
+        write!(f, "FormsMemo({n} items)")
+    }
+}
+
+impl FormsMemo {
+    /// [`forms`] of `it`, remembered.
+    pub(crate) fn of(&self, it: &Item) -> [String; 3] {
+        let key = content_hash(it);
+        if let Ok(memo) = self.0.lock()
+            && let Some((text, forms)) = memo.get(&key)
+            && *text == it.text
+        {
+            return forms.clone();
+        }
+        let made = forms(it);
+        if let Ok(mut memo) = self.0.lock() {
+            if memo.len() >= MEMO_ITEMS {
+                memo.clear();
+            }
+            memo.insert(key, (it.text.clone(), made.clone()));
+        }
+        made
+    }
+}
+
+/// A hash of everything [`forms`] reads of an item.
+fn content_hash(it: &Item) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    it.kind.hash(&mut h);
+    it.text.hash(&mut h);
+    it.apis.hash(&mut h);
+    if let Some(t) = &it.trail {
+        t.touches.hash(&mut h);
+        t.purpose.hash(&mut h);
+        t.outcome.hash(&mut h);
+        t.failed.hash(&mut h);
+        t.failed_before.hash(&mut h);
+        t.failed_ids.hash(&mut h);
+    }
+    h.finish()
+}
 
 /// How an item is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

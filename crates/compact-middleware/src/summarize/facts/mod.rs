@@ -181,8 +181,8 @@ pub(crate) struct Ledger {
     /// the office again.") is padding in an earlier goal.
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub user_sentences: BTreeSet<u64>,
-    /// The agent's working directory, as its last `cd /dir` said: files
-    /// named under it are the same files named relative to it.
+    /// The agent's working directory, as its last `cd /dir` said: a file
+    /// named relative to it is recorded by its absolute path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workdir: Option<String>,
     /// A matcher over `mentioned`, rebuilt when it grew.
@@ -210,6 +210,9 @@ pub(crate) struct Ledger {
     /// within one run, so not stored.
     #[serde(skip)]
     pub(crate) trail_rev: u64,
+    /// The forms of the items shown so far (`summarize/forms.rs`).
+    #[serde(skip)]
+    pub(crate) forms: super::forms::FormsMemo,
 }
 
 /// The dedupe key of an item: identifiers are case-sensitive (a sha, a

@@ -65,6 +65,22 @@ struct Reading<'a> {
     weak_left: usize,
     /// Line shapes already recorded as salient.
     taken: Vec<u64>,
+    /// Whether a mentioned name comes up at most `RARE` times in `text`,
+    /// per name asked about: each line that names it would count the
+    /// whole output again.
+    rare: std::cell::RefCell<HashMap<String, bool>>,
+}
+
+impl Reading<'_> {
+    /// Whether `name` comes up at most `RARE` times in the output.
+    fn is_rare(&self, name: &str) -> bool {
+        if let Some(&rare) = self.rare.borrow().get(name) {
+            return rare;
+        }
+        let rare = self.text.matches(name).take(RARE as usize + 1).count() <= RARE as usize;
+        self.rare.borrow_mut().insert(name.to_owned(), rare);
+        rare
+    }
 }
 
 /// The whole objects inside a piece of a JSON document: what a cap cut out
@@ -272,6 +288,7 @@ impl Ledger {
             cues_left: CUES_PER_OUTPUT,
             weak_left: SALIENT_PER_OUTPUT,
             taken: Vec::new(),
+            rare: std::cell::RefCell::default(),
         };
         // Every line is tokenized once; the passes below reuse it. The
         // halves of the two lines a cap cut through, beside its mark, are
@@ -393,8 +410,7 @@ impl Ledger {
         // is on every line (a year, a status), nor a template's.
         found.retain(|t| {
             let k = shape_key(t);
-            r.text.matches(t.as_str()).count() <= RARE as usize
-                && r.shapes.count(k) + self.shapes.count(k) <= 2 * RARE
+            r.shapes.count(k) + self.shapes.count(k) <= 2 * RARE && r.is_rare(t)
         });
         found
     }

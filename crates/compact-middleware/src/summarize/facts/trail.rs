@@ -941,4 +941,30 @@ mod tests {
             .collect();
         assert_eq!(files, ["/testbed/pkg/a.py"]);
     }
+
+    #[test]
+    fn remembered_forms_follow_a_commands_new_outcome() {
+        let mut l = Ledger::default();
+        let run = |l: &mut Ledger, out: &str| {
+            l.extract_trail(
+                "bash",
+                r#"{"command": "python -m pytest tests/test_a.py -q"}"#,
+                &format!("<returncode>1</returncode>\n<output>\n{out}\n</output>"),
+                true,
+            );
+            let it = l.items.iter().find(|i| i.kind == Kind::Command).cloned();
+            let it = it.expect("the command is recorded");
+            (l.forms.of(&it), super::super::super::forms::forms(&it))
+        };
+        let (memo, fresh) = run(
+            &mut l,
+            "FAILED tests/test_a.py::test_x - KeyError\n1 failed in 0.1s",
+        );
+        assert_eq!(memo, fresh);
+        assert!(memo[2].contains("1 failed"), "{:?}", memo);
+        // Same command, new outcome: the memo does not answer with the old.
+        let (memo, fresh) = run(&mut l, "3 passed in 0.1s");
+        assert_eq!(memo, fresh);
+        assert!(memo[2].contains("3 passed"), "{:?}", memo);
+    }
 }
