@@ -90,18 +90,6 @@ impl CompactManager {
             return;
         };
         let sid = session.id().as_str();
-        let entries = crate::recall::entries(&index.key(sid), transcript);
-        if entries.is_empty() {
-            return;
-        }
-        let ids: Vec<&str> = entries.iter().map(|e| e.id.as_str()).collect();
-        let known = match index.known(sid, &ids) {
-            Ok(k) => k,
-            Err(e) => {
-                tracing::warn!(session = sid, error = %e, "recall index unreadable; nothing indexed");
-                return;
-            }
-        };
         let redactor = self.redactor();
         let clean = |s: &str| -> String {
             let mut v = Value::String(redactor.redact_str(s).into_owned());
@@ -111,21 +99,8 @@ impl CompactManager {
                 other => other.to_string(),
             }
         };
-        let fresh: Vec<_> = entries
-            .iter()
-            .filter(|e| !known.contains(&e.id))
-            .map(|e| crate::recall::Indexed {
-                entry: e,
-                text: clean(&e.text),
-                tool: e.tool.as_deref().map(clean),
-                file: e.file.as_deref().map(clean),
-            })
-            .collect();
-        if fresh.is_empty() {
-            return;
-        }
-        if let Err(e) = index.add(sid, step, &fresh) {
-            tracing::warn!(session = sid, error = %e, "recall index write failed");
+        if let Err(e) = index.add_messages(sid, step, transcript, &clean) {
+            tracing::warn!(session = sid, error = %e, "recall index write failed; nothing indexed");
         }
     }
 

@@ -4,6 +4,13 @@
 //! external-content FTS5 table `recall_fts` (Porter stemming, so "reserved"
 //! finds "reserve"). The index's random secret (`recall_meta`) keys every
 //! session's ids.
+//!
+//! The session is a column of the FTS5 table too (`sid`, one token: a hash
+//! of the session id), so a query matches that session's rows inside FTS5
+//! and `ORDER BY rank LIMIT n` lets FTS5 rank only them and write excerpts
+//! for the `n` it returns: with the session filtered after the match,
+//! every session's matching rows were ranked and excerpted (70 ms p99 over
+//! 3,000 entries in a debug build).
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -27,6 +34,7 @@ INSERT OR IGNORE INTO recall_meta (id, secret) VALUES (1, randomblob(32));
 CREATE TABLE IF NOT EXISTS recall_entries (
     id      INTEGER PRIMARY KEY,
     session TEXT    NOT NULL,
+    sid     TEXT    NOT NULL,
     rid     TEXT    NOT NULL,
     step    INTEGER NOT NULL,
     turn    INTEGER NOT NULL,
@@ -40,7 +48,7 @@ CREATE TABLE IF NOT EXISTS recall_entries (
     UNIQUE (session, rid)
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS recall_fts USING fts5(
-    text, tool, file,
+    sid, text, tool, file,
     content = 'recall_entries', content_rowid = 'id',
     tokenize = 'porter unicode61'
 );
@@ -62,12 +70,12 @@ pub struct RecallIndex {
 }
 
 /// One entry, redacted, with where it came from.
-pub(crate) struct Indexed<'a> {
-    pub(crate) entry: &'a Entry,
+struct Indexed<'a> {
+    entry: &'a Entry,
     /// The text to store (redacted).
-    pub(crate) text: String,
-    pub(crate) tool: Option<String>,
-    pub(crate) file: Option<String>,
+    text: String,
+    tool: Option<String>,
+    file: Option<String>,
 }
 
 impl RecallIndex {
@@ -103,8 +111,42 @@ impl RecallIndex {
         RecallKey::derive(&self.secret, session)
     }
 
+    /// Indexes the entries of `messages` (each tool output, each user or
+    /// assistant message; `crate::recall::entries`) as compaction `step` of
+    /// `session`, each text passed through `clean` (the redaction) first;
+    /// entries the session has already are skipped before `clean`. Returns
+    /// how many were new. The manager calls this at archive time.
+    pub fn add_messages(
+        &self,
+        session: &str,
+        step: u32,
+        messages: &[crate::model::Message],
+        clean: &dyn Fn(&str) -> String,
+    ) -> Result<usize, RecallError> {
+        let entries = super::entries(&self.key(session), messages);
+        if entries.is_empty() {
+            return Ok(0);
+        }
+        let ids: Vec<&str> = entries.iter().map(|e| e.id.as_str()).collect();
+        let known = self.known(session, &ids)?;
+        let fresh: Vec<Indexed<'_>> = entries
+            .iter()
+            .filter(|e| !known.contains(&e.id))
+            .map(|e| Indexed {
+                entry: e,
+                text: clean(&e.text),
+                tool: e.tool.as_deref().map(clean),
+                file: e.file.as_deref().map(clean),
+            })
+            .collect();
+        if fresh.is_empty() {
+            return Ok(0);
+        }
+        self.add(session, step, &fresh)
+    }
+
     /// Which of `ids` the session already has (skipped before redaction).
-    pub(crate) fn known(
+    fn known(
         &self,
         session: &str,
         ids: &[&str],
@@ -125,26 +167,22 @@ impl RecallIndex {
     /// Adds `entries` of compaction `step` to `session`'s index, in one
     /// transaction; an id the session has already keeps its first entry.
     /// Returns how many were new.
-    pub(crate) fn add(
-        &self,
-        session: &str,
-        step: u32,
-        entries: &[Indexed<'_>],
-    ) -> Result<usize, RecallError> {
+    fn add(&self, session: &str, step: u32, entries: &[Indexed<'_>]) -> Result<usize, RecallError> {
         let mut conn = self.lock();
         let tx = conn.transaction().map_err(db)?;
         let mut added = 0;
+        let sid = session_token(session);
         {
             let mut ins = tx
                 .prepare_cached(
                     "INSERT OR IGNORE INTO recall_entries
-                     (session, rid, step, turn, kind, role, tool, call_id, file, chars, text)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                     (session, sid, rid, step, turn, kind, role, tool, call_id, file, chars, text)
+                     VALUES (?1, ?12, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                 )
                 .map_err(db)?;
             let mut fts = tx
                 .prepare_cached(
-                    "INSERT INTO recall_fts (rowid, text, tool, file) VALUES (?1, ?2, ?3, ?4)",
+                    "INSERT INTO recall_fts (rowid, sid, text, tool, file) VALUES (?1, ?2, ?3, ?4, ?5)",
                 )
                 .map_err(db)?;
             for x in entries {
@@ -162,11 +200,12 @@ impl RecallIndex {
                         x.file,
                         x.text.chars().count() as i64,
                         x.text,
+                        sid,
                     ])
                     .map_err(db)?;
                 if n == 1 {
                     let rowid = tx.last_insert_rowid();
-                    fts.execute(params![rowid, x.text, x.tool, x.file])
+                    fts.execute(params![rowid, sid, x.text, x.tool, x.file])
                         .map_err(db)?;
                     added += 1;
                 }
@@ -203,18 +242,29 @@ impl RecallIndex {
         text: &str,
         limit: usize,
     ) -> Result<Vec<RecallHit>, RecallError> {
-        let Some(expr) = fts_expression(text) else {
+        let Some(words) = fts_expression(text) else {
             return Ok(Vec::new());
         };
+        // The session's rows only, the words in the text, tool and file.
+        let expr = format!(
+            "sid : \"{}\" AND {{text tool file}} : ({words})",
+            session_token(session)
+        );
         let conn = self.lock();
+        // The session is checked again on the entries: the token is a
+        // 64-bit hash, and isolation must not rest on its uniqueness.
         let mut stmt = conn
             .prepare_cached(
-                "SELECT e.rid, bm25(recall_fts, 1.0, 2.0, 2.0) AS score,
-                        snippet(recall_fts, 0, '', '', '…', ?3),
+                "SELECT e.rid, f.score, f.excerpt,
                         e.chars, e.step, e.turn, e.kind, e.role, e.tool, e.call_id, e.file
-                 FROM recall_fts JOIN recall_entries e ON e.id = recall_fts.rowid
-                 WHERE recall_fts MATCH ?1 AND e.session = ?2
-                 ORDER BY score LIMIT ?4",
+                 FROM (SELECT rowid AS id, rank AS score,
+                              snippet(recall_fts, 1, '', '', '…', ?3) AS excerpt
+                       FROM recall_fts
+                       WHERE recall_fts MATCH ?1 AND rank MATCH 'bm25(0.0, 1.0, 2.0, 2.0)'
+                       ORDER BY rank LIMIT ?4) f
+                 JOIN recall_entries e ON e.id = f.id
+                 WHERE e.session = ?2
+                 ORDER BY f.score",
             )
             .map_err(db)?;
         let rows = stmt
@@ -265,6 +315,20 @@ impl RecallIndex {
         .map(|n| n as usize)
         .map_err(db)
     }
+}
+
+/// The one-token form of a session id in the FTS5 table: `s` and 16 hex
+/// digits of its SHA-256 (session ids hold `-` and `.`, which the
+/// tokenizer would split on).
+fn session_token(session: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let d = Sha256::digest(session.as_bytes());
+    let mut s = String::with_capacity(17);
+    s.push('s');
+    for b in &d[..8] {
+        s.push_str(&format!("{b:02x}"));
+    }
+    s
 }
 
 fn origin(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Origin> {

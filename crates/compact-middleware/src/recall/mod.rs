@@ -17,7 +17,6 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 pub(crate) use entries::entries;
-pub(crate) use index::Indexed;
 pub use index::RecallIndex;
 
 /// The most hits one query returns.
