@@ -540,10 +540,9 @@ async fn metrics_count_the_dispatcher_per_exporter_and_the_session_store_writes(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recall_answers_by_query_and_by_the_placeholders_id_for_its_session_only() {
-    let on = app(
+    let app = app(
         "recall:\n  enabled: true\npolicy:\n  mode: compact\n  keep_task: false\n  keep_recent_turns: 1\n  keep_tool_io_pairs: 1\n",
     );
-    let app = &on;
     let mut messages = vec![json!({"role": "system", "content": "You are an agent."})];
     for t in 0..6 {
         turn(&mut messages, t);
@@ -555,7 +554,7 @@ async fn recall_answers_by_query_and_by_the_placeholders_id_for_its_session_only
         ));
     }
     let (s, out) = call(
-        app,
+        &app,
         Method::POST,
         "/v1/preflight",
         Some(json!({"session_id": "r1", "messages": messages})),
@@ -577,7 +576,7 @@ async fn recall_answers_by_query_and_by_the_placeholders_id_for_its_session_only
         .parse()
         .expect("call id");
     let (s, body) = call(
-        app,
+        &app,
         Method::GET,
         &format!("/v1/sessions/r1/recall/{rid}"),
         None,
@@ -587,7 +586,7 @@ async fn recall_answers_by_query_and_by_the_placeholders_id_for_its_session_only
     assert_eq!(body["entry"]["text"], messages[1 + 4 * t + 2]["content"]);
     assert_eq!(body["entry"]["origin"]["call_id"], call_id);
     let (s, body) = call(
-        app,
+        &app,
         Method::POST,
         "/v1/sessions/r1/recall",
         Some(json!({"query": format!("which port does service-{t} listen on?"), "limit": 3})),

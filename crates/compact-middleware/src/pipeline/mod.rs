@@ -641,9 +641,7 @@ impl<'a> Work<'a> {
             clear_inputs,
             filter,
             &self.names,
-            recall_id
-                .as_ref()
-                .map(|f| f as &dyn Fn(usize, &str) -> Option<String>),
+            recall_id.as_ref().map(|f| f as tiers::RecallIdOf<'_>),
         );
         self.absorb(changed.iter().copied());
         if !changed.is_empty() {

@@ -20,6 +20,10 @@ pub(crate) fn recallable_placeholder(name: &str, call_id: &str, rid: &str) -> St
     )
 }
 
+/// The recall id of the output answering a call (its message's index,
+/// the call id) as received, when recall is on.
+pub(crate) type RecallIdOf<'a> = &'a dyn Fn(usize, &str) -> Option<String>;
+
 /// Whether `out` is already a placeholder of the output answering
 /// `call_id` (with a recall id or without).
 fn is_output_placeholder(out: &str, name: &str, call_id: &str) -> bool {
@@ -258,7 +262,7 @@ pub(crate) fn clear_tool_io(
     clear_inputs: bool,
     filter: &ToolFilter,
     names: &HashMap<String, String>,
-    recall_id: Option<&dyn Fn(usize, &str) -> Option<String>>,
+    recall_id: Option<RecallIdOf<'_>>,
 ) -> Vec<usize> {
     let mut changed = Vec::new();
     for i in indices {

@@ -49,23 +49,36 @@ pub(crate) fn is_placeholder(text: &str) -> bool {
     text.starts_with("⟦removed: ")
 }
 
-/// The entries of `messages`, ids derived with `key`.
-pub(crate) fn entries(key: &RecallKey, messages: &[Message]) -> Vec<Entry> {
-    let mut calls: HashMap<&str, (&str, Option<String>)> = HashMap::new();
+/// The entries of `messages`, ids derived with `key`; messages for which
+/// `skip` is true (indexed before) are passed over, but still count turns
+/// and name calls.
+pub(crate) fn entries(
+    key: &RecallKey,
+    messages: &[Message],
+    skip: &dyn Fn(&Message) -> bool,
+) -> Vec<Entry> {
+    // Call id → (tool name, the message that made the call); the file is
+    // read from the arguments only for outputs that are indexed.
+    let mut calls: HashMap<&str, (&str, &Message)> = HashMap::new();
     for m in messages {
-        let args: HashMap<&str, String> = m.tool_arguments().into_iter().collect();
         for c in &m.kind().calls {
-            let file = args.get(c.call_id.as_str()).and_then(|a| file_of(a));
-            calls.insert(c.call_id.as_str(), (c.name.as_str(), file));
+            calls.insert(c.call_id.as_str(), (c.name.as_str(), m));
         }
     }
+    let file_of_call = |call_id: &str| -> Option<String> {
+        let (_, m) = calls.get(call_id)?;
+        m.tool_arguments()
+            .into_iter()
+            .find(|(id, _)| *id == call_id)
+            .and_then(|(_, args)| file_of(&args))
+    };
     let mut out = Vec::new();
     let mut turn = 0u32;
     for m in messages {
         if m.starts_turn() {
             turn += 1;
         }
-        if m.is_bridge() || m.label().is_some_and(|l| l.starts_with(SUMMARY_HEADER)) {
+        if skip(m) || m.is_bridge() || m.label().is_some_and(|l| l.starts_with(SUMMARY_HEADER)) {
             continue;
         }
         let outputs = m.tool_outputs();
@@ -75,7 +88,7 @@ pub(crate) fn entries(key: &RecallKey, messages: &[Message]) -> Vec<Entry> {
                     continue;
                 }
                 let (tool, file) = match calls.get(call_id) {
-                    Some((name, file)) => (Some((*name).to_owned()), file.clone()),
+                    Some((name, _)) => (Some((*name).to_owned()), file_of_call(call_id)),
                     None => (m.kind().result_name.clone(), None),
                 };
                 out.push(Entry {
@@ -107,7 +120,7 @@ pub(crate) fn entries(key: &RecallKey, messages: &[Message]) -> Vec<Entry> {
             role: role.as_str(),
             tool: first_call.map(|c| c.name.clone()),
             call_id: first_call.map(|c| c.call_id.clone()),
-            file: first_call.and_then(|c| calls.get(c.call_id.as_str()).and_then(|x| x.1.clone())),
+            file: first_call.and_then(|c| file_of_call(&c.call_id)),
             text,
         });
     }

@@ -12,6 +12,7 @@
 //! every session's matching rows were ranked and excerpted (70 ms p99 over
 //! 3,000 entries in a debug build).
 
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -62,11 +63,20 @@ fn db(e: rusqlite::Error) -> RecallError {
     RecallError::Index(e.to_string())
 }
 
+/// Sessions whose indexed messages [`RecallIndex`] remembers; past this
+/// the memory is dropped (and rebuilt by the next compactions: a message
+/// is then looked up in the index again, which is slower, not wrong).
+const SEEN_SESSIONS: usize = 4_096;
+
 /// The recall index of one process (a SQLite file, or `:memory:`).
 #[derive(Debug)]
 pub struct RecallIndex {
     conn: Mutex<Connection>,
     secret: Vec<u8>,
+    /// Content hashes of the messages each session had indexed, so that a
+    /// history archived again is not hashed, parsed and looked up again:
+    /// each compaction archives the whole history it received.
+    seen: Mutex<HashMap<String, HashSet<u128>>>,
 }
 
 /// One entry, redacted, with where it came from.
@@ -97,6 +107,7 @@ impl RecallIndex {
         Ok(RecallIndex {
             conn: Mutex::new(conn),
             secret,
+            seen: Mutex::new(HashMap::new()),
         })
     }
 
@@ -123,8 +134,30 @@ impl RecallIndex {
         messages: &[crate::model::Message],
         clean: &dyn Fn(&str) -> String,
     ) -> Result<usize, RecallError> {
-        let entries = super::entries(&self.key(session), messages);
+        let seen: HashSet<u128> = {
+            let map = self
+                .seen
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            map.get(session).cloned().unwrap_or_default()
+        };
+        let entries = super::entries(&self.key(session), messages, &|m| {
+            seen.contains(&m.content_hash())
+        });
+        let remember = |this: &Self| {
+            let mut map = this
+                .seen
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if map.len() >= SEEN_SESSIONS && !map.contains_key(session) {
+                map.clear();
+            }
+            map.entry(session.to_owned())
+                .or_default()
+                .extend(messages.iter().map(crate::model::Message::content_hash));
+        };
         if entries.is_empty() {
+            remember(self);
             return Ok(0);
         }
         let ids: Vec<&str> = entries.iter().map(|e| e.id.as_str()).collect();
@@ -139,10 +172,13 @@ impl RecallIndex {
                 file: e.file.as_deref().map(clean),
             })
             .collect();
-        if fresh.is_empty() {
-            return Ok(0);
-        }
-        self.add(session, step, &fresh)
+        let added = if fresh.is_empty() {
+            0
+        } else {
+            self.add(session, step, &fresh)?
+        };
+        remember(self);
+        Ok(added)
     }
 
     /// Which of `ids` the session already has (skipped before redaction).
