@@ -236,9 +236,12 @@ async fn placeholders_are_byte_stable_across_calls_and_restarts() {
     let m = manager_with(Some(index.clone()));
     let again = m.preflight("s1", history(8)).await.unwrap();
     assert_eq!(again.messages, first);
+    m.flush_recall(None).await;
     let n = index.count("s1").unwrap();
+    assert!(n > 0);
     m.end_session("s1");
     m.preflight("s1", history(8)).await.unwrap();
+    m.flush_recall(Some("s1")).await;
     assert_eq!(index.count("s1").unwrap(), n, "indexing twice adds nothing");
 }
 

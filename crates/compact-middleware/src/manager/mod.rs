@@ -172,6 +172,7 @@ impl Builder {
         let recall = recall::build(&self.config, self.recall)?;
         let shared = Arc::new(Shared {
             recall,
+            recall_pending: Mutex::new(HashMap::new()),
             dispatcher,
             sessions: Mutex::new(HashMap::new()),
             archive,
@@ -236,6 +237,9 @@ struct Shared {
     summarizer: Option<Arc<dyn Summarizer>>,
     /// The index of what left the context, when recall is on.
     recall: Option<Arc<crate::recall::RecallIndex>>,
+    /// Index writes still running, per session: a recall of the session
+    /// waits for them (`manager/recall.rs`).
+    recall_pending: Mutex<HashMap<String, Vec<tokio::task::JoinHandle<()>>>>,
 }
 
 /// Compacts agent context before model calls. Cheap to clone; share one

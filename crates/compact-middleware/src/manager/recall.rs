@@ -77,8 +77,10 @@ impl CompactManager {
 
     /// Indexes what compaction `step` archived of `transcript`, redacted as
     /// the archive is (`redact` then `scrub`, the session's learned
-    /// secrets). Entries the session has already are skipped before any
-    /// redaction. Never fails the preflight: a failure is logged.
+    /// secrets). What is new is found here (a hash lookup per message the
+    /// session indexed before); the redaction and the write run on the
+    /// blocking pool, off the preflight's path, and a recall of the session
+    /// waits for them. Never fails the preflight: a failure is logged.
     pub(super) fn index_recall(
         &self,
         session: &Session,
@@ -90,17 +92,59 @@ impl CompactManager {
             return;
         };
         let sid = session.id().as_str();
-        let redactor = self.redactor();
-        let clean = |s: &str| -> String {
-            let mut v = Value::String(redactor.redact_str(s).into_owned());
-            scrub.scrub_value(&mut v);
-            match v {
-                Value::String(s) => s,
-                other => other.to_string(),
+        let pending = index.prepare(sid, transcript);
+        if pending.is_empty() {
+            return;
+        }
+        let index = index.clone();
+        let redactor = self.redactor().clone();
+        let scrub = scrub.clone();
+        let session_id = sid.to_owned();
+        let write = move || {
+            let clean = |s: &str| -> String {
+                let mut v = Value::String(redactor.redact_str(s).into_owned());
+                scrub.scrub_value(&mut v);
+                match v {
+                    Value::String(s) => s,
+                    other => other.to_string(),
+                }
+            };
+            if let Err(e) = index.write(pending, step, &clean) {
+                tracing::warn!(session = %session_id, error = %e, "recall index write failed; these entries are not indexed");
             }
         };
-        if let Err(e) = index.add_messages(sid, step, transcript, &clean) {
-            tracing::warn!(session = sid, error = %e, "recall index write failed; nothing indexed");
+        let handle = tokio::task::spawn_blocking(write);
+        let mut map = self
+            .inner
+            .shared
+            .recall_pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let list = map.entry(sid.to_owned()).or_default();
+        list.retain(|h| !h.is_finished());
+        list.push(handle);
+    }
+
+    /// Waits for the index writes of `session` (all sessions: `None`) that
+    /// are still running. A recall does this itself; a process that is
+    /// about to exit calls it so that nothing queued is dropped.
+    pub async fn flush_recall(&self, session: Option<&str>) {
+        let handles: Vec<_> = {
+            let mut map = self
+                .inner
+                .shared
+                .recall_pending
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            match session {
+                Some(s) => map.remove(s).unwrap_or_default(),
+                None => map.drain().flat_map(|(_, v)| v).collect(),
+            }
+        };
+        for h in handles {
+            if let Err(e) = h.await {
+                tracing::warn!(error = %e, "recall index write did not finish");
+            }
         }
     }
 
@@ -121,6 +165,7 @@ impl CompactManager {
                 "recall is off: set recall.enabled: true".into(),
             ));
         };
+        self.flush_recall(Some(sid.as_str())).await;
         index.recall(sid.as_str(), &query).map_err(recall_error)
     }
 }

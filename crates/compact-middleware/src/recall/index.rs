@@ -79,6 +79,25 @@ pub struct RecallIndex {
     seen: Mutex<HashMap<String, HashSet<u128>>>,
 }
 
+/// Entries found by [`RecallIndex::prepare`], not written yet.
+#[derive(Debug)]
+pub struct Pending {
+    session: String,
+    entries: Vec<Entry>,
+}
+
+impl Pending {
+    /// Whether there is nothing to write.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// How many entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+}
+
 /// One entry, redacted, with where it came from.
 struct Indexed<'a> {
     entry: &'a Entry,
@@ -134,34 +153,57 @@ impl RecallIndex {
         messages: &[crate::model::Message],
         clean: &dyn Fn(&str) -> String,
     ) -> Result<usize, RecallError> {
-        let seen: HashSet<u128> = {
-            let map = self
-                .seen
+        let pending = self.prepare(session, messages);
+        self.write(pending, step, clean)
+    }
+
+    /// The first half of [`add_messages`](Self::add_messages), cheap enough
+    /// for a preflight: the entries of the messages `session` has not
+    /// indexed before (their ids computed), which are from now on taken as
+    /// indexed. [`write`](Self::write) them, on a blocking thread if need be.
+    pub fn prepare(&self, session: &str, messages: &[crate::model::Message]) -> Pending {
+        let lock = || {
+            self.seen
                 .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            map.get(session).cloned().unwrap_or_default()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
         };
+        // Taken out while the entries are hashed, so that other sessions'
+        // compactions do not wait (one session's calls are serialized by
+        // its own lock).
+        let mut seen = lock().remove(session).unwrap_or_default();
         let entries = super::entries(&self.key(session), messages, &|m| {
             seen.contains(&m.content_hash())
         });
-        let remember = |this: &Self| {
-            let mut map = this
-                .seen
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if map.len() >= SEEN_SESSIONS && !map.contains_key(session) {
+        seen.extend(messages.iter().map(crate::model::Message::content_hash));
+        {
+            let mut map = lock();
+            if map.len() >= SEEN_SESSIONS {
                 map.clear();
             }
-            map.entry(session.to_owned())
-                .or_default()
-                .extend(messages.iter().map(crate::model::Message::content_hash));
-        };
+            map.insert(session.to_owned(), seen);
+        }
+        Pending {
+            session: session.to_owned(),
+            entries,
+        }
+    }
+
+    /// The second half of [`add_messages`](Self::add_messages): writes what
+    /// [`prepare`](Self::prepare) found as compaction `step`, each text
+    /// passed through `clean` (the redaction) first, skipping ids the
+    /// session already has. Returns how many were new.
+    pub fn write(
+        &self,
+        pending: Pending,
+        step: u32,
+        clean: &dyn Fn(&str) -> String,
+    ) -> Result<usize, RecallError> {
+        let Pending { session, entries } = pending;
         if entries.is_empty() {
-            remember(self);
             return Ok(0);
         }
         let ids: Vec<&str> = entries.iter().map(|e| e.id.as_str()).collect();
-        let known = self.known(session, &ids)?;
+        let known = self.known(&session, &ids)?;
         let fresh: Vec<Indexed<'_>> = entries
             .iter()
             .filter(|e| !known.contains(&e.id))
@@ -172,13 +214,10 @@ impl RecallIndex {
                 file: e.file.as_deref().map(clean),
             })
             .collect();
-        let added = if fresh.is_empty() {
-            0
-        } else {
-            self.add(session, step, &fresh)?
-        };
-        remember(self);
-        Ok(added)
+        if fresh.is_empty() {
+            return Ok(0);
+        }
+        self.add(&session, step, &fresh)
     }
 
     /// Which of `ids` the session already has (skipped before redaction).

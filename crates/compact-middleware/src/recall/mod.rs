@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 pub(crate) use entries::entries;
-pub use index::RecallIndex;
+pub use index::{Pending, RecallIndex};
 
 /// The most hits one query returns.
 pub const MAX_LIMIT: usize = 20;
