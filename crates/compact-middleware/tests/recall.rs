@@ -309,3 +309,55 @@ async fn the_tool_handler_answers_a_models_call() {
     assert_eq!(def["function"]["name"], tool::TOOL_NAME);
     assert_eq!(tool::anthropic_tool()["input_schema"], tool::parameters());
 }
+
+mod props {
+    use compact_middleware::model::{Format, Request};
+    use compact_middleware::recall::{RecallIndex, RecallQuery};
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+
+    fn tool_history(outputs: &[String]) -> Vec<compact_middleware::Message> {
+        let mut v = vec![json!({"role": "user", "content": "go"})];
+        for (i, o) in outputs.iter().enumerate() {
+            let id = format!("call_{i}");
+            v.push(json!({"role": "assistant", "content": null, "tool_calls": [
+                {"id": id, "type": "function", "function": {"name": "run", "arguments": "{}"}}
+            ]}));
+            v.push(json!({"role": "tool", "tool_call_id": id, "content": o}));
+        }
+        Request::from_value(Value::Array(v), Format::Auto)
+            .expect("decodes")
+            .messages
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        /// Whatever one session indexed, its ids give its own text back,
+        /// and neither its ids nor its words answer in another session.
+        #[test]
+        fn ids_round_trip_and_stay_in_their_session(
+            outputs in proptest::collection::vec("[a-z]{3,8}( [a-z]{3,8}){0,12}", 1..8),
+        ) {
+            let index = RecallIndex::open(":memory:").unwrap();
+            let messages = tool_history(&outputs);
+            index.add_messages("alpha", 1, &messages, &|s: &str| s.to_owned()).unwrap();
+            let key = index.key("alpha");
+            for (i, o) in outputs.iter().enumerate() {
+                let rid = key.output_id(&format!("call_{i}"), o);
+                let mine = index.recall("alpha", &RecallQuery::id(&rid)).unwrap();
+                prop_assert_eq!(mine.entry.map(|e| e.text), Some(o.clone()));
+                let theirs = index.recall("beta", &RecallQuery::id(&rid)).unwrap();
+                prop_assert!(theirs.entry.is_none());
+                let words = index.recall("beta", &RecallQuery::text(o.clone())).unwrap();
+                prop_assert!(words.hits.is_empty());
+                let found = index.recall("alpha", &RecallQuery { limit: Some(20), ..RecallQuery::text(o.clone()) }).unwrap();
+                prop_assert!(found.hits.iter().any(|h| h.id == rid), "{:?}", found.hits);
+            }
+            // Indexing the same history again adds nothing.
+            let n = index.count("alpha").unwrap();
+            prop_assert_eq!(index.add_messages("alpha", 2, &messages, &|s: &str| s.to_owned()).unwrap(), 0);
+            prop_assert_eq!(index.count("alpha").unwrap(), n);
+        }
+    }
+}
