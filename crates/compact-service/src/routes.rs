@@ -38,7 +38,8 @@ pub async fn serve(
     server: ServerConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServiceError> {
-    ariadne_server::serve_with(
+    let manager = service.manager.clone();
+    let served = ariadne_server::serve_with(
         server,
         |state| {
             service.attach(state);
@@ -46,7 +47,11 @@ pub async fn serve(
         },
         shutdown,
     )
-    .await?;
+    .await;
+    // Recall index writes run on the blocking pool; the runtime drops
+    // what has not started when it shuts down.
+    manager.flush_recall(None).await;
+    served?;
     Ok(())
 }
 
