@@ -13,6 +13,9 @@ pub(crate) enum CliError {
     BadInput(String),
     /// Exit 3: the pinned messages do not fit; the message carries guidance.
     Insufficient(String),
+    /// Exit 4: what was asked for does not exist (`compact recall --id`
+    /// with an id the session does not have).
+    NotFound(String),
     /// Exit 1: anything else.
     Other(anyhow::Error),
     /// Exit 0, nothing printed: stdout's reader went away (`| head`).
@@ -24,6 +27,7 @@ impl CliError {
         match self {
             CliError::BadInput(_) => 2,
             CliError::Insufficient(_) => 3,
+            CliError::NotFound(_) => 4,
             CliError::Other(_) => 1,
             CliError::OutputClosed => 0,
         }
@@ -35,6 +39,7 @@ impl fmt::Display for CliError {
         match self {
             CliError::BadInput(m) => write!(f, "bad input: {m}"),
             CliError::Insufficient(m) => write!(f, "{m}"),
+            CliError::NotFound(m) => write!(f, "not found: {m}"),
             CliError::Other(e) => write!(f, "error: {e:#}"),
             CliError::OutputClosed => write!(f, "stdout closed"),
         }

@@ -1,6 +1,7 @@
 //! `compact`: the command-line front end. Thin by design: every subcommand
 //! parses its flags, calls the library, and prints; the logic lives in the
-//! crates. Exit codes: 0 ok, 2 bad input, 3 insufficient budget, 1 other.
+//! crates. Exit codes: 0 ok, 2 bad input, 3 insufficient budget, 4 not found
+//! (`compact recall --id`), 1 other.
 
 mod cmd;
 mod exit;
@@ -30,6 +31,8 @@ enum Command {
     Preflight(cmd::preflight::Args),
     /// What is remembered about a session now (summary, layers, last report), as JSON.
     Status(cmd::status::Args),
+    /// What compaction took out of a session's context: search it, or read an entry by its recall id.
+    Recall(cmd::recall::Args),
     /// Replay a recorded transcript turn by turn through the middleware; table of savings.
     Replay(cmd::replay::Args),
     /// Audit archived transcripts: list sessions, show a step, verify a session.
@@ -67,6 +70,7 @@ fn main() {
         Command::Estimate(a) => cmd::estimate::run(a),
         Command::Preflight(a) => cmd::preflight::run(a),
         Command::Status(a) => cmd::status::run(a),
+        Command::Recall(a) => cmd::recall::run(a),
         Command::Replay(a) => cmd::replay::run(a),
         Command::Archive(c) => cmd::archive::run(c),
         Command::Config(c) => cmd::config::run(c),

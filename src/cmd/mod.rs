@@ -6,6 +6,7 @@ pub(crate) mod demo;
 pub(crate) mod estimate;
 pub(crate) mod preflight;
 pub(crate) mod proxy;
+pub(crate) mod recall;
 pub(crate) mod replay;
 pub(crate) mod serve;
 pub(crate) mod status;

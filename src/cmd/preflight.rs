@@ -128,6 +128,9 @@ pub(crate) fn run(args: Args) -> CliResult {
             },
         },
     ));
+    // The recall index is written off the preflight's path: this process
+    // is about to exit, so wait for it.
+    rt.block_on(manager.flush_recall(None));
     finish_events(manager.dispatcher());
     let outcome = outcome?;
     warn_about_input(&outcome.report);

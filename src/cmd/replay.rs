@@ -79,6 +79,7 @@ pub(crate) fn run(args: Args) -> CliResult {
         &req.tools,
         std::time::Duration::ZERO,
     ))?;
+    rt.block_on(manager.flush_recall(None));
     manager
         .dispatcher()
         .shutdown(std::time::Duration::from_secs(5));

@@ -42,6 +42,7 @@ mod pgtls;
 pub mod pipeline;
 mod prehashed;
 pub mod price;
+pub mod recall;
 pub mod redact;
 pub mod state;
 pub mod strategy;

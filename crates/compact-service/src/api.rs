@@ -117,3 +117,52 @@ pub(crate) struct CompactFailure {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) guidance: Option<String>,
 }
+
+/// `POST /v1/sessions/{id}/recall`: a query in natural words, or an id
+/// (exactly one).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(expecting = "a JSON object")]
+pub(crate) struct RecallParams {
+    /// Words to search what left the context for (ranked by BM25).
+    pub(crate) query: Option<String>,
+    /// A recall id from a placeholder or an earlier hit: its whole text.
+    pub(crate) id: Option<String>,
+    /// Most hits (default 5, at most 20).
+    pub(crate) limit: Option<usize>,
+    /// With `id`: the character to read from (paging).
+    pub(crate) offset: Option<usize>,
+}
+
+/// `GET /v1/sessions/{id}/recall/{rid}`: paging.
+#[derive(Debug, Deserialize, ToSchema, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct RecallPage {
+    /// The character to read from (default 0).
+    pub(crate) offset: Option<usize>,
+}
+
+/// The answer of the recall routes.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct RecallResponse {
+    /// The session.
+    pub(crate) session_id: String,
+    /// Ranked hits, best first: `id`, `score`, `excerpt`, `chars`, `origin`
+    /// (`step`, `turn`, `kind`, `role`, `tool`, `call_id`, `file`).
+    #[schema(value_type = Vec<Object>)]
+    pub(crate) hits: Value,
+    /// By id: `id`, `origin`, `text` (at most 8,000 characters from
+    /// `offset`), `offset`, `total_chars`, `next_offset` (absent on the last
+    /// page).
+    #[schema(value_type = Option<Object>)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) entry: Option<Value>,
+}
+
+/// A recall id the session does not have (404).
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct NotFound {
+    /// Always `NotFound`.
+    pub(crate) error: &'static str,
+    /// What was not found.
+    pub(crate) message: String,
+}

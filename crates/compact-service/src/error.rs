@@ -24,6 +24,9 @@ pub(crate) enum ApiError {
     Body(BytesRejection),
     /// The library refused or failed.
     Compact(CompactError),
+    /// 404: what the path names does not exist (a recall id of another
+    /// session, or none).
+    NotFound(String),
 }
 
 impl ApiError {
@@ -46,6 +49,13 @@ impl IntoResponse for ApiError {
         let e = match self {
             ApiError::Invalid { path, message } => return validation_failed(path, message),
             ApiError::Body(rejection) => return rejection.into_response(),
+            ApiError::NotFound(message) => {
+                let body = crate::api::NotFound {
+                    error: "NotFound",
+                    message,
+                };
+                return (StatusCode::NOT_FOUND, Json(body)).into_response();
+            }
             ApiError::Compact(e) => e,
         };
         let status = match &e {

@@ -29,6 +29,10 @@ impl Body for crate::api::CompactionParams {
     const OBJECT: bool = true;
 }
 
+impl Body for crate::api::RecallParams {
+    const OBJECT: bool = true;
+}
+
 impl<S: Send + Sync, T: Body> FromRequest<S> for JsonBody<T> {
     type Rejection = ApiError;
 

@@ -7,7 +7,7 @@ use utoipa::OpenApi;
 
 use crate::api::{
     CompactFailure, CompactionParams, CompactionResponse, ConversationMemoryResponse,
-    DeleteResponse, Detail, ValidationFailed,
+    DeleteResponse, Detail, NotFound, RecallPage, RecallParams, RecallResponse, ValidationFailed,
 };
 use crate::routes;
 
@@ -22,6 +22,8 @@ use crate::routes;
         routes::manual,
         routes::overflow,
         routes::status,
+        routes::recall,
+        routes::recall_id,
         routes::forget,
         routes::conversation,
         routes::openapi_json,
@@ -34,6 +36,10 @@ use crate::routes;
         ValidationFailed,
         Detail,
         CompactFailure,
+        RecallParams,
+        RecallPage,
+        RecallResponse,
+        NotFound,
     ))
 )]
 struct ServiceApi;

@@ -4,7 +4,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use ariadne_server::{AppState, Mount, ServerConfig};
-use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::routing::{delete, get, patch, post};
 use axum::{Json, Router};
 use compact_middleware::manager::Overlays;
@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 
 use crate::api::{
     CompactFailure, CompactionParams, CompactionResponse, ConversationMemoryResponse,
-    DeleteResponse, ValidationFailed,
+    DeleteResponse, NotFound, RecallPage, RecallParams, RecallResponse, ValidationFailed,
 };
 use crate::error::ApiError;
 use crate::json::JsonBody;
@@ -38,7 +38,8 @@ pub async fn serve(
     server: ServerConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServiceError> {
-    ariadne_server::serve_with(
+    let manager = service.manager.clone();
+    let served = ariadne_server::serve_with(
         server,
         |state| {
             service.attach(state);
@@ -46,7 +47,11 @@ pub async fn serve(
         },
         shutdown,
     )
-    .await?;
+    .await;
+    // Recall index writes run on the blocking pool; the runtime drops
+    // what has not started when it shuts down.
+    manager.flush_recall(None).await;
+    served?;
     Ok(())
 }
 
@@ -63,6 +68,8 @@ fn mount(service: Service) -> Mount {
         .with_state(service.clone());
     let read = Router::new()
         .route("/v1/sessions/{id}", get(status))
+        .route("/v1/sessions/{id}/recall", post(recall))
+        .route("/v1/sessions/{id}/recall/{rid}", get(recall_id))
         .route("/openapi.json", get(openapi_json))
         .with_state(service);
     Mount { write, read }
@@ -154,6 +161,83 @@ pub(crate) async fn status(
         ApiError::Compact(compact_middleware::CompactError::Internal(e.to_string()))
     })?;
     Ok(Json(value))
+}
+
+/// Searches what left the session's context (`recall.enabled`): BM25-ranked
+/// excerpts for a `query`, one entry's text for an `id`. A read: behind the
+/// read token.
+#[utoipa::path(post, path = "/v1/sessions/{id}/recall", tag = "session API",
+    params(("id" = String, Path, description = "The session")),
+    request_body = RecallParams,
+    responses(
+        (status = 200, description = "Hits for a query (maybe none); the entry for an id", body = RecallResponse),
+        (status = 400, description = "Neither or both of query and id, a bad session id, or recall is off", body = ValidationFailed),
+        (status = 404, description = "An id this session does not have", body = NotFound),
+        (status = 503, description = "The recall index failed", body = CompactFailure),
+    ))]
+pub(crate) async fn recall(
+    State(s): Shared,
+    Path(id): Path<String>,
+    JsonBody(p): JsonBody<RecallParams>,
+) -> Result<Json<RecallResponse>, ApiError> {
+    let by_id = p.id.clone();
+    let q = compact_middleware::recall::RecallQuery {
+        query: p.query,
+        id: p.id,
+        limit: p.limit,
+        offset: p.offset,
+    };
+    recall_answer(&s, id, q, by_id).await
+}
+
+/// One recalled entry's whole text, paged with `offset`.
+#[utoipa::path(get, path = "/v1/sessions/{id}/recall/{rid}", tag = "session API",
+    params(
+        ("id" = String, Path, description = "The session"),
+        ("rid" = String, Path, description = "The recall id (from a placeholder or a hit)"),
+        RecallPage,
+    ),
+    responses(
+        (status = 200, description = "The entry", body = RecallResponse),
+        (status = 400, description = "A bad session id, or recall is off", body = ValidationFailed),
+        (status = 404, description = "An id this session does not have", body = NotFound),
+    ))]
+pub(crate) async fn recall_id(
+    State(s): Shared,
+    Path((id, rid)): Path<(String, String)>,
+    Query(page): Query<RecallPage>,
+) -> Result<Json<RecallResponse>, ApiError> {
+    let q = compact_middleware::recall::RecallQuery {
+        offset: page.offset,
+        ..compact_middleware::recall::RecallQuery::id(rid.clone())
+    };
+    recall_answer(&s, id, q, Some(rid)).await
+}
+
+async fn recall_answer(
+    s: &Service,
+    session: String,
+    q: compact_middleware::recall::RecallQuery,
+    by_id: Option<String>,
+) -> Result<Json<RecallResponse>, ApiError> {
+    let a = s.manager.recall(&session, q).await?;
+    if let Some(rid) = by_id
+        && a.entry.is_none()
+    {
+        return Err(ApiError::NotFound(format!(
+            "session {session} has no recall id {rid}"
+        )));
+    }
+    let json = |v: serde_json::Result<Value>| {
+        v.map_err(|e| ApiError::Compact(compact_middleware::CompactError::Internal(e.to_string())))
+    };
+    Ok(Json(RecallResponse {
+        session_id: session,
+        hits: json(serde_json::to_value(&a.hits))?,
+        entry: a.entry.map(serde_json::to_value).transpose().map_err(|e| {
+            ApiError::Compact(compact_middleware::CompactError::Internal(e.to_string()))
+        })?,
+    }))
 }
 
 /// Forgets a session (its summary chain, its last call, its conversation

@@ -537,3 +537,114 @@ async fn metrics_count_the_dispatcher_per_exporter_and_the_session_store_writes(
     assert!(text.contains("# TYPE ariadne_store_events gauge"));
     assert!(text.contains("# TYPE compact_dispatcher_lagged_total counter"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recall_answers_by_query_and_by_the_placeholders_id_for_its_session_only() {
+    let app = app(
+        "recall:\n  enabled: true\npolicy:\n  mode: compact\n  keep_task: false\n  keep_recent_turns: 1\n  keep_tool_io_pairs: 1\n",
+    );
+    let mut messages = vec![json!({"role": "system", "content": "You are an agent."})];
+    for t in 0..6 {
+        turn(&mut messages, t);
+    }
+    for t in 0..6 {
+        messages[1 + 4 * t + 2]["content"] = json!(format!(
+            "service-{t} listens on port 5543{t}\n{}",
+            "log line ".repeat(80)
+        ));
+    }
+    let (s, out) = call(
+        &app,
+        Method::POST,
+        "/v1/preflight",
+        Some(json!({"session_id": "r1", "messages": messages})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{out}");
+    let (call_id, rid) = out["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .find_map(|m| {
+            let text = m["content"].as_str()?;
+            let rid = text.split("— recall ").nth(1)?.strip_suffix('⟧')?;
+            Some((m["tool_call_id"].as_str()?.to_owned(), rid.to_owned()))
+        })
+        .unwrap_or_else(|| panic!("no recall id in {out}"));
+    let t: usize = call_id
+        .trim_start_matches("call_")
+        .parse()
+        .expect("call id");
+    let (s, body) = call(
+        &app,
+        Method::GET,
+        &format!("/v1/sessions/r1/recall/{rid}"),
+        None,
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    assert_eq!(body["entry"]["text"], messages[1 + 4 * t + 2]["content"]);
+    assert_eq!(body["entry"]["origin"]["call_id"], call_id);
+    let (s, body) = call(
+        &app,
+        Method::POST,
+        "/v1/sessions/r1/recall",
+        Some(json!({"query": format!("which port does service-{t} listen on?"), "limit": 3})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    let hits = body["hits"].as_array().expect("hits");
+    assert!(
+        hits.iter().any(|h| h["id"] == rid.as_str()
+            && h["excerpt"]
+                .as_str()
+                .is_some_and(|e| e.contains(&format!("5543{t}")))),
+        "{body}"
+    );
+    // Another session has neither the id nor the text.
+    let (s, body) = call(
+        &app,
+        Method::GET,
+        &format!("/v1/sessions/r2/recall/{rid}"),
+        None,
+    )
+    .await;
+    assert_eq!(
+        (s, body["error"].as_str()),
+        (StatusCode::NOT_FOUND, Some("NotFound"))
+    );
+    let (s, body) = call(
+        &app,
+        Method::POST,
+        "/v1/sessions/r2/recall",
+        Some(json!({"query": "staging database port"})),
+    )
+    .await;
+    assert_eq!(
+        (s, body["hits"].as_array().map(Vec::len)),
+        (StatusCode::OK, Some(0))
+    );
+    // Neither query nor id.
+    let (s, _) = call(
+        &app,
+        Method::POST,
+        "/v1/sessions/r1/recall",
+        Some(json!({})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    // Recall off: refused, not an empty answer.
+    let off = self::app("");
+    let (s, body) = call(
+        &off,
+        Method::POST,
+        "/v1/sessions/r1/recall",
+        Some(json!({"query": "port"})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("recall.enabled"),
+        "{body}"
+    );
+}

@@ -102,6 +102,8 @@ pub(super) const LEAVES: &[Leaf] = &[
     leaf("memory.summarize_after_seq", Kind::UInt),
     leaf("memory.rolling_window_size", Kind::UInt),
     leaf("memory.processing_timeout_secs", Kind::UInt),
+    leaf("recall.enabled", Kind::Bool),
+    leaf("recall.path", Kind::OptStr),
     aliased("telemetry.exporter", Kind::Str, &["COMPACT_EXPORTER"]),
     aliased("telemetry.ariadne_url", Kind::Str, &["COMPACT_ARIADNE_URL"]),
     leaf("telemetry.jsonl_path", Kind::Str),

@@ -46,6 +46,9 @@ pub struct Config {
     /// Cross-session memory, memory files, the sliding-window store.
     #[garde(dive)]
     pub memory: super::sections::MemorySettings,
+    /// Recall: the index of what left the context (docs/design.md §5).
+    #[garde(dive)]
+    pub recall: super::sections::RecallSettings,
     /// Where compaction events go.
     #[garde(dive)]
     pub telemetry: Telemetry,
@@ -77,6 +80,7 @@ impl Default for Config {
             policy: Policy::default(),
             summarizer: Default::default(),
             memory: Default::default(),
+            recall: Default::default(),
             telemetry: Telemetry::default(),
             storage: Storage::default(),
             redaction: Redaction::default(),

@@ -149,6 +149,24 @@ impl Default for MemorySettings {
     }
 }
 
+/// `recall:`: the index of what left the context, and the recall ids in
+/// placeholders.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, Validate)]
+#[serde(default, deny_unknown_fields)]
+pub struct RecallSettings {
+    /// Index everything archived (redacted) in SQLite FTS5 and put a recall
+    /// id in the placeholder of each cleared tool output. Off by default:
+    /// the id means something to the model only when the agent offers it
+    /// the `compact_recall` tool.
+    #[garde(skip)]
+    pub enabled: bool,
+    /// The index's SQLite file (`:memory:` for one that lives as long as the
+    /// process). `null`: `recall.sqlite3` beside `state.path` with
+    /// `state.store: sqlite`, else in memory.
+    #[garde(skip)]
+    pub path: Option<String>,
+}
+
 fn temperature_range(value: &f64, _: &()) -> garde::Result {
     if (0.0..=2.0).contains(value) {
         Ok(())

@@ -227,6 +227,9 @@ impl CompactManager {
         } else {
             Default::default()
         };
+        // The index holds what the archive would: the same redaction and
+        // learned secrets, archive or not.
+        self.index_recall(session, step, transcript, &scrub);
         // The archive's fsyncs come next: the decision spans go now, scrubbed
         // of the fragments just learned (a summary may quote them).
         self.stream(session, trail);

@@ -11,6 +11,7 @@ mod memory;
 mod overlay;
 mod persist;
 mod preflight;
+mod recall;
 mod repair;
 mod report;
 mod session;
@@ -35,6 +36,7 @@ use crate::trigger::Forced;
 pub use error::CompactError;
 pub use hook::{BeforeModelCall, ModelCallContext};
 pub use overlay::{ConfigSource, Overlays};
+pub use recall::default_path as recall_default_path;
 pub use report::{Continuation, PreflightOutcome, Report};
 pub use session::Session;
 pub use status::{BreakerStatus, Layer, Layers, SessionStatus, SummaryStatus};
@@ -85,6 +87,7 @@ pub struct Builder {
     archive: archive::ArchiveSetup,
     memory_store: Option<Arc<dyn crate::memory::MemoryStore>>,
     store: Option<Arc<dyn SessionStore>>,
+    recall: Option<Arc<crate::recall::RecallIndex>>,
 }
 
 impl Builder {
@@ -166,7 +169,10 @@ impl Builder {
             )
         };
         let archive = archive::ArchiveState::build(&self.config, self.archive)?;
+        let recall = recall::build(&self.config, self.recall)?;
         let shared = Arc::new(Shared {
+            recall,
+            recall_pending: Mutex::new(HashMap::new()),
             dispatcher,
             sessions: Mutex::new(HashMap::new()),
             archive,
@@ -229,6 +235,11 @@ struct Shared {
     cache: Arc<CountCache>,
     /// The builder's summarizer, used whatever the configuration says.
     summarizer: Option<Arc<dyn Summarizer>>,
+    /// The index of what left the context, when recall is on.
+    recall: Option<Arc<crate::recall::RecallIndex>>,
+    /// Index writes still running, per session: a recall of the session
+    /// waits for them (`manager/recall.rs`).
+    recall_pending: Mutex<HashMap<String, Vec<tokio::task::JoinHandle<()>>>>,
 }
 
 /// Compacts agent context before model calls. Cheap to clone; share one
@@ -288,6 +299,7 @@ impl CompactManager {
             archive: archive::ArchiveSetup::default(),
             memory_store: None,
             store: None,
+            recall: None,
         }
     }
 

@@ -371,6 +371,7 @@ impl CompactManager {
                     .breaker
                     .is_open(policy.max_compact_failures, SystemTime::now()),
                 ledger: session.ledger.clone(),
+                recall: self.recall_key(session),
             },
             policy,
             &inner.estimator,

@@ -100,6 +100,9 @@ pub struct Input<'a> {
     pub primary_disabled: bool,
     /// The session's fact ledger: what left the context before this run.
     pub ledger: FactLedger,
+    /// The session's recall key when `recall.enabled`: cleared tool
+    /// outputs' placeholders then carry their recall ids.
+    pub recall: Option<crate::recall::RecallKey>,
 }
 
 /// A summary written by this run.
@@ -285,6 +288,7 @@ struct Work<'a> {
     next_version: u32,
     summarize_always: bool,
     primary_disabled: bool,
+    recall: Option<crate::recall::RecallKey>,
     out: Compaction,
     /// Set once the layers are decided: the final message list is assembled from it.
     chosen: Option<(Plan, Option<Message>)>,
@@ -413,6 +417,7 @@ impl<'a> Work<'a> {
             next_version: input.next_version,
             summarize_always: input.summarize_always,
             primary_disabled: input.primary_disabled,
+            recall: input.recall,
             out: Compaction {
                 messages: Vec::new(),
                 tokens_after: 0,
@@ -620,8 +625,24 @@ impl<'a> Work<'a> {
     /// Replaces the tool I/O in `indices` with placeholders; what it held
     /// goes to the ledger first.
     fn clear_indices(&mut self, indices: Vec<usize>, clear_inputs: bool, filter: &ToolFilter) {
-        let changed =
-            tiers::clear_tool_io(&mut self.msgs, indices, clear_inputs, filter, &self.names);
+        let original = &self.original;
+        let recall_id = self.recall.as_ref().map(|key| {
+            move |i: usize, call_id: &str| {
+                original[i]
+                    .tool_outputs()
+                    .into_iter()
+                    .find(|(id, _)| *id == call_id)
+                    .map(|(_, text)| key.output_id(call_id, &text))
+            }
+        });
+        let changed = tiers::clear_tool_io(
+            &mut self.msgs,
+            indices,
+            clear_inputs,
+            filter,
+            &self.names,
+            recall_id.as_ref().map(|f| f as tiers::RecallIdOf<'_>),
+        );
         self.absorb(changed.iter().copied());
         if !changed.is_empty() {
             if !self.out.tiers.contains(&Tier::ClearToolIo) {

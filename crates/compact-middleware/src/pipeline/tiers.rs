@@ -12,6 +12,28 @@ pub(crate) fn output_placeholder(name: &str, call_id: &str) -> String {
     format!("⟦removed: tool output for {name} (call_id={call_id}); reason=context_compaction⟧")
 }
 
+/// The placeholder for a cleared tool output that can be recalled: the
+/// plain one with the output's recall id before its end.
+pub(crate) fn recallable_placeholder(name: &str, call_id: &str, rid: &str) -> String {
+    format!(
+        "⟦removed: tool output for {name} (call_id={call_id}); reason=context_compaction — recall {rid}⟧"
+    )
+}
+
+/// The recall id of the output answering a call (its message's index,
+/// the call id) as received, when recall is on.
+pub(crate) type RecallIdOf<'a> = &'a dyn Fn(usize, &str) -> Option<String>;
+
+/// Whether `out` is already a placeholder of the output answering
+/// `call_id` (with a recall id or without).
+fn is_output_placeholder(out: &str, name: &str, call_id: &str) -> bool {
+    out.strip_prefix("⟦removed: tool output for ")
+        .and_then(|r| r.strip_prefix(name))
+        .and_then(|r| r.strip_prefix(" (call_id="))
+        .and_then(|r| r.strip_prefix(call_id))
+        .is_some_and(|r| r.starts_with("); reason=context_compaction"))
+}
+
 /// The placeholder for an attachment (an Anthropic image or document block) cleared
 /// from an old message; `what` names it (`image (image/png)`).
 pub(crate) fn attachment_placeholder(what: &str) -> String {
@@ -229,12 +251,18 @@ impl ToolFilter {
 /// Tier 2: replaces the outputs (and with `clear_inputs`, the arguments) of
 /// the tool I/O in `indices` with placeholders, and the attachments (Anthropic image
 /// and document blocks) of the messages there. Returns the indices changed.
+///
+/// `recall_id(i, call_id)` is the recall id of the output answering
+/// `call_id` in message `i` as received, when recall is on: the placeholder
+/// then carries it, and an output that already is a placeholder of that
+/// call stays as it is (its id was computed from the original).
 pub(crate) fn clear_tool_io(
     messages: &mut [Message],
     indices: impl IntoIterator<Item = usize>,
     clear_inputs: bool,
     filter: &ToolFilter,
     names: &HashMap<String, String>,
+    recall_id: Option<RecallIdOf<'_>>,
 ) -> Vec<usize> {
     let mut changed = Vec::new();
     for i in indices {
@@ -246,9 +274,18 @@ pub(crate) fn clear_tool_io(
                 .into_iter()
                 .filter_map(|(id, out)| {
                     let name = name_of(m, id, names);
-                    let placeholder = output_placeholder(name, id);
-                    (filter.allows(name) && out != placeholder)
-                        .then(|| (id.to_string(), placeholder))
+                    if !filter.allows(name) {
+                        return None;
+                    }
+                    let placeholder = match recall_id {
+                        None => output_placeholder(name, id),
+                        Some(_) if is_output_placeholder(&out, name, id) => return None,
+                        Some(rid) => match rid(i, id) {
+                            Some(rid) => recallable_placeholder(name, id, &rid),
+                            None => output_placeholder(name, id),
+                        },
+                    };
+                    (out != placeholder).then(|| (id.to_string(), placeholder))
                 })
                 .collect();
             for (id, text) in cleared {

@@ -1,0 +1,171 @@
+//! The manager's side of recall (issue 25, `crate::recall`): where the
+//! index lives, indexing what a compaction archives (redacted first), and
+//! [`CompactManager::recall`].
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::session::Session;
+use super::{Builder, CompactError, CompactManager};
+use crate::config::{Config, StateStoreKind};
+use crate::model::Message;
+use crate::recall::{RecallAnswer, RecallError, RecallIndex, RecallKey, RecallQuery};
+use crate::redact::LiteralScrub;
+
+impl Builder {
+    /// Uses `index` as the recall index instead of the one `recall.path`
+    /// (or the state store) selects; recall is on whatever
+    /// `recall.enabled` says.
+    pub fn recall_index(mut self, index: Arc<RecallIndex>) -> Self {
+        self.recall = Some(index);
+        self
+    }
+}
+
+/// Where the index lives when `recall.path` is not set: beside a SQLite
+/// session store (so a restarted process or `compact recall` finds it),
+/// else in this process's memory, like the sessions it indexes.
+pub fn default_path(config: &Config) -> String {
+    if let Some(p) = &config.recall.path {
+        return p.clone();
+    }
+    match config.state.store {
+        StateStoreKind::Sqlite if config.state.path != ":memory:" => Path::new(&config.state.path)
+            .with_file_name("recall.sqlite3")
+            .display()
+            .to_string(),
+        _ => ":memory:".to_owned(),
+    }
+}
+
+/// The index `config` asks for, if any.
+pub(super) fn build(
+    config: &Config,
+    given: Option<Arc<RecallIndex>>,
+) -> Result<Option<Arc<RecallIndex>>, CompactError> {
+    if let Some(i) = given {
+        return Ok(Some(i));
+    }
+    if !config.recall.enabled {
+        return Ok(None);
+    }
+    let path = default_path(config);
+    RecallIndex::open(&path)
+        .map(|i| Some(Arc::new(i)))
+        .map_err(|e| CompactError::Config(format!("recall.path {path}: {e}")))
+}
+
+fn recall_error(e: RecallError) -> CompactError {
+    match e {
+        RecallError::Invalid(m) => CompactError::InvalidInput(m),
+        RecallError::Index(m) => CompactError::State(format!("recall index: {m}")),
+    }
+}
+
+impl CompactManager {
+    /// The recall index, when recall is on.
+    pub fn recall_index(&self) -> Option<&Arc<RecallIndex>> {
+        self.inner.shared.recall.as_ref()
+    }
+
+    /// The recall key of `session` (placeholders' ids), when recall is on.
+    pub(super) fn recall_key(&self, session: &Session) -> Option<RecallKey> {
+        self.recall_index().map(|i| i.key(session.id().as_str()))
+    }
+
+    /// Indexes what compaction `step` archived of `transcript`, redacted as
+    /// the archive is (`redact` then `scrub`, the session's learned
+    /// secrets). What is new is found here (a hash lookup per message the
+    /// session indexed before); the redaction and the write run on the
+    /// blocking pool, off the preflight's path, and a recall of the session
+    /// waits for them. Never fails the preflight: a failure is logged.
+    pub(super) fn index_recall(
+        &self,
+        session: &Session,
+        step: u32,
+        transcript: &[Message],
+        scrub: &LiteralScrub,
+    ) {
+        let Some(index) = self.recall_index() else {
+            return;
+        };
+        let sid = session.id().as_str();
+        let pending = index.prepare(sid, transcript);
+        if pending.is_empty() {
+            return;
+        }
+        let index = index.clone();
+        let redactor = self.redactor().clone();
+        let scrub = scrub.clone();
+        let session_id = sid.to_owned();
+        let write = move || {
+            let clean = |s: &str| -> String {
+                let mut v = Value::String(redactor.redact_str(s).into_owned());
+                scrub.scrub_value(&mut v);
+                match v {
+                    Value::String(s) => s,
+                    other => other.to_string(),
+                }
+            };
+            if let Err(e) = index.write(pending, step, &clean) {
+                tracing::warn!(session = %session_id, error = %e, "recall index write failed; these entries are not indexed");
+            }
+        };
+        let handle = tokio::task::spawn_blocking(write);
+        let mut map = self
+            .inner
+            .shared
+            .recall_pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let list = map.entry(sid.to_owned()).or_default();
+        list.retain(|h| !h.is_finished());
+        list.push(handle);
+    }
+
+    /// Waits for the index writes of `session` (all sessions: `None`) that
+    /// are still running. A recall does this itself; a process that is
+    /// about to exit calls it so that nothing queued is dropped.
+    pub async fn flush_recall(&self, session: Option<&str>) {
+        let handles: Vec<_> = {
+            let mut map = self
+                .inner
+                .shared
+                .recall_pending
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            match session {
+                Some(s) => map.remove(s).unwrap_or_default(),
+                None => map.drain().flat_map(|(_, v)| v).collect(),
+            }
+        };
+        for h in handles {
+            if let Err(e) = h.await {
+                tracing::warn!(error = %e, "recall index write did not finish");
+            }
+        }
+    }
+
+    /// Recall (issue 25): BM25-ranked excerpts of what left `session`'s
+    /// context for a query, or one entry's whole text (paged) for an id.
+    /// Only this session's entries answer: another session's id finds
+    /// nothing. [`CompactError::Config`] when `recall.enabled` is off,
+    /// [`CompactError::InvalidInput`] for a malformed query.
+    pub async fn recall(
+        &self,
+        session: &str,
+        query: RecallQuery,
+    ) -> Result<RecallAnswer, CompactError> {
+        let sid = crate::archive::SessionId::parse(session)
+            .map_err(|e| CompactError::InvalidSession(e.to_string()))?;
+        let Some(index) = self.recall_index() else {
+            return Err(CompactError::Config(
+                "recall is off: set recall.enabled: true".into(),
+            ));
+        };
+        self.flush_recall(Some(sid.as_str())).await;
+        index.recall(sid.as_str(), &query).map_err(recall_error)
+    }
+}

@@ -1,0 +1,363 @@
+//! Recall (issue 25): what compaction clears is indexed per session,
+//! redacted, and comes back by query (BM25) or by the id its placeholder
+//! carries; another session's ids and redacted secrets answer nothing.
+
+use std::sync::Arc;
+
+use compact_middleware::config::{Config, Policy};
+use compact_middleware::model::{Format, Message, Request};
+use compact_middleware::recall::{RecallIndex, RecallQuery, is_recall_id, tool};
+use compact_middleware::{CompactError, CompactManager};
+use serde_json::{Value, json};
+
+const SECRET: &str = "sk-proj-Zq8vT2mKx9LpR4wN7yB3cH6d";
+
+/// A distinct fact per turn, in a long tool output.
+fn fact(t: usize) -> String {
+    match t {
+        0 => "the payments service reserved port 48213 for the ledger replica".into(),
+        1 => format!("deploy credentials: api key {SECRET} rotated yesterday"),
+        2 => "test billing::refund_rounding failed at step 12 with assertion left=3 right=4".into(),
+        _ => format!("module {t} compiles cleanly with zero warnings"),
+    }
+}
+
+fn output(t: usize) -> String {
+    let mut s = format!("HEAD of turn {t}\n{}\n", fact(t));
+    let mut i = 0;
+    while s.len() < 5_000 {
+        s.push_str(&format!("line {i}: status=ok latency={}ms\n", i % 97));
+        i += 1;
+    }
+    s
+}
+
+fn history(turns: usize) -> Vec<Message> {
+    let mut v = vec![json!({"role": "system", "content": "You are a careful coding agent."})];
+    for t in 0..turns {
+        let id = format!("call_{t}");
+        let name = if t % 2 == 0 { "read_file" } else { "run_tests" };
+        v.push(
+            json!({"role": "user", "content": format!("turn {t}: please look at the next module")}),
+        );
+        v.push(json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": id, "type": "function", "function": {"name": name, "arguments": format!("{{\"path\":\"src/mod{t}.rs\"}}")}}
+        ]}));
+        v.push(json!({"role": "tool", "tool_call_id": id, "content": output(t)}));
+        v.push(json!({"role": "assistant", "content": format!("turn {t} done")}));
+    }
+    Request::from_value(Value::Array(v), Format::Auto)
+        .expect("fixture decodes")
+        .messages
+}
+
+fn config() -> Config {
+    let mut c = Config {
+        max_context_tokens: Some(12_000),
+        policy: Policy {
+            keep_task: false,
+            keep_recent_turns: 2,
+            keep_tool_io_pairs: 3,
+            ..Policy::default()
+        },
+        ..Config::default()
+    };
+    c.recall.enabled = true;
+    c.recall.path = Some(":memory:".into());
+    c
+}
+
+fn manager_with(index: Option<Arc<RecallIndex>>) -> CompactManager {
+    let mut b = CompactManager::builder(config()).without_storage();
+    if let Some(i) = index {
+        b = b.recall_index(i);
+    }
+    b.build().expect("manager")
+}
+
+/// `(call id, recall id)` of every cleared output that carries one.
+fn placeholder_ids(messages: &[Message]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for m in messages {
+        for (call, text) in m.tool_outputs() {
+            if let Some(rest) = text.strip_prefix("⟦removed: tool output for ") {
+                let rid = rest
+                    .split("— recall ")
+                    .nth(1)
+                    .and_then(|r| r.strip_suffix('⟧'))
+                    .unwrap_or_else(|| panic!("no recall id in {text}"));
+                out.push((call.to_owned(), rid.to_owned()));
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn cleared_outputs_carry_ids_that_give_the_original_back() {
+    let m = manager_with(None);
+    let input = history(8);
+    let out = m.preflight("s1", input.clone()).await.expect("preflight");
+    assert!(out.report.cleared >= 3, "{:?}", out.report);
+    let ids = placeholder_ids(&out.messages);
+    assert!(ids.len() >= 3, "{ids:?}");
+    for (call, rid) in &ids {
+        assert!(is_recall_id(rid), "{rid}");
+        let t: usize = call.trim_start_matches("call_").parse().unwrap();
+        let a = m.recall("s1", RecallQuery::id(rid)).await.unwrap();
+        let e = a.entry.expect("the placeholder's id is in the index");
+        assert_eq!(e.origin.call_id.as_deref(), Some(call.as_str()));
+        assert_eq!(e.origin.file, Some(format!("src/mod{t}.rs")));
+        assert_eq!(e.origin.turn as usize, t + 1);
+        assert_eq!(e.total_chars, output(t).chars().count().min(e.total_chars));
+        let mut text = e.text.clone();
+        let mut next = e.next_offset;
+        while let Some(off) = next {
+            let q = RecallQuery {
+                offset: Some(off),
+                ..RecallQuery::id(rid)
+            };
+            let page = m.recall("s1", q).await.unwrap().entry.unwrap();
+            assert_eq!(page.offset, off);
+            text.push_str(&page.text);
+            next = page.next_offset;
+        }
+        if t == 1 {
+            assert!(!text.contains(SECRET));
+            assert!(text.contains("REDACTED"), "{}", &text[..200]);
+        } else {
+            assert_eq!(text, output(t));
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_query_in_natural_words_ranks_the_cleared_output_first() {
+    let m = manager_with(None);
+    let out = m.preflight("s1", history(8)).await.expect("preflight");
+    let ids = placeholder_ids(&out.messages);
+    let id_of = |call: &str| ids.iter().find(|(c, _)| c == call).map(|(_, r)| r.clone());
+    let a = m
+        .recall(
+            "s1",
+            RecallQuery::text("which port was reserved for the ledger?"),
+        )
+        .await
+        .unwrap();
+    assert!(!a.hits.is_empty());
+    assert_eq!(Some(a.hits[0].id.clone()), id_of("call_0"), "{:?}", a.hits);
+    assert!(a.hits[0].excerpt.contains("48213"), "{}", a.hits[0].excerpt);
+    assert_eq!(a.hits[0].origin.tool.as_deref(), Some("read_file"));
+    let a = m
+        .recall("s1", RecallQuery::text("refund rounding test failure"))
+        .await
+        .unwrap();
+    assert_eq!(Some(a.hits[0].id.clone()), id_of("call_2"), "{:?}", a.hits);
+    assert!(a.hits.windows(2).all(|w| w[0].score >= w[1].score));
+}
+
+#[tokio::test]
+async fn another_sessions_ids_and_words_answer_nothing() {
+    let m = manager_with(None);
+    let out = m.preflight("alice", history(8)).await.expect("preflight");
+    m.preflight("bob", history(1)).await.expect("preflight");
+    let (_, rid) = placeholder_ids(&out.messages).remove(0);
+    assert!(
+        m.recall("alice", RecallQuery::id(&rid))
+            .await
+            .unwrap()
+            .entry
+            .is_some()
+    );
+    let a = m.recall("bob", RecallQuery::id(&rid)).await.unwrap();
+    assert!(a.entry.is_none() && a.hits.is_empty());
+    let a = m
+        .recall("bob", RecallQuery::text("reserved port ledger"))
+        .await
+        .unwrap();
+    assert!(a.hits.is_empty(), "{:?}", a.hits);
+    let a = m
+        .recall("carol", RecallQuery::text("reserved port ledger"))
+        .await
+        .unwrap();
+    assert!(a.hits.is_empty());
+}
+
+#[tokio::test]
+async fn a_secret_that_redaction_removed_is_not_found() {
+    let m = manager_with(None);
+    m.preflight("s1", history(8)).await.expect("preflight");
+    for q in [
+        SECRET,
+        "Zq8vT2mKx9LpR4wN7yB3cH6d",
+        "sk proj Zq8vT2mKx9LpR4wN7yB3cH6d",
+    ] {
+        let a = m.recall("s1", RecallQuery::text(q)).await.unwrap();
+        assert!(
+            a.hits
+                .iter()
+                .all(|h| !h.excerpt.contains("Zq8vT2mKx9LpR4wN7yB3cH6d")),
+            "{q}: {:?}",
+            a.hits
+        );
+        assert!(a.hits.is_empty(), "{q}: {:?}", a.hits);
+    }
+    // The words around it are there; the secret is not.
+    let a = m
+        .recall("s1", RecallQuery::text("deploy credentials rotated"))
+        .await
+        .unwrap();
+    assert!(!a.hits.is_empty());
+    let e = m
+        .recall("s1", RecallQuery::id(&a.hits[0].id))
+        .await
+        .unwrap()
+        .entry
+        .unwrap();
+    assert!(e.text.contains("deploy credentials") && !e.text.contains(SECRET));
+}
+
+#[tokio::test]
+async fn placeholders_are_byte_stable_across_calls_and_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("recall.sqlite3");
+    let first = {
+        let index = Arc::new(RecallIndex::open(&path).unwrap());
+        let m = manager_with(Some(index));
+        let a = m.preflight("s1", history(8)).await.unwrap();
+        // The same history again, as a new call of a fresh session record.
+        m.end_session("s1");
+        let b = m.preflight("s1", history(8)).await.unwrap();
+        assert_eq!(a.messages, b.messages);
+        a.messages
+    };
+    // A restarted process opening the same index writes the same ids.
+    let index = Arc::new(RecallIndex::open(&path).unwrap());
+    let m = manager_with(Some(index.clone()));
+    let again = m.preflight("s1", history(8)).await.unwrap();
+    assert_eq!(again.messages, first);
+    m.flush_recall(None).await;
+    let n = index.count("s1").unwrap();
+    assert!(n > 0);
+    m.end_session("s1");
+    m.preflight("s1", history(8)).await.unwrap();
+    m.flush_recall(Some("s1")).await;
+    assert_eq!(index.count("s1").unwrap(), n, "indexing twice adds nothing");
+}
+
+#[tokio::test]
+async fn recall_off_keeps_the_plain_placeholder_and_refuses_queries() {
+    let mut c = config();
+    c.recall.enabled = false;
+    let m = CompactManager::builder(c)
+        .without_storage()
+        .build()
+        .unwrap();
+    let out = m.preflight("s1", history(8)).await.unwrap();
+    let plain = "⟦removed: tool output for read_file (call_id=call_0); reason=context_compaction⟧";
+    assert!(
+        out.messages
+            .iter()
+            .any(|m| m.tool_output().as_deref() == Some(plain))
+    );
+    let e = m.recall("s1", RecallQuery::text("port")).await.unwrap_err();
+    assert!(matches!(e, CompactError::Config(_)), "{e}");
+}
+
+#[tokio::test]
+async fn malformed_queries_are_invalid_input() {
+    let m = manager_with(None);
+    for q in [
+        RecallQuery::default(),
+        RecallQuery {
+            query: Some("x".into()),
+            id: Some("rabcdefgh".into()),
+            ..RecallQuery::default()
+        },
+    ] {
+        let e = m.recall("s1", q).await.unwrap_err();
+        assert!(matches!(e, CompactError::InvalidInput(_)), "{e}");
+    }
+    // An id of the wrong shape is simply not there.
+    let a = m
+        .recall("s1", RecallQuery::id("'; DROP TABLE x; --"))
+        .await
+        .unwrap();
+    assert!(a.entry.is_none());
+}
+
+#[tokio::test]
+async fn the_tool_handler_answers_a_models_call() {
+    let m = manager_with(None);
+    let out = m.preflight("s1", history(8)).await.unwrap();
+    let (_, rid) = placeholder_ids(&out.messages).remove(0);
+    let text = tool::handle(&m, "s1", &json!(format!("{{\"id\":\"{rid}\"}}")))
+        .await
+        .unwrap();
+    assert!(
+        text.starts_with(&format!("recall {rid} (read_file src/mod0.rs)")),
+        "{text}"
+    );
+    assert!(text.contains("48213"));
+    let text = tool::handle(&m, "s1", &json!({"query": "reserved port", "limit": 2}))
+        .await
+        .unwrap();
+    assert!(text.contains(&format!("[{rid}]")), "{text}");
+    let text = tool::handle(&m, "s1", &json!({"bogus": 1})).await.unwrap();
+    assert!(text.starts_with("compact_recall: bad arguments"), "{text}");
+    let def = tool::openai_chat_tool();
+    assert_eq!(def["function"]["name"], tool::TOOL_NAME);
+    assert_eq!(tool::anthropic_tool()["input_schema"], tool::parameters());
+}
+
+mod props {
+    use compact_middleware::model::{Format, Request};
+    use compact_middleware::recall::{RecallIndex, RecallQuery};
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+
+    fn tool_history(outputs: &[String]) -> Vec<compact_middleware::Message> {
+        let mut v = vec![json!({"role": "user", "content": "go"})];
+        for (i, o) in outputs.iter().enumerate() {
+            let id = format!("call_{i}");
+            v.push(json!({"role": "assistant", "content": null, "tool_calls": [
+                {"id": id, "type": "function", "function": {"name": "run", "arguments": "{}"}}
+            ]}));
+            v.push(json!({"role": "tool", "tool_call_id": id, "content": o}));
+        }
+        Request::from_value(Value::Array(v), Format::Auto)
+            .expect("decodes")
+            .messages
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        /// Whatever one session indexed, its ids give its own text back,
+        /// and neither its ids nor its words answer in another session.
+        #[test]
+        fn ids_round_trip_and_stay_in_their_session(
+            outputs in proptest::collection::vec("[a-z]{3,8}( [a-z]{3,8}){0,12}", 1..8),
+        ) {
+            let index = RecallIndex::open(":memory:").unwrap();
+            let messages = tool_history(&outputs);
+            index.add_messages("alpha", 1, &messages, &|s: &str| s.to_owned()).unwrap();
+            let key = index.key("alpha");
+            for (i, o) in outputs.iter().enumerate() {
+                let rid = key.output_id(&format!("call_{i}"), o);
+                let mine = index.recall("alpha", &RecallQuery::id(&rid)).unwrap();
+                prop_assert_eq!(mine.entry.map(|e| e.text), Some(o.clone()));
+                let theirs = index.recall("beta", &RecallQuery::id(&rid)).unwrap();
+                prop_assert!(theirs.entry.is_none());
+                let words = index.recall("beta", &RecallQuery::text(o.clone())).unwrap();
+                prop_assert!(words.hits.is_empty());
+                let found = index.recall("alpha", &RecallQuery { limit: Some(20), ..RecallQuery::text(o.clone()) }).unwrap();
+                prop_assert!(found.hits.iter().any(|h| h.id == rid), "{:?}", found.hits);
+            }
+            // Indexing the same history again adds nothing.
+            let n = index.count("alpha").unwrap();
+            prop_assert_eq!(index.add_messages("alpha", 2, &messages, &|s: &str| s.to_owned()).unwrap(), 0);
+            prop_assert_eq!(index.count("alpha").unwrap(), n);
+        }
+    }
+}

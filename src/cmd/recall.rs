@@ -1,0 +1,83 @@
+//! `compact recall SESSION "query"` / `--id RID`: what compaction took out
+//! of a session's context, from the recall index (docs/design.md §11), as
+//! JSON. Reads the index file only: no session is loaded or changed.
+
+use std::path::PathBuf;
+
+use compact_middleware::archive::SessionId;
+use compact_middleware::recall::{RecallError, RecallIndex, RecallQuery};
+
+use crate::exit::{CliError, CliResult};
+use crate::input::{ConfigFlags, print_json};
+
+#[derive(clap::Args, Debug)]
+pub(crate) struct Args {
+    #[command(flatten)]
+    config: ConfigFlags,
+    /// The session id.
+    session: String,
+    /// Words to search for (BM25-ranked excerpts).
+    #[arg(required_unless_present = "id", conflicts_with = "id")]
+    query: Option<String>,
+    /// A recall id (from a placeholder or a hit): that entry's whole text, paged.
+    #[arg(long, value_name = "RID")]
+    id: Option<String>,
+    /// Most hits (default 5, at most 20).
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
+    /// With --id: the character to read from.
+    #[arg(long, value_name = "N")]
+    offset: Option<usize>,
+    /// The SQLite file of `compact preflight --state FILE`: the index is
+    /// `recall.sqlite3` beside it (unless `recall.path` is set).
+    #[arg(long, value_name = "FILE")]
+    state: Option<PathBuf>,
+    /// The index file itself (instead of `recall.path` or --state).
+    #[arg(long, value_name = "FILE")]
+    index: Option<PathBuf>,
+}
+
+pub(crate) fn run(args: Args) -> CliResult {
+    let mut loaded = args.config.load()?;
+    if let Some(file) = &args.state {
+        compact_wiring::set_state_file(&mut loaded, file, "--state")?;
+    }
+    let path = match &args.index {
+        Some(p) => p.display().to_string(),
+        None => compact_middleware::manager::recall_default_path(&loaded.config),
+    };
+    if path == ":memory:" {
+        return Err(CliError::BadInput(
+            "the recall index lives in the compacting process's memory (recall.path null, state.store not sqlite): give --state FILE, --index FILE or set recall.path".into(),
+        ));
+    }
+    if !std::path::Path::new(&path).exists() {
+        return Err(CliError::BadInput(format!(
+            "no recall index at {path} (is recall.enabled on where the session was compacted?)"
+        )));
+    }
+    let session = SessionId::parse(&args.session)
+        .map_err(|e| CliError::BadInput(format!("invalid session id: {e}")))?;
+    let index = RecallIndex::open(&path).map_err(|e| CliError::Other(e.into()))?;
+    let q = RecallQuery {
+        query: args.query,
+        id: args.id.clone(),
+        limit: args.limit,
+        offset: args.offset,
+    };
+    let answer = index.recall(session.as_str(), &q).map_err(|e| match e {
+        RecallError::Invalid(m) => CliError::BadInput(m),
+        e => CliError::Other(e.into()),
+    })?;
+    if let Some(id) = &args.id
+        && answer.entry.is_none()
+    {
+        return Err(CliError::NotFound(format!(
+            "session {} has no recall id {id}",
+            session.as_str()
+        )));
+    }
+    let mut out = serde_json::to_value(&answer).map_err(|e| CliError::Other(e.into()))?;
+    out["session_id"] = serde_json::Value::String(session.as_str().to_owned());
+    print_json(&out)
+}

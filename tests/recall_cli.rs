@@ -1,0 +1,166 @@
+//! `compact recall` (docs/design.md §11): a session compacted by
+//! `compact preflight --state FILE` with `recall.enabled` is searched and
+//! read back by another process; exit 4 for an id the session lacks, 2 for
+//! bad input.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+fn run(dir: &Path, args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_compact"))
+        .current_dir(dir)
+        .env("XDG_DATA_HOME", dir.join("data"))
+        .env("HOME", dir.join("home"))
+        .env_remove("COMPACT_LOG")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn compact");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("write stdin");
+    child.wait_with_output().expect("wait")
+}
+
+fn json_out(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    })
+}
+
+#[test]
+fn recall_reads_what_preflight_cleared_from_another_process() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("compact.yaml");
+    std::fs::write(
+        &config,
+        "recall:\n  enabled: true\npolicy:\n  mode: compact\n  keep_task: false\n  keep_recent_turns: 1\n  keep_tool_io_pairs: 1\n",
+    )
+    .expect("config");
+    let config = config.to_str().expect("utf-8");
+    let state = dir.path().join("state.sqlite3");
+    let state = state.to_str().expect("utf-8");
+    let mut messages = vec![json!({"role": "system", "content": "You are a coding agent."})];
+    for t in 0..6 {
+        let id = format!("call_{t}");
+        messages.push(json!({"role": "user", "content": format!("Turn {t}: check module {t}")}));
+        messages.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "read_file", "arguments": format!("{{\"path\":\"src/m{t}.rs\"}}")}}]}));
+        messages.push(json!({"role": "tool", "tool_call_id": id, "content": format!("module {t}: the flaky test is named quux_{t}_timeout\n{}", "log line ".repeat(150))}));
+        messages.push(json!({"role": "assistant", "content": format!("Module {t} checked.")}));
+    }
+    let o = run(
+        dir.path(),
+        &[
+            "preflight",
+            "--config",
+            config,
+            "--max-context-tokens",
+            "2500",
+            "--session",
+            "s1",
+            "--state",
+            state,
+        ],
+        &json!({ "messages": messages }).to_string(),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = json_out(&o);
+    let rid = out["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .find_map(|m| {
+            let text = m["content"].as_str()?;
+            Some(
+                text.split("— recall ")
+                    .nth(1)?
+                    .strip_suffix('⟧')?
+                    .to_owned(),
+            )
+        })
+        .unwrap_or_else(|| panic!("no recall id in {out}"));
+    assert!(
+        dir.path().join("recall.sqlite3").exists(),
+        "the index sits beside the state file"
+    );
+
+    let o = run(
+        dir.path(),
+        &[
+            "recall",
+            "s1",
+            "which test was flaky in module 0?",
+            "--state",
+            state,
+        ],
+        "",
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let hits = json_out(&o)["hits"].clone();
+    assert!(
+        hits.as_array()
+            .expect("hits")
+            .iter()
+            .take(3)
+            .any(|h| h["excerpt"]
+                .as_str()
+                .is_some_and(|e| e.contains("quux_0_timeout"))),
+        "{hits}"
+    );
+
+    let o = run(
+        dir.path(),
+        &["recall", "s1", "--id", &rid, "--state", state],
+        "",
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let entry = json_out(&o)["entry"].clone();
+    assert!(
+        entry["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("module ")),
+        "{entry}"
+    );
+    assert_eq!(entry["origin"]["tool"], "read_file");
+
+    // Another session does not have the id: exit 4, nothing on stdout.
+    let o = run(
+        dir.path(),
+        &["recall", "s2", "--id", &rid, "--state", state],
+        "",
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(o.stdout.is_empty());
+    // Bad input: an invalid session id, no index.
+    let o = run(dir.path(), &["recall", "../x", "q", "--state", state], "");
+    assert_eq!(o.status.code(), Some(2));
+    let o = run(
+        dir.path(),
+        &["recall", "s1", "q", "--index", "missing.sqlite3"],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let o = run(dir.path(), &["recall", "s1", "q"], "");
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "the index of a memory store is in that process"
+    );
+}
