@@ -232,9 +232,11 @@ pub(crate) fn forms(kind: Kind, text: &str, apis: &[String], t: &Trail) -> [Stri
 /// `cmd` cut to about `max` bytes, keeping its longest word whole: that is
 /// what names the run (`annotations.tests.AnnotationTest.test_empty_…`, the
 /// script's path), and a cut through it keeps neither half findable.
-/// Options go first, from the end (`--settings=test_sqlite`, `-xvs`), then
-/// the text around that word is cut; a word longer than `max` (but not
-/// twice as long) is kept whole however long the result.
+/// The command is kept as written up to that word when that fits (and on
+/// as far as there is room); else options before the word
+/// go first, from the end (`--settings=test_sqlite`, `-xvs`), then the
+/// text around it is cut. A word longer than `max` (but not twice as long)
+/// is kept whole however long the result.
 fn clip_command(cmd: &str, max: usize) -> String {
     if cmd.len() <= max {
         return cmd.to_owned();
@@ -255,6 +257,21 @@ fn clip_command(cmd: &str, max: usize) -> String {
     // script): cut in the middle like any text.
     if longest.len() > max * 2 {
         return clip_middle(cmd, max);
+    }
+    // The command as written up to that word, when it fits, and on as far
+    // as there is room: the head is how the agent (and a search) knows the
+    // command.
+    let mut head = words[..=long].join(" ");
+    if head.len() + " …".len() <= max {
+        for w in &words[long + 1..] {
+            if head.len() + 1 + w.len() + " …".len() > max {
+                break;
+            }
+            head.push(' ');
+            head.push_str(w);
+        }
+        head.push_str(" …");
+        return head;
     }
     let join = |keep: &[bool], range: std::ops::Range<usize>| {
         let mut out = String::new();
@@ -289,11 +306,11 @@ fn clip_command(cmd: &str, max: usize) -> String {
     };
     let mut keep = vec![true; words.len()];
     let (mut before, mut after, mut whole) = render(&keep);
-    for i in (1..words.len()).rev() {
+    for i in (1..long).rev() {
         if whole.len() <= max {
             break;
         }
-        if i != long && words[i].len() > 2 && words[i].starts_with('-') {
+        if words[i].len() > 2 && words[i].starts_with('-') {
             keep[i] = false;
             (before, after, whole) = render(&keep);
         }
