@@ -41,3 +41,16 @@ fn tuning_injections_never_leave_a_tool_result() {
     let planted = sessions(Split::Tune, &[1, 2, 3], Format::Responses);
     check(&run(&planted, &[8_000, 16_000]), "tune, responses", 100);
 }
+
+#[test]
+fn held_out_injections_never_leave_an_anthropic_tool_result() {
+    // The Chat sessions written in Anthropic Messages: several tool
+    // results share one user message, each planted.
+    let planted = sessions(Split::HeldOut, &[1, 2, 3], Format::Anthropic);
+    let chat = sessions(Split::HeldOut, &[1, 2, 3], Format::Chat);
+    let count = |p: &[compact_bench::injection::Planted]| -> usize {
+        p.iter().map(|s| s.payloads.len()).sum()
+    };
+    assert_eq!(count(&planted), count(&chat), "every payload planted");
+    check(&run(&planted, &[8_000, 16_000]), "held out, anthropic", 90);
+}
