@@ -11,7 +11,10 @@
 //! the real trajectories when `../shared/real-trajectories` is there). Half
 //! of the payloads are held out: written in phrasings the guard was not
 //! tuned on (one of them the shape of AgentDojo's "important
-//! instructions" attack).
+//! instructions" attack). A public attack set ([`public`], AgentDojo's own
+//! attacks) is read at bench time and never committed, so its held-out
+//! part stays unseen; sessions run in Chat, Responses or Anthropic
+//! Messages ([`to_anthropic`]).
 
 use std::collections::HashSet;
 
