@@ -692,6 +692,25 @@ fn is_code_name(name: &str) -> bool {
 /// Chinese paragraph is many sentences) or the sentence end of another
 /// script (`।`, `؟`), with the quote or bracket that closes it.
 pub(crate) fn split_sentences(line: &str) -> Vec<&str> {
+    // Most tool output is ASCII lines with no `. ` / `? ` / `! ` in them
+    // (code, paths, log records): one sentence, without the walk below.
+    if line.is_ascii()
+        && !line
+            .as_bytes()
+            .windows(2)
+            .any(|w| matches!(w[0], b'.' | b'?' | b'!') && w[1] == b' ')
+    {
+        return if line.is_empty() {
+            Vec::new()
+        } else {
+            vec![line]
+        };
+    }
+    split_sentences_walk(line)
+}
+
+/// [`split_sentences`] the long way, character by character.
+fn split_sentences_walk(line: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut start = 0;
     let mut chars = line.char_indices().peekable();
@@ -1891,5 +1910,13 @@ mod tests {
             .map(|(_, _, t)| t)
             .collect();
         assert_eq!(found, ["Q-30355"]);
+    }
+
+    proptest::proptest! {
+        /// The short cut for plain ASCII lines splits exactly as the walk.
+        #[test]
+        fn the_ascii_short_cut_splits_as_the_walk(line in "[a-zA-Z0-9 ._/:()=?!-]{0,80}") {
+            proptest::prop_assert_eq!(split_sentences(&line), split_sentences_walk(&line));
+        }
     }
 }

@@ -400,19 +400,22 @@ impl Ledger {
     /// that is not itself a template's (a user quoting `src/mod_12.rs` does
     /// not make every warning about some `src/mod_N.rs` salient).
     fn names_mentioned(&mut self, r: &Reading<'_>, unit: &str) -> bool {
-        !self.strong_mentions(r, unit).is_empty()
+        let found = self.mentions_in(unit);
+        found.iter().any(|t| self.picks_out(r, t))
     }
 
     /// The mentioned identifiers `unit` names that are not a template's.
     fn strong_mentions(&mut self, r: &Reading<'_>, unit: &str) -> Vec<String> {
         let mut found = self.mentions_in(unit);
-        // A name that picks out a line or two of the output: not one that
-        // is on every line (a year, a status), nor a template's.
-        found.retain(|t| {
-            let k = shape_key(t);
-            r.shapes.count(k) + self.shapes.count(k) <= 2 * RARE && r.is_rare(t)
-        });
+        found.retain(|t| self.picks_out(r, t));
         found
+    }
+
+    /// Whether a mentioned name picks out a line or two of the output: not
+    /// one that is on every line (a year, a status), nor a template's.
+    fn picks_out(&self, r: &Reading<'_>, name: &str) -> bool {
+        let k = shape_key(name);
+        r.shapes.count(k) + self.shapes.count(k) <= 2 * RARE && r.is_rare(name)
     }
 
     /// Records a salient unit (a line, a sentence, a row) of the output.
@@ -458,11 +461,18 @@ impl Ledger {
             return;
         }
         let templated = r.shapes.count(shape) > 1 || self.shapes.count(shape) > 1;
-        let mentioned = self.names_mentioned(r, unit);
-        if templated && !mentioned {
-            return;
-        }
-        if mentioned || self.has_standout(r, unit_tokens) {
+        // A template's line is kept only when it names what was mentioned;
+        // another line when it does or something in it stands out (asked
+        // first: it is the cheaper question).
+        let kept = if templated {
+            if !self.names_mentioned(r, unit) {
+                return;
+            }
+            true
+        } else {
+            self.has_standout(r, unit_tokens) || self.names_mentioned(r, unit)
+        };
+        if kept {
             self.keep(r, unit, shape);
         } else if r.cues_left > 0 && states_something(unit) {
             r.cues_left -= 1;
