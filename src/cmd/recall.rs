@@ -1,12 +1,16 @@
 //! `compact recall SESSION "query"` / `--id RID`: what compaction took out
 //! of a session's context, from the recall index (docs/design.md §11), as
-//! JSON. Reads the index file only: no session is loaded or changed.
+//! JSON. Reads the index file only: no session is loaded or changed; the
+//! recall is a `compact.recall` event for the configured exporter.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
+use compact_middleware::CompactError;
 use compact_middleware::archive::SessionId;
-use compact_middleware::recall::{RecallError, RecallIndex, RecallQuery};
+use compact_middleware::recall::{RecallIndex, RecallQuery};
 
+use crate::cmd::preflight::finish_events;
 use crate::exit::{CliError, CliResult};
 use crate::input::{ConfigFlags, print_json};
 
@@ -65,9 +69,17 @@ pub(crate) fn run(args: Args) -> CliResult {
         limit: args.limit,
         offset: args.offset,
     };
-    let answer = index.recall(session.as_str(), &q).map_err(|e| match e {
-        RecallError::Invalid(m) => CliError::BadInput(m),
-        e => CliError::Other(e.into()),
+    // Through a manager with only the configured exporters, so that the
+    // recall is a `compact.recall` event like any other.
+    let rt = tokio::runtime::Runtime::new()?;
+    let manager = compact_wiring::exporting_builder(loaded.config)?
+        .recall_index(Arc::new(index))
+        .build()?;
+    let answer = rt.block_on(manager.recall(session.as_str(), q));
+    finish_events(manager.dispatcher());
+    let answer = answer.map_err(|e| match e {
+        CompactError::InvalidInput(m) => CliError::BadInput(m),
+        e => e.into(),
     })?;
     if let Some(id) = &args.id
         && answer.entry.is_none()

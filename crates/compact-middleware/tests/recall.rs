@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use compact_middleware::config::{Config, Policy};
+use compact_middleware::events::CollectingExporter;
 use compact_middleware::model::{Format, Message, Request};
 use compact_middleware::recall::{RecallIndex, RecallQuery, is_recall_id, tool};
 use compact_middleware::{CompactError, CompactManager};
@@ -308,6 +309,97 @@ async fn the_tool_handler_answers_a_models_call() {
     let def = tool::openai_chat_tool();
     assert_eq!(def["function"]["name"], tool::TOOL_NAME);
     assert_eq!(tool::anthropic_tool()["input_schema"], tool::parameters());
+}
+
+/// The `data` and status of every `compact.recall` span `rec` received.
+async fn recall_spans(m: &CompactManager, rec: &CollectingExporter) -> Vec<(Value, String)> {
+    assert!(
+        m.dispatcher()
+            .flush_async(std::time::Duration::from_secs(30))
+            .await
+    );
+    rec.events()
+        .iter()
+        .filter_map(|e| e.as_span())
+        .filter(|s| s.name.as_deref() == Some("compact.recall"))
+        .map(|s| {
+            assert_eq!(s.kind.as_deref(), Some("compaction"));
+            assert_eq!(s.parent_id, None, "a root span of the session's trace");
+            (
+                Value::Object(s.data.clone()),
+                serde_json::to_value(s.status)
+                    .unwrap()
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn every_recall_is_an_event_with_its_ids_and_no_secret() {
+    let rec = Arc::new(CollectingExporter::new());
+    let m = CompactManager::builder(config())
+        .without_storage()
+        .exporter(rec.clone())
+        .build()
+        .expect("manager");
+    let out = m.preflight("s1", history(8)).await.unwrap();
+    let (_, rid) = placeholder_ids(&out.messages).remove(0);
+
+    let q = RecallQuery {
+        limit: Some(3),
+        ..RecallQuery::text(format!("which port was reserved, key {SECRET}"))
+    };
+    let a = m.recall("s1", q).await.unwrap();
+    assert!(!a.hits.is_empty());
+    m.recall("s1", RecallQuery::id(&rid)).await.unwrap();
+    m.recall("s1", RecallQuery::id("rzzzzzzzz")).await.unwrap();
+    let text = tool::handle(&m, "s1", &json!({"query": "refund rounding"}))
+        .await
+        .unwrap();
+    assert!(text.contains("refund_rounding"), "{text}");
+    assert!(m.recall("s1", RecallQuery::default()).await.is_err());
+
+    let spans = recall_spans(&m, &rec).await;
+    assert_eq!(spans.len(), 5, "{spans:?}");
+    let (d, status) = &spans[0];
+    assert_eq!(status, "ok");
+    assert_eq!(d["mode"], "query");
+    assert_eq!(d["limit"], 3);
+    assert_eq!(d["id"], Value::Null);
+    assert_eq!(d["hits"], a.hits.len());
+    let ids: Vec<&str> = a.hits.iter().map(|h| h.id.as_str()).collect();
+    assert_eq!(d["ids"], json!(ids));
+    assert!(d["latency_us"].as_u64().is_some());
+    let q = d["query"].as_str().unwrap();
+    assert!(q.starts_with("which port was reserved"), "{q}");
+    assert!(!q.contains(SECRET), "the query is redacted: {q}");
+    for (d, _) in &spans {
+        assert!(!d.to_string().contains("48213"), "no recalled text: {d}");
+    }
+
+    let (d, status) = &spans[1];
+    assert_eq!(status, "ok");
+    assert_eq!(
+        (&d["mode"], &d["id"], &d["hits"], &d["ids"], &d["query"]),
+        (
+            &json!("id"),
+            &json!(rid),
+            &json!(1),
+            &json!([rid]),
+            &Value::Null
+        )
+    );
+    let (d, _) = &spans[2];
+    assert_eq!((&d["hits"], &d["ids"]), (&json!(0), &json!([])));
+    let (d, _) = &spans[3];
+    assert_eq!(d["query"], "refund rounding");
+    assert!(d["hits"].as_u64().unwrap() >= 1);
+    let (d, status) = &spans[4];
+    assert_eq!(status, "error");
+    assert!(d["error"].as_str().is_some_and(|e| !e.is_empty()), "{d}");
 }
 
 mod props {
