@@ -247,3 +247,49 @@ fn a_cli_recall_is_a_compact_recall_event_for_the_configured_exporter() {
         "no recalled text"
     );
 }
+
+#[test]
+fn preflight_with_recall_advertise_sends_the_tool_with_the_request() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("compact.yaml");
+    std::fs::write(
+        &config,
+        "recall:\n  enabled: true\n  advertise: true\npolicy:\n  mode: compact\n  keep_task: false\n  keep_recent_turns: 1\n  keep_tool_io_pairs: 1\n",
+    )
+    .expect("config");
+    let config = config.to_str().expect("utf-8");
+    let tool = json!({"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}});
+    let mut messages = vec![json!({"role": "system", "content": "You are a coding agent."})];
+    for t in 0..6 {
+        let id = format!("call_{t}");
+        messages.push(json!({"role": "user", "content": format!("Turn {t}: check module {t}")}));
+        messages.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "read_file", "arguments": format!("{{\"path\":\"src/m{t}.rs\"}}")}}]}));
+        messages.push(json!({"role": "tool", "tool_call_id": id, "content": format!("module {t}: the flaky test is named quux_{t}_timeout\n{}", "log line ".repeat(150))}));
+        messages.push(json!({"role": "assistant", "content": format!("Module {t} checked.")}));
+    }
+    let o = run(
+        dir.path(),
+        &[
+            "preflight",
+            "--config",
+            config,
+            "--max-context-tokens",
+            "2500",
+            "--session",
+            "s1",
+            "--force",
+            "--state",
+            dir.path().join("state.sqlite3").to_str().expect("utf-8"),
+        ],
+        &json!({ "model": "gpt-4o", "messages": messages, "tools": [tool] }).to_string(),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = json_out(&o);
+    assert_eq!(out["model"], "gpt-4o");
+    let tools = out["tools"].as_array().expect("tools");
+    assert_eq!(tools.len(), 2, "{out}");
+    assert_eq!(tools[0], tool);
+    assert_eq!(tools[1]["function"]["name"], "compact_recall");
+    // The cleared outputs' ids are what the tool takes.
+    assert!(out.to_string().contains("— recall r"), "{out}");
+}

@@ -402,6 +402,196 @@ async fn every_recall_is_an_event_with_its_ids_and_no_secret() {
     assert!(d["error"].as_str().is_some_and(|e| !e.is_empty()), "{d}");
 }
 
+/// A history of `turns` tool calls in `wire` (`chat`, `responses`,
+/// `anthropic`) and its `read_file` tool, in that wire's shapes.
+fn wire_request(wire: &str, turns: usize) -> (Vec<Message>, Vec<Value>) {
+    let mut items = Vec::new();
+    for t in 0..turns {
+        let id = format!("call_{t}");
+        let ask = format!("turn {t}: please look at the next module");
+        let args = json!({"path": format!("src/mod{t}.rs")});
+        match wire {
+            "chat" => {
+                items.push(json!({"role": "user", "content": ask}));
+                items.push(json!({"role": "assistant", "content": null, "tool_calls": [
+                    {"id": id, "type": "function", "function": {"name": "read_file", "arguments": args.to_string()}}
+                ]}));
+                items.push(json!({"role": "tool", "tool_call_id": id, "content": output(t)}));
+                items.push(json!({"role": "assistant", "content": format!("turn {t} done")}));
+            }
+            "responses" => {
+                items.push(json!({"role": "user", "content": ask}));
+                items.push(json!({"type": "function_call", "call_id": id, "name": "read_file", "arguments": args.to_string()}));
+                items.push(
+                    json!({"type": "function_call_output", "call_id": id, "output": output(t)}),
+                );
+                items.push(json!({"role": "assistant", "content": format!("turn {t} done")}));
+            }
+            _ => {
+                items.push(json!({"role": "user", "content": ask}));
+                items.push(json!({"role": "assistant", "content": [
+                    {"type": "tool_use", "id": id, "name": "read_file", "input": args}
+                ]}));
+                items.push(json!({"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": id, "content": output(t)}
+                ]}));
+                items.push(json!({"role": "assistant", "content": format!("turn {t} done")}));
+            }
+        }
+    }
+    items.push(json!({"role": "user", "content": "now fix the failing refund test"}));
+    let params = json!({"type": "object", "properties": {"path": {"type": "string"}}});
+    let tool = match wire {
+        "chat" => {
+            json!({"type": "function", "function": {"name": "read_file", "description": "Read a file", "parameters": params}})
+        }
+        "responses" => {
+            json!({"type": "function", "name": "read_file", "description": "Read a file", "parameters": params})
+        }
+        _ => json!({"name": "read_file", "description": "Read a file", "input_schema": params}),
+    };
+    let format = match wire {
+        "chat" => Format::Chat,
+        "responses" => Format::Responses,
+        _ => Format::Anthropic,
+    };
+    let messages = Request::from_value(Value::Array(items), format)
+        .expect("fixture decodes")
+        .messages;
+    (messages, vec![tool])
+}
+
+fn advertising(on: bool) -> CompactManager {
+    let mut c = config();
+    c.recall.advertise = on;
+    CompactManager::builder(c)
+        .without_storage()
+        .build()
+        .expect("manager")
+}
+
+/// A forced compaction of `wire`'s request (so a summary is written).
+async fn compact_wire(
+    m: &CompactManager,
+    session: &str,
+    wire: &str,
+    tools: Option<Vec<Value>>,
+) -> (compact_middleware::PreflightOutcome, Vec<Value>) {
+    let (messages, own) = wire_request(wire, 8);
+    let tools = tools.unwrap_or(own);
+    let out = m
+        .preflight_with(
+            session,
+            compact_middleware::PreflightRequest {
+                messages,
+                tools: tools.clone(),
+                forced: Some(compact_middleware::trigger::Forced::Manual),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("preflight");
+    (out, tools)
+}
+
+fn summary_text(out: &compact_middleware::PreflightOutcome) -> String {
+    out.messages
+        .iter()
+        .map(Message::plain_text)
+        .find(|t| t.starts_with("COMPACT-SUMMARY"))
+        .unwrap_or_else(|| panic!("no summary in {:?}", out.report))
+}
+
+#[tokio::test]
+async fn advertise_adds_the_tool_in_the_requests_wire_and_a_summary_line() {
+    let m = advertising(true);
+    for (wire, expected) in [
+        ("chat", tool::openai_chat_tool()),
+        ("responses", tool::openai_responses_tool()),
+        ("anthropic", tool::anthropic_tool()),
+    ] {
+        let (out, tools) = compact_wire(&m, &format!("adv-{wire}"), wire, None).await;
+        assert_eq!(out.tools.len(), 2, "{wire}");
+        assert_eq!(
+            out.tools[0], tools[0],
+            "{wire}: the caller's tools first, unchanged"
+        );
+        assert_eq!(out.tools[1], expected, "{wire}");
+        assert!(tool::is_recall_tool(&out.tools[1]));
+        let summary = summary_text(&out);
+        assert!(summary.ends_with(tool::SUMMARY_LINE), "{wire}: {summary}");
+        assert_eq!(summary.matches("compact_recall").count(), 1, "{wire}");
+        // What the line promises is there: the compacted text answers.
+        let a = m
+            .recall(&format!("adv-{wire}"), RecallQuery::text("reserved port"))
+            .await
+            .unwrap();
+        assert!(
+            a.hits.first().is_some_and(|h| h.excerpt.contains("48213")),
+            "{wire}: {a:?}"
+        );
+    }
+    // With no tools of its own, the messages' wire decides.
+    let (out, _) = compact_wire(&m, "adv-bare", "anthropic", Some(Vec::new())).await;
+    assert_eq!(out.tools, vec![tool::anthropic_tool()]);
+    let (out, _) = compact_wire(&m, "adv-bare-r", "responses", Some(Vec::new())).await;
+    assert_eq!(out.tools, vec![tool::openai_responses_tool()]);
+    // A request that has the tool already gets it once.
+    let (_, own) = wire_request("chat", 1);
+    let with = vec![own[0].clone(), tool::openai_chat_tool()];
+    let (out, _) = compact_wire(&m, "adv-twice", "chat", Some(with.clone())).await;
+    assert_eq!(out.tools, with);
+    // The next call's summary (v2) keeps one line: it is not in the body
+    // the summarizer rolls forward.
+    let mut next = out.messages.clone();
+    next.extend(wire_request("chat", 12).0.into_iter().skip(32));
+    let again = m
+        .preflight_with(
+            "adv-twice",
+            compact_middleware::PreflightRequest {
+                messages: next,
+                tools: with.clone(),
+                forced: Some(compact_middleware::trigger::Forced::Manual),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("second preflight");
+    let summary = summary_text(&again);
+    assert!(summary.starts_with("COMPACT-SUMMARY v2"), "{summary}");
+    assert_eq!(summary.matches(tool::SUMMARY_LINE).count(), 1, "{summary}");
+}
+
+#[tokio::test]
+async fn advertise_off_changes_neither_tools_nor_summaries() {
+    let off = advertising(false);
+    let on = advertising(true);
+    for wire in ["chat", "responses", "anthropic"] {
+        let (a, tools) = compact_wire(&off, "same", wire, None).await;
+        let (b, _) = compact_wire(&on, "same", wire, None).await;
+        assert_eq!(a.tools, tools, "{wire}: off leaves the tools alone");
+        let (sa, sb) = (summary_text(&a), summary_text(&b));
+        assert!(!sa.contains("compact_recall"), "{wire}: {sa}");
+        assert_eq!(
+            sb.strip_suffix(tool::SUMMARY_LINE)
+                .map(|s| s.trim_end_matches('\n')),
+            Some(sa.as_str()),
+            "{wire}: on adds exactly the line"
+        );
+    }
+    // recall.enabled off: advertise alone does nothing.
+    let mut c = config();
+    c.recall.enabled = false;
+    c.recall.advertise = true;
+    let m = CompactManager::builder(c)
+        .without_storage()
+        .build()
+        .expect("manager");
+    let (out, tools) = compact_wire(&m, "s", "chat", None).await;
+    assert_eq!(out.tools, tools);
+    assert!(!summary_text(&out).contains("compact_recall"));
+}
+
 mod props {
     use compact_middleware::model::{Format, Request};
     use compact_middleware::recall::{RecallIndex, RecallQuery};

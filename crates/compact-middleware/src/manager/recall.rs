@@ -72,6 +72,12 @@ impl CompactManager {
         self.inner.shared.recall.as_ref()
     }
 
+    /// Whether preflights add the `compact_recall` tool and the summary's
+    /// recall line (`recall.advertise`, with an index).
+    pub(super) fn advertises_recall(&self) -> bool {
+        self.inner.config.recall.advertise && self.recall_index().is_some()
+    }
+
     /// The recall key of `session` (placeholders' ids), when recall is on.
     pub(super) fn recall_key(&self, session: &Session) -> Option<RecallKey> {
         self.recall_index().map(|i| i.key(session.id().as_str()))
