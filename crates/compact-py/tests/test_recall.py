@@ -102,6 +102,21 @@ def test_recall_by_id_and_by_words_sync_and_async():
         off.recall("py-1", "anything")
 
 
+def test_advertise_hands_back_the_tools_with_compact_recall():
+    tool = {"type": "function", "function": {"name": "read_logs", "parameters": {"type": "object"}}}
+    on = compact.CompactManager({**CONFIG, "recall": {**CONFIG["recall"], "advertise": True}})
+    outcome = on.preflight("adv", chat_history(6), [tool])
+    assert outcome.tools is not None and len(outcome.tools) == 2
+    assert outcome.tools[0] == tool
+    assert outcome.tools[1]["function"]["name"] == "compact_recall"
+    # Responses items get the Responses shape.
+    responses = on.preflight("adv-r", [{"role": "user", "content": "hi"}], format="responses")
+    assert responses.tools == [{**compact.CompactManager.recall_tool_definition(), "type": "function"}]
+    # Off (the default): nothing handed back, the caller's tools stand.
+    off = compact.CompactManager(CONFIG)
+    assert off.preflight("adv", chat_history(6), [tool]).tools is None
+
+
 # ---------------------------------------------------------------- Agents SDK
 
 

@@ -26,6 +26,11 @@ class Outcome:
         """What the call did: `triggered`, `reason`, `tokens_before`,
         `tokens_after`, `tiers`, `summary_version`, ... (docs/integrations.md)."""
 
+    @property
+    def tools(self) -> list[dict[str, Any]] | None:
+        """The tools to send when the preflight changed them (the caller's and
+        `compact_recall`, with `recall.advertise`); `None` when unchanged."""
+
 class CompactManager:
     """Compacts an agent's history before each model call.
 
