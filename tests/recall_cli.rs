@@ -163,6 +163,32 @@ fn recall_reads_what_preflight_cleared_from_another_process() {
         Some(2),
         "the index of a memory store is in that process"
     );
+    // A configuration made for compacting (an LLM summarizer without its
+    // key, the sliding window and memory injection) reads the index all the
+    // same, and opens no memory store.
+    let other = dir.path().join("compacting.yaml");
+    std::fs::write(
+        &other,
+        "recall:\n  enabled: true\nsummarizer:\n  kind: openai\n  api_key_env: COMPACT_TEST_ABSENT_KEY\npolicy:\n  mode: sliding_window\nmemory:\n  injection: true\n  store_path: memory.sqlite3\n",
+    )
+    .expect("config");
+    let o = run(
+        dir.path(),
+        &[
+            "recall",
+            "s1",
+            "--id",
+            &rid,
+            "--config",
+            other.to_str().expect("utf-8"),
+            "--state",
+            state,
+        ],
+        "",
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(json_out(&o)["entry"]["id"], rid.as_str());
+    assert!(!dir.path().join("memory.sqlite3").exists());
 }
 
 #[test]

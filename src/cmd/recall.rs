@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use compact_middleware::CompactError;
 use compact_middleware::archive::SessionId;
+use compact_middleware::config::{Mode, SummarizerKind};
 use compact_middleware::recall::{RecallIndex, RecallQuery};
 
 use crate::cmd::preflight::finish_events;
@@ -71,8 +72,18 @@ pub(crate) fn run(args: Args) -> CliResult {
     };
     // Through a manager with only the configured exporters, so that the
     // recall is a `compact.recall` event like any other.
+    let mut config = loaded.config;
+    // A recall reads the index only: nothing compaction would build (an LLM
+    // summarizer and its key, the memory store, memory files) is needed,
+    // so a configuration made for compacting never fails or opens files here.
+    config.summarizer.kind = SummarizerKind::Extractive;
+    config.memory.injection = false;
+    config.memory.files_dirs.clear();
+    if config.policy.mode == Mode::SlidingWindow {
+        config.policy.mode = Mode::Auto;
+    }
     let rt = tokio::runtime::Runtime::new()?;
-    let manager = compact_wiring::exporting_builder(loaded.config)?
+    let manager = compact_wiring::exporting_builder(config)?
         .recall_index(Arc::new(index))
         .build()?;
     let answer = rt.block_on(manager.recall(session.as_str(), q));
