@@ -163,4 +163,159 @@ fn recall_reads_what_preflight_cleared_from_another_process() {
         Some(2),
         "the index of a memory store is in that process"
     );
+    // A configuration made for compacting (an LLM summarizer without its
+    // key, the sliding window and memory injection) reads the index all the
+    // same, and opens no memory store.
+    let other = dir.path().join("compacting.yaml");
+    std::fs::write(
+        &other,
+        "recall:\n  enabled: true\nsummarizer:\n  kind: openai\n  api_key_env: COMPACT_TEST_ABSENT_KEY\npolicy:\n  mode: sliding_window\nmemory:\n  injection: true\n  store_path: memory.sqlite3\n",
+    )
+    .expect("config");
+    let o = run(
+        dir.path(),
+        &[
+            "recall",
+            "s1",
+            "--id",
+            &rid,
+            "--config",
+            other.to_str().expect("utf-8"),
+            "--state",
+            state,
+        ],
+        "",
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(json_out(&o)["entry"]["id"], rid.as_str());
+    assert!(!dir.path().join("memory.sqlite3").exists());
+}
+
+#[test]
+fn a_cli_recall_is_a_compact_recall_event_for_the_configured_exporter() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let events = dir.path().join("events.jsonl");
+    let config = dir.path().join("compact.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "recall:\n  enabled: true\ntelemetry:\n  exporter: jsonl\n  jsonl_path: {}\npolicy:\n  mode: compact\n  keep_task: false\n  keep_recent_turns: 1\n  keep_tool_io_pairs: 1\n",
+            events.display()
+        ),
+    )
+    .expect("config");
+    let config = config.to_str().expect("utf-8");
+    let state = dir.path().join("state.sqlite3");
+    let state = state.to_str().expect("utf-8");
+    let mut messages = vec![json!({"role": "system", "content": "You are a coding agent."})];
+    for t in 0..6 {
+        let id = format!("call_{t}");
+        messages.push(json!({"role": "user", "content": format!("Turn {t}: check module {t}")}));
+        messages.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "read_file", "arguments": format!("{{\"path\":\"src/m{t}.rs\"}}")}}]}));
+        messages.push(json!({"role": "tool", "tool_call_id": id, "content": format!("module {t}: the flaky test is named quux_{t}_timeout\n{}", "log line ".repeat(150))}));
+        messages.push(json!({"role": "assistant", "content": format!("Module {t} checked.")}));
+    }
+    let o = run(
+        dir.path(),
+        &[
+            "preflight",
+            "--config",
+            config,
+            "--max-context-tokens",
+            "2500",
+            "--session",
+            "s1",
+            "--state",
+            state,
+        ],
+        &json!({ "messages": messages }).to_string(),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = run(
+        dir.path(),
+        &[
+            "recall",
+            "s1",
+            "which test was flaky in module 0?",
+            "--limit",
+            "2",
+            "--config",
+            config,
+            "--state",
+            state,
+        ],
+        "",
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let ids: Vec<Value> = json_out(&o)["hits"]
+        .as_array()
+        .expect("hits")
+        .iter()
+        .map(|h| h["id"].clone())
+        .collect();
+    assert!(!ids.is_empty());
+    let written = std::fs::read_to_string(&events).expect("events file");
+    let recalls: Vec<Value> = written
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["name"] == "compact.recall")
+        .collect();
+    assert_eq!(recalls.len(), 1, "{written}");
+    let d = &recalls[0]["data"];
+    assert_eq!(recalls[0]["trace_id"], "s1");
+    assert_eq!(d["mode"], "query");
+    assert_eq!(d["query"], "which test was flaky in module 0?");
+    assert_eq!(d["limit"], 2);
+    assert_eq!(d["hits"], ids.len());
+    assert_eq!(d["ids"], Value::Array(ids));
+    assert!(
+        !recalls[0].to_string().contains("log line"),
+        "no recalled text"
+    );
+}
+
+#[test]
+fn preflight_with_recall_advertise_sends_the_tool_with_the_request() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("compact.yaml");
+    std::fs::write(
+        &config,
+        "recall:\n  enabled: true\n  advertise: true\npolicy:\n  mode: compact\n  keep_task: false\n  keep_recent_turns: 1\n  keep_tool_io_pairs: 1\n",
+    )
+    .expect("config");
+    let config = config.to_str().expect("utf-8");
+    let tool = json!({"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}});
+    let mut messages = vec![json!({"role": "system", "content": "You are a coding agent."})];
+    for t in 0..6 {
+        let id = format!("call_{t}");
+        messages.push(json!({"role": "user", "content": format!("Turn {t}: check module {t}")}));
+        messages.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "read_file", "arguments": format!("{{\"path\":\"src/m{t}.rs\"}}")}}]}));
+        messages.push(json!({"role": "tool", "tool_call_id": id, "content": format!("module {t}: the flaky test is named quux_{t}_timeout\n{}", "log line ".repeat(150))}));
+        messages.push(json!({"role": "assistant", "content": format!("Module {t} checked.")}));
+    }
+    let o = run(
+        dir.path(),
+        &[
+            "preflight",
+            "--config",
+            config,
+            "--max-context-tokens",
+            "2500",
+            "--session",
+            "s1",
+            "--force",
+            "--state",
+            dir.path().join("state.sqlite3").to_str().expect("utf-8"),
+        ],
+        &json!({ "model": "gpt-4o", "messages": messages, "tools": [tool] }).to_string(),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = json_out(&o);
+    assert_eq!(out["model"], "gpt-4o");
+    let tools = out["tools"].as_array().expect("tools");
+    assert_eq!(tools.len(), 2, "{out}");
+    assert_eq!(tools[0], tool);
+    assert_eq!(tools[1]["function"]["name"], "compact_recall");
+    // The cleared outputs' ids are what the tool takes.
+    assert!(out.to_string().contains("— recall r"), "{out}");
 }

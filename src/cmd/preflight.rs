@@ -145,9 +145,17 @@ pub(crate) fn run(args: Args) -> CliResult {
             serde_json::to_string(&outcome.report).map_err(|e| CliError::Other(e.into()))?
         );
     }
+    let tools = outcome.tools;
     let (mut messages, mut placed) = (outcome.messages, outcome.report.cache_breakpoints);
     compact_middleware::cache::breakpoints::fit_request(&req, &mut messages, &mut placed);
-    let out = req.to_value(&messages, !args.keep_meta);
+    let mut out = req.to_value(&messages, !args.keep_meta);
+    // `recall.advertise` added the compact_recall tool: an object request
+    // carries it in its `tools` (a bare array has nowhere to put it).
+    if tools != req.tools
+        && let Some(o) = out.as_object_mut()
+    {
+        o.insert("tools".into(), serde_json::Value::Array(tools));
+    }
     let s = serde_json::to_string_pretty(&out).map_err(|e| CliError::Other(e.into()))?;
     outln!("{s}")?;
     Ok(())

@@ -1,12 +1,17 @@
 //! `compact recall SESSION "query"` / `--id RID`: what compaction took out
 //! of a session's context, from the recall index (docs/design.md §11), as
-//! JSON. Reads the index file only: no session is loaded or changed.
+//! JSON. Reads the index file only: no session is loaded or changed; the
+//! recall is a `compact.recall` event for the configured exporter.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
+use compact_middleware::CompactError;
 use compact_middleware::archive::SessionId;
-use compact_middleware::recall::{RecallError, RecallIndex, RecallQuery};
+use compact_middleware::config::{Mode, SummarizerKind};
+use compact_middleware::recall::{RecallIndex, RecallQuery};
 
+use crate::cmd::preflight::finish_events;
 use crate::exit::{CliError, CliResult};
 use crate::input::{ConfigFlags, print_json};
 
@@ -65,9 +70,27 @@ pub(crate) fn run(args: Args) -> CliResult {
         limit: args.limit,
         offset: args.offset,
     };
-    let answer = index.recall(session.as_str(), &q).map_err(|e| match e {
-        RecallError::Invalid(m) => CliError::BadInput(m),
-        e => CliError::Other(e.into()),
+    // Through a manager with only the configured exporters, so that the
+    // recall is a `compact.recall` event like any other.
+    let mut config = loaded.config;
+    // A recall reads the index only: nothing compaction would build (an LLM
+    // summarizer and its key, the memory store, memory files) is needed,
+    // so a configuration made for compacting never fails or opens files here.
+    config.summarizer.kind = SummarizerKind::Extractive;
+    config.memory.injection = false;
+    config.memory.files_dirs.clear();
+    if config.policy.mode == Mode::SlidingWindow {
+        config.policy.mode = Mode::Auto;
+    }
+    let rt = tokio::runtime::Runtime::new()?;
+    let manager = compact_wiring::exporting_builder(config)?
+        .recall_index(Arc::new(index))
+        .build()?;
+    let answer = rt.block_on(manager.recall(session.as_str(), q));
+    finish_events(manager.dispatcher());
+    let answer = answer.map_err(|e| match e {
+        CompactError::InvalidInput(m) => CliError::BadInput(m),
+        e => e.into(),
     })?;
     if let Some(id) = &args.id
         && answer.entry.is_none()

@@ -173,6 +173,17 @@ fn live_events() -> Vec<Event> {
             SpanStatus::Ok,
             json!({"pruned_count":47,"tokens_before":118420,"tokens_after":31877}),
         ),
+        // The agent recalls what the compaction cleared: a root span.
+        span(
+            "r1",
+            None,
+            "compaction",
+            "compact.recall",
+            "05.350",
+            "05.352",
+            SpanStatus::Ok,
+            json!({"mode":"query","query":"venue shortlist","id":null,"limit":5,"hits":3,"ids":["r7kq2m4x","rb3dh9tw","rc4ej2ux"],"latency_us":1840}),
+        ),
         span(
             "g2",
             Some("a1"),
@@ -435,13 +446,19 @@ async fn timeline_renders_live_and_historical_events() {
         "compaction rows highlighted"
     );
     assert!(dom.contains("data-span-id=\"f2\"") && dom.contains("k-function error"));
+    // A recall is drawn in its own colour with its hit count.
+    assert!(
+        dom.contains("span-row k-compaction compact n-compact-recall"),
+        "recall row styled: {dom}"
+    );
+    assert!(dom.contains("<span class=\"recall-hits\">3 hits</span>"));
     // Live counter: every SSE event but the `connected` hello; the stream was resumed after Last-Event-ID: the late event came,
     // nothing was counted twice.
     assert!(
         dom.contains("generation gpt-4o-mini (late)"),
         "resumed stream delivered"
     );
-    assert_eq!(element_text(&dom, "c-events"), Some("12"));
+    assert_eq!(element_text(&dom, "c-events"), Some("13"));
 
     // History from /api/traces and /api/traces/{id}: the SDK sample.
     assert!(
@@ -454,8 +471,8 @@ async fn timeline_renders_live_and_historical_events() {
     );
     assert!(dom.contains("agents-sdk-offline-check"));
     assert_eq!(element_text(&dom, "c-traces"), Some("2"));
-    // 11 live spans + 21 historical spans, each once.
-    assert_eq!(element_text(&dom, "c-spans"), Some("32"));
+    // 12 live spans + 21 historical spans, each once.
+    assert_eq!(element_text(&dom, "c-spans"), Some("33"));
     assert_eq!(element_text(&dom, "c-errors"), Some("2"));
 
     screenshot_if_asked(addr, "").await;
@@ -476,7 +493,7 @@ async fn read_token_is_passed_to_the_stream_and_the_api() {
     .await;
     assert!(with.contains(SUMMARY));
     assert!(with.contains("trace_9a75caf89dce4bc9a5d69c179632996e"));
-    assert_eq!(element_text(&with, "c-events"), Some("12"));
+    assert_eq!(element_text(&with, "c-events"), Some("13"));
     // `?trace=` preselects the live trace: only its timeline is drawn.
     assert!(with.contains(&format!(
         "class=\"trace-block\" data-trace-id=\"{LIVE_TRACE}\""

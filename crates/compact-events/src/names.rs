@@ -27,12 +27,16 @@ pub const REDACTION_DISABLED: &str = "compact.redaction_disabled";
 /// Tool text that read as orders to the agent was kept out of the summary.
 pub const SECURITY: &str = "compact.security";
 
+/// A recall (issue 25): what was asked of the index of what left the
+/// context, what it answered, how long it took.
+pub const RECALL: &str = "compact.recall";
+
 /// One model call `compact proxy` forwarded: the provider's answer, its
 /// latency and usage, and what compaction did to the request.
 pub const MODEL_CALL: &str = "compact.model_call";
 
 /// Every event name compact emits.
-pub const ALL: [&str; 10] = [
+pub const ALL: [&str; 11] = [
     PREFLIGHT,
     TOKEN_ESTIMATE,
     TRIGGER_DECISION,
@@ -42,6 +46,7 @@ pub const ALL: [&str; 10] = [
     ERROR,
     REDACTION_DISABLED,
     SECURITY,
+    RECALL,
     MODEL_CALL,
 ];
 

@@ -15,6 +15,7 @@
 //! | `compact.error` | [`Failure`] |
 //! | `compact.redaction_disabled` | [`RedactionDisabled`] |
 //! | `compact.security` | [`Security`] |
+//! | `compact.recall` | [`Recall`] |
 //! | `compact.model_call` | [`ModelCall`] |
 //!
 //! An `Option` field is written as `null` when `None`, unless it says it is
@@ -293,6 +294,47 @@ impl Payload for Security {
 
     fn status(&self) -> SpanStatus {
         SpanStatus::Error
+    }
+}
+
+/// `compact.recall`: one recall of what left a session's context (issue
+/// 25), through the Rust API, the `compact_recall` tool, HTTP or the CLI:
+/// a root span of the session's trace (kind `compaction`). It carries the
+/// query (redacted like every event), the ids it answered with and the
+/// latency, never the recalled text. Its status is `error` when the
+/// recall failed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Recall {
+    /// `query` (words, ranked hits) or `id` (one entry's text).
+    pub mode: String,
+    /// The words asked for (at most 500 characters), or `null` by id.
+    pub query: Option<String>,
+    /// The id asked for, or `null` for a query.
+    pub id: Option<String>,
+    /// The most hits asked for (a query; `null` when not given or by id).
+    pub limit: Option<u64>,
+    /// Hits returned (by id: 1 when the session has the id, else 0).
+    pub hits: u64,
+    /// The recall ids returned, best first.
+    pub ids: Vec<String>,
+    /// From the call to the answer (waiting for the session's pending
+    /// index writes included), microseconds.
+    pub latency_us: u64,
+    /// Why the recall failed (a malformed query, the index). Left out when
+    /// it did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl Payload for Recall {
+    const NAME: &'static str = names::RECALL;
+
+    fn status(&self) -> SpanStatus {
+        if self.error.is_some() {
+            SpanStatus::Error
+        } else {
+            SpanStatus::Ok
+        }
     }
 }
 
@@ -878,6 +920,38 @@ mod tests {
     }
 
     #[test]
+    fn recall_matches_the_docs_and_the_wire() {
+        let p = Recall {
+            mode: "query".into(),
+            query: Some("which port did the user reserve".into()),
+            id: None,
+            limit: Some(5),
+            hits: 2,
+            ids: vec!["r7kq2m4x".into(), "rb3dh9tw".into()],
+            latency_us: 1_840,
+            error: Some("recall index: disk I/O error".into()),
+        };
+        matches_the_docs(&p);
+        assert_eq!(p.status(), SpanStatus::Error);
+        let ok = Recall {
+            error: None,
+            ..p.clone()
+        };
+        same_wire(
+            &ok,
+            hand(names::RECALL)
+                .data("mode", json!("query"))
+                .data("query", json!("which port did the user reserve"))
+                .data("id", json!(Option::<String>::None))
+                .data("limit", json!(5u64))
+                .data("hits", json!(2u64))
+                .data("ids", json!(["r7kq2m4x", "rb3dh9tw"]))
+                .data("latency_us", json!(1_840u64)),
+        );
+        assert_eq!(ok.status(), SpanStatus::Ok);
+    }
+
+    #[test]
     fn pruned_messages_matches_the_docs_and_the_wire() {
         let p = PrunedMessages {
             pruned_count: 47,
@@ -1140,6 +1214,7 @@ mod tests {
             Failure::NAME,
             RedactionDisabled::NAME,
             Security::NAME,
+            Recall::NAME,
             ModelCall::NAME,
         ];
         covered.sort_unstable();

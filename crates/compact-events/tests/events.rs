@@ -382,9 +382,9 @@ fn ended_at_is_never_before_started_at() {
 
 #[test]
 fn every_name_is_a_compact_event() {
-    assert_eq!(names::ALL.len(), 10);
+    assert_eq!(names::ALL.len(), 11);
     assert!(names::ALL.iter().all(|n| n.starts_with("compact.")));
-    assert_eq!(names::ALL.iter().collect::<HashSet<_>>().len(), 10);
+    assert_eq!(names::ALL.iter().collect::<HashSet<_>>().len(), 11);
 }
 
 // ------------------------------------------------------------ dispatcher

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use compact_middleware::config::{Config, Policy};
+use compact_middleware::events::CollectingExporter;
 use compact_middleware::model::{Format, Message, Request};
 use compact_middleware::recall::{RecallIndex, RecallQuery, is_recall_id, tool};
 use compact_middleware::{CompactError, CompactManager};
@@ -308,6 +309,287 @@ async fn the_tool_handler_answers_a_models_call() {
     let def = tool::openai_chat_tool();
     assert_eq!(def["function"]["name"], tool::TOOL_NAME);
     assert_eq!(tool::anthropic_tool()["input_schema"], tool::parameters());
+}
+
+/// The `data` and status of every `compact.recall` span `rec` received.
+async fn recall_spans(m: &CompactManager, rec: &CollectingExporter) -> Vec<(Value, String)> {
+    assert!(
+        m.dispatcher()
+            .flush_async(std::time::Duration::from_secs(30))
+            .await
+    );
+    rec.events()
+        .iter()
+        .filter_map(|e| e.as_span())
+        .filter(|s| s.name.as_deref() == Some("compact.recall"))
+        .map(|s| {
+            assert_eq!(s.kind.as_deref(), Some("compaction"));
+            assert_eq!(s.parent_id, None, "a root span of the session's trace");
+            (
+                Value::Object(s.data.clone()),
+                serde_json::to_value(s.status)
+                    .unwrap()
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn every_recall_is_an_event_with_its_ids_and_no_secret() {
+    let rec = Arc::new(CollectingExporter::new());
+    let m = CompactManager::builder(config())
+        .without_storage()
+        .exporter(rec.clone())
+        .build()
+        .expect("manager");
+    let out = m.preflight("s1", history(8)).await.unwrap();
+    let (_, rid) = placeholder_ids(&out.messages).remove(0);
+
+    let q = RecallQuery {
+        limit: Some(3),
+        ..RecallQuery::text(format!("which port was reserved, key {SECRET}"))
+    };
+    let a = m.recall("s1", q).await.unwrap();
+    assert!(!a.hits.is_empty());
+    m.recall("s1", RecallQuery::id(&rid)).await.unwrap();
+    m.recall("s1", RecallQuery::id("rzzzzzzzz")).await.unwrap();
+    let text = tool::handle(&m, "s1", &json!({"query": "refund rounding"}))
+        .await
+        .unwrap();
+    assert!(text.contains("refund_rounding"), "{text}");
+    assert!(m.recall("s1", RecallQuery::default()).await.is_err());
+
+    let spans = recall_spans(&m, &rec).await;
+    assert_eq!(spans.len(), 5, "{spans:?}");
+    let (d, status) = &spans[0];
+    assert_eq!(status, "ok");
+    assert_eq!(d["mode"], "query");
+    assert_eq!(d["limit"], 3);
+    assert_eq!(d["id"], Value::Null);
+    assert_eq!(d["hits"], a.hits.len());
+    let ids: Vec<&str> = a.hits.iter().map(|h| h.id.as_str()).collect();
+    assert_eq!(d["ids"], json!(ids));
+    assert!(d["latency_us"].as_u64().is_some());
+    let q = d["query"].as_str().unwrap();
+    assert!(q.starts_with("which port was reserved"), "{q}");
+    assert!(!q.contains(SECRET), "the query is redacted: {q}");
+    for (d, _) in &spans {
+        assert!(!d.to_string().contains("48213"), "no recalled text: {d}");
+    }
+
+    let (d, status) = &spans[1];
+    assert_eq!(status, "ok");
+    assert_eq!(
+        (&d["mode"], &d["id"], &d["hits"], &d["ids"], &d["query"]),
+        (
+            &json!("id"),
+            &json!(rid),
+            &json!(1),
+            &json!([rid]),
+            &Value::Null
+        )
+    );
+    let (d, _) = &spans[2];
+    assert_eq!((&d["hits"], &d["ids"]), (&json!(0), &json!([])));
+    let (d, _) = &spans[3];
+    assert_eq!(d["query"], "refund rounding");
+    assert!(d["hits"].as_u64().unwrap() >= 1);
+    let (d, status) = &spans[4];
+    assert_eq!(status, "error");
+    assert!(d["error"].as_str().is_some_and(|e| !e.is_empty()), "{d}");
+}
+
+/// A history of `turns` tool calls in `wire` (`chat`, `responses`,
+/// `anthropic`) and its `read_file` tool, in that wire's shapes.
+fn wire_request(wire: &str, turns: usize) -> (Vec<Message>, Vec<Value>) {
+    let mut items = Vec::new();
+    for t in 0..turns {
+        let id = format!("call_{t}");
+        let ask = format!("turn {t}: please look at the next module");
+        let args = json!({"path": format!("src/mod{t}.rs")});
+        match wire {
+            "chat" => {
+                items.push(json!({"role": "user", "content": ask}));
+                items.push(json!({"role": "assistant", "content": null, "tool_calls": [
+                    {"id": id, "type": "function", "function": {"name": "read_file", "arguments": args.to_string()}}
+                ]}));
+                items.push(json!({"role": "tool", "tool_call_id": id, "content": output(t)}));
+                items.push(json!({"role": "assistant", "content": format!("turn {t} done")}));
+            }
+            "responses" => {
+                items.push(json!({"role": "user", "content": ask}));
+                items.push(json!({"type": "function_call", "call_id": id, "name": "read_file", "arguments": args.to_string()}));
+                items.push(
+                    json!({"type": "function_call_output", "call_id": id, "output": output(t)}),
+                );
+                items.push(json!({"role": "assistant", "content": format!("turn {t} done")}));
+            }
+            _ => {
+                items.push(json!({"role": "user", "content": ask}));
+                items.push(json!({"role": "assistant", "content": [
+                    {"type": "tool_use", "id": id, "name": "read_file", "input": args}
+                ]}));
+                items.push(json!({"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": id, "content": output(t)}
+                ]}));
+                items.push(json!({"role": "assistant", "content": format!("turn {t} done")}));
+            }
+        }
+    }
+    items.push(json!({"role": "user", "content": "now fix the failing refund test"}));
+    let params = json!({"type": "object", "properties": {"path": {"type": "string"}}});
+    let tool = match wire {
+        "chat" => {
+            json!({"type": "function", "function": {"name": "read_file", "description": "Read a file", "parameters": params}})
+        }
+        "responses" => {
+            json!({"type": "function", "name": "read_file", "description": "Read a file", "parameters": params})
+        }
+        _ => json!({"name": "read_file", "description": "Read a file", "input_schema": params}),
+    };
+    let format = match wire {
+        "chat" => Format::Chat,
+        "responses" => Format::Responses,
+        _ => Format::Anthropic,
+    };
+    let messages = Request::from_value(Value::Array(items), format)
+        .expect("fixture decodes")
+        .messages;
+    (messages, vec![tool])
+}
+
+fn advertising(on: bool) -> CompactManager {
+    let mut c = config();
+    c.recall.advertise = on;
+    CompactManager::builder(c)
+        .without_storage()
+        .build()
+        .expect("manager")
+}
+
+/// A forced compaction of `wire`'s request (so a summary is written).
+async fn compact_wire(
+    m: &CompactManager,
+    session: &str,
+    wire: &str,
+    tools: Option<Vec<Value>>,
+) -> (compact_middleware::PreflightOutcome, Vec<Value>) {
+    let (messages, own) = wire_request(wire, 8);
+    let tools = tools.unwrap_or(own);
+    let out = m
+        .preflight_with(
+            session,
+            compact_middleware::PreflightRequest {
+                messages,
+                tools: tools.clone(),
+                forced: Some(compact_middleware::trigger::Forced::Manual),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("preflight");
+    (out, tools)
+}
+
+fn summary_text(out: &compact_middleware::PreflightOutcome) -> String {
+    out.messages
+        .iter()
+        .map(Message::plain_text)
+        .find(|t| t.starts_with("COMPACT-SUMMARY"))
+        .unwrap_or_else(|| panic!("no summary in {:?}", out.report))
+}
+
+#[tokio::test]
+async fn advertise_adds_the_tool_in_the_requests_wire_and_a_summary_line() {
+    let m = advertising(true);
+    for (wire, expected) in [
+        ("chat", tool::openai_chat_tool()),
+        ("responses", tool::openai_responses_tool()),
+        ("anthropic", tool::anthropic_tool()),
+    ] {
+        let (out, tools) = compact_wire(&m, &format!("adv-{wire}"), wire, None).await;
+        assert_eq!(out.tools.len(), 2, "{wire}");
+        assert_eq!(
+            out.tools[0], tools[0],
+            "{wire}: the caller's tools first, unchanged"
+        );
+        assert_eq!(out.tools[1], expected, "{wire}");
+        assert!(tool::is_recall_tool(&out.tools[1]));
+        let summary = summary_text(&out);
+        assert!(summary.ends_with(tool::SUMMARY_LINE), "{wire}: {summary}");
+        assert_eq!(summary.matches("compact_recall").count(), 1, "{wire}");
+        // What the line promises is there: the compacted text answers.
+        let a = m
+            .recall(&format!("adv-{wire}"), RecallQuery::text("reserved port"))
+            .await
+            .unwrap();
+        assert!(
+            a.hits.first().is_some_and(|h| h.excerpt.contains("48213")),
+            "{wire}: {a:?}"
+        );
+    }
+    // With no tools of its own, the messages' wire decides.
+    let (out, _) = compact_wire(&m, "adv-bare", "anthropic", Some(Vec::new())).await;
+    assert_eq!(out.tools, vec![tool::anthropic_tool()]);
+    let (out, _) = compact_wire(&m, "adv-bare-r", "responses", Some(Vec::new())).await;
+    assert_eq!(out.tools, vec![tool::openai_responses_tool()]);
+    // A request that has the tool already gets it once.
+    let (_, own) = wire_request("chat", 1);
+    let with = vec![own[0].clone(), tool::openai_chat_tool()];
+    let (out, _) = compact_wire(&m, "adv-twice", "chat", Some(with.clone())).await;
+    assert_eq!(out.tools, with);
+    // The next call's summary (v2) keeps one line: it is not in the body
+    // the summarizer rolls forward.
+    let mut next = out.messages.clone();
+    next.extend(wire_request("chat", 12).0.into_iter().skip(32));
+    let again = m
+        .preflight_with(
+            "adv-twice",
+            compact_middleware::PreflightRequest {
+                messages: next,
+                tools: with.clone(),
+                forced: Some(compact_middleware::trigger::Forced::Manual),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("second preflight");
+    let summary = summary_text(&again);
+    assert!(summary.starts_with("COMPACT-SUMMARY v2"), "{summary}");
+    assert_eq!(summary.matches(tool::SUMMARY_LINE).count(), 1, "{summary}");
+}
+
+#[tokio::test]
+async fn advertise_off_changes_neither_tools_nor_summaries() {
+    let off = advertising(false);
+    let on = advertising(true);
+    for wire in ["chat", "responses", "anthropic"] {
+        let (a, tools) = compact_wire(&off, "same", wire, None).await;
+        let (b, _) = compact_wire(&on, "same", wire, None).await;
+        assert_eq!(a.tools, tools, "{wire}: off leaves the tools alone");
+        let (sa, sb) = (summary_text(&a), summary_text(&b));
+        assert!(!sa.contains("compact_recall"), "{wire}: {sa}");
+        assert_eq!(
+            sb.strip_suffix(tool::SUMMARY_LINE)
+                .map(|s| s.trim_end_matches('\n')),
+            Some(sa.as_str()),
+            "{wire}: on adds exactly the line"
+        );
+    }
+    // recall.enabled off: advertise alone does nothing.
+    let mut c = config();
+    c.recall.enabled = false;
+    c.recall.advertise = true;
+    let m = CompactManager::builder(c)
+        .without_storage()
+        .build()
+        .expect("manager");
+    let (out, tools) = compact_wire(&m, "s", "chat", None).await;
+    assert_eq!(out.tools, tools);
+    assert!(!summary_text(&out).contains("compact_recall"));
 }
 
 mod props {

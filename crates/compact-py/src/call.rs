@@ -41,6 +41,9 @@ pub(crate) struct Call {
     /// is handed back once: equal items stay distinct objects).
     reusable: HashMap<u128, Vec<usize>>,
     keep_meta: bool,
+    /// How many tools the caller sent: more came back when the preflight
+    /// added `compact_recall` (`recall.advertise`).
+    tools_sent: usize,
 }
 
 /// The items of `messages` (a list or tuple of dicts) and `tools` as a
@@ -144,6 +147,7 @@ pub(crate) fn prepare(
         items,
         reusable,
         keep_meta,
+        tools_sent: request.tools.len(),
     };
     let req = PreflightRequest {
         messages: request.messages,
@@ -163,6 +167,7 @@ pub(crate) fn prepare(
 pub(crate) struct Outcome {
     messages: Py<PyList>,
     report: Py<PyDict>,
+    tools: Option<Py<PyAny>>,
 }
 
 #[pymethods]
@@ -180,6 +185,14 @@ impl Outcome {
     #[getter]
     fn report(&self, py: Python<'_>) -> Py<PyDict> {
         self.report.clone_ref(py)
+    }
+
+    /// The tools to send when the preflight changed them: the caller's and
+    /// the `compact_recall` tool (`recall.advertise`), in the request's
+    /// wire. `None` when they are the caller's as sent.
+    #[getter]
+    fn tools(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.tools.as_ref().map(|t| t.clone_ref(py))
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {
@@ -224,9 +237,16 @@ impl Call {
         let report = serde_json::to_value(&outcome.report)
             .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
         let report = to_py(py, &report)?.cast_into::<PyDict>()?;
+        // Converted only when changed: the common call hands nothing back.
+        let tools = if outcome.tools.len() != self.tools_sent {
+            Some(to_py(py, &serde_json::Value::Array(outcome.tools))?.unbind())
+        } else {
+            None
+        };
         Ok(Outcome {
             messages: list.unbind(),
             report: report.unbind(),
+            tools,
         })
     }
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use compact_middleware::CompactManager;
 use compact_middleware::config::{Config, Loaded};
 use compact_middleware::model::InputError;
+use compact_middleware::recall::{RecallQuery, tool};
 use pyo3::prelude::*;
 
 use crate::aio::{runtime, spawn};
@@ -393,6 +394,106 @@ impl Manager {
         })
     }
 
+    /// Recall (issue 25, `recall.enabled`): what compaction took out of the
+    /// session's context. With `query` (words): `{"hits": [{"id", "score",
+    /// "excerpt", "chars", "origin"}, ...]}`, best first, at most `limit`
+    /// (default 5, at most 20). With `id` (from a placeholder's `recall
+    /// r…` or a hit): `{"hits": [], "entry": {"id", "origin", "text",
+    /// "offset", "total_chars", "next_offset"?}}`, no `entry` when the
+    /// session has no such id. Exactly one of `query` and `id`. Raises
+    /// `ConfigError` when recall is off, `InvalidInput` for a bad query.
+    #[pyo3(signature = (session_id, query=None, *, id=None, limit=None, offset=None))]
+    fn recall<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: String,
+        query: Option<String>,
+        id: Option<String>,
+        limit: Option<usize>,
+        offset: Option<usize>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let q = RecallQuery {
+            query,
+            id,
+            limit,
+            offset,
+        };
+        let manager = self.inner.clone();
+        let rt = runtime()?;
+        let answer = py.detach(move || rt.block_on(manager.recall(&session_id, q)));
+        Answer(answer).into_pyobject(py)
+    }
+
+    /// `recall` as an awaitable.
+    #[pyo3(signature = (session_id, query=None, *, id=None, limit=None, offset=None))]
+    fn arecall<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: String,
+        query: Option<String>,
+        id: Option<String>,
+        limit: Option<usize>,
+        offset: Option<usize>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let q = RecallQuery {
+            query,
+            id,
+            limit,
+            offset,
+        };
+        let manager = self.inner.clone();
+        spawn(
+            py,
+            async move { Answer(manager.recall(&session_id, q).await) },
+        )
+    }
+
+    /// Runs one `compact_recall` tool call of the session: `arguments` is
+    /// the call's JSON arguments (a string or a dict); returns the tool
+    /// result's text. A model's bad arguments come back as text it can
+    /// read; recall being off raises.
+    fn recall_tool_call(
+        &self,
+        py: Python<'_>,
+        session_id: String,
+        arguments: &Bound<'_, PyAny>,
+    ) -> PyResult<String> {
+        let arguments = tool_arguments(arguments)?;
+        let manager = self.inner.clone();
+        let rt = runtime()?;
+        py.detach(move || rt.block_on(tool::handle(&manager, &session_id, &arguments)))
+            .map_err(|e| compact_error(py, e))
+    }
+
+    /// `recall_tool_call` as an awaitable.
+    fn arecall_tool_call<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: String,
+        arguments: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let arguments = tool_arguments(arguments)?;
+        let manager = self.inner.clone();
+        spawn(py, async move {
+            Answer(tool::handle(&manager, &session_id, &arguments).await)
+        })
+    }
+
+    /// The `compact_recall` tool: `{"name", "description", "parameters"}`
+    /// (the parameters' JSON schema), for a framework's own tool type.
+    #[staticmethod]
+    fn recall_tool_definition(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+        let def = tool::openai_responses_tool();
+        let mut out = serde_json::Map::new();
+        for key in ["name", "description", "parameters"] {
+            out.insert(
+                key.into(),
+                def.get(key).cloned().unwrap_or(serde_json::Value::Null),
+            );
+        }
+        to_py(py, &serde_json::Value::Object(out))
+    }
+
     /// Waits until every event emitted so far reached the exporters, or
     /// `timeout` seconds passed; True when they did.
     #[pyo3(signature = (timeout=5.0))]
@@ -445,6 +546,15 @@ impl Manager {
             self.inner.limits().max_tokens
         )
     }
+}
+
+/// A tool call's arguments: its JSON text as the model wrote it, or a dict.
+fn tool_arguments(arguments: &Bound<'_, PyAny>) -> PyResult<serde_json::Value> {
+    if let Ok(s) = arguments.extract::<String>() {
+        return Ok(serde_json::Value::String(s));
+    }
+    to_value(arguments, &At::Root("$.arguments"))
+        .map_err(|e| pyo3::exceptions::PyTypeError::new_err(format!("{}: {}", e.path, e.message)))
 }
 
 /// At interpreter exit (before it finalizes): lets async calls in flight

@@ -66,6 +66,11 @@ pub(crate) struct CompactionResponse {
     /// `config_sources`, the level that set each overridden key.
     #[schema(value_type = Object)]
     pub(crate) report: Value,
+    /// The tools to send, when compaction changed them: the request's and
+    /// the `compact_recall` tool (`recall.advertise`). Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub(crate) tools: Option<Value>,
 }
 
 /// `DELETE /v1/sessions/{id}`.

@@ -375,9 +375,13 @@ fn answer(req: &Request, outcome: PreflightOutcome, keep_meta: bool) -> Compacti
     let mut report = serde_json::to_value(&outcome.report).unwrap_or(Value::Null);
     report["config_sources"] =
         serde_json::to_value(&outcome.report.config_sources).unwrap_or(Value::Array(Vec::new()));
+    // `recall.advertise` added the compact_recall tool: the caller sends
+    // these tools (and runs that tool's calls through the recall routes).
+    let tools = (outcome.tools != req.tools).then(|| Value::Array(outcome.tools.clone()));
     CompactionResponse {
         messages: messages_out(req, &outcome.messages, keep_meta),
         report,
+        tools,
     }
 }
 

@@ -571,6 +571,8 @@ async fn recall_answers_by_query_and_by_the_placeholders_id_for_its_session_only
             Some((m["tool_call_id"].as_str()?.to_owned(), rid.to_owned()))
         })
         .unwrap_or_else(|| panic!("no recall id in {out}"));
+    // recall.advertise is off: the caller's tools stand, none come back.
+    assert!(out.get("tools").is_none(), "{out}");
     let t: usize = call_id
         .trim_start_matches("call_")
         .parse()
@@ -646,5 +648,46 @@ async fn recall_answers_by_query_and_by_the_placeholders_id_for_its_session_only
     assert!(
         body["message"].as_str().unwrap().contains("recall.enabled"),
         "{body}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recall_advertise_answers_the_tools_to_send_in_the_requests_wire() {
+    let app = app(
+        "recall:\n  enabled: true\n  advertise: true\npolicy:\n  mode: compact\n  keep_task: false\n  keep_recent_turns: 1\n  keep_tool_io_pairs: 1\n",
+    );
+    let mut messages = vec![json!({"role": "system", "content": "You are an agent."})];
+    for t in 0..2 {
+        turn(&mut messages, t);
+    }
+    let read =
+        json!({"type": "function", "function": {"name": "read", "parameters": {"type": "object"}}});
+    let (s, out) = call(
+        &app,
+        Method::POST,
+        "/v1/preflight",
+        Some(json!({"session_id": "a1", "messages": messages, "tools": [read]})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{out}");
+    let tools = out["tools"].as_array().expect("tools");
+    assert_eq!(tools.len(), 2, "{out}");
+    assert_eq!(tools[0], read);
+    assert_eq!(
+        tools[1],
+        compact_middleware::recall::tool::openai_chat_tool()
+    );
+    // Responses input without tools of its own: the Responses shape.
+    let (s, out) = call(
+        &app,
+        Method::POST,
+        "/v1/preflight",
+        Some(json!({"session_id": "a2", "input": [{"type": "function_call", "call_id": "c1", "name": "read", "arguments": "{}"}, {"type": "function_call_output", "call_id": "c1", "output": "ok"}]})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{out}");
+    assert_eq!(
+        out["tools"],
+        json!([compact_middleware::recall::tool::openai_responses_tool()])
     );
 }

@@ -20,6 +20,6 @@ mod store;
 mod usage;
 
 pub use error::WiringError;
-pub use parts::{Parts, manager, s3_adapter};
+pub use parts::{Parts, exporting_builder, manager, s3_adapter};
 pub use store::{session_store, set_state_file};
 pub use usage::{usage_figures, usage_tokens};

@@ -23,6 +23,19 @@ pub fn manager(config: Config, rt: &Runtime) -> Result<CompactManager, WiringErr
     Ok(parts.builder(config).build()?)
 }
 
+/// A builder for `config` with the exporters `telemetry.exporter` names
+/// and nothing else: no archive adapter, no session store, nothing
+/// connected. For a one-shot command that only reads (`compact recall`)
+/// and reports what it did as events.
+pub fn exporting_builder(config: Config) -> Result<Builder, WiringError> {
+    let parts = Parts {
+        storage: None,
+        exporters: exporters(&config)?,
+        store: None,
+    };
+    Ok(parts.builder(config))
+}
+
 /// The parts a configuration names, built here and nowhere else in the
 /// programs: the archive adapter (`storage.adapter`: fs, S3, none), the
 /// exporters the library does not build (Ariadne, OTLP), the session

@@ -1304,6 +1304,10 @@
         label.style.paddingLeft = (8 + Math.min(depth, 12) * 14) + 'px';
         if (!isCompact(s)) label.appendChild(el('span', 'kind-badge ' + kindClass(s.kind), s.kind));
         label.appendChild(el('span', 'span-name', s.name));
+        // compact.recall: the agent asked for something compaction took out; its hit count says whether it got it.
+        if (s.name === 'compact.recall' && typeof s.data.hits === 'number') {
+          label.appendChild(el('span', 'recall-hits', s.data.hits + (s.data.hits === 1 ? ' hit' : ' hits')));
+        }
         label.title = s.name + ' (' + s.kind + ')' + (s.inProgress ? ', in progress' : '');
         row.appendChild(label);
         const bars = el('div', 'bars');

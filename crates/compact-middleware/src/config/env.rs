@@ -104,6 +104,7 @@ pub(super) const LEAVES: &[Leaf] = &[
     leaf("memory.processing_timeout_secs", Kind::UInt),
     leaf("recall.enabled", Kind::Bool),
     leaf("recall.path", Kind::OptStr),
+    leaf("recall.advertise", Kind::Bool),
     aliased("telemetry.exporter", Kind::Str, &["COMPACT_EXPORTER"]),
     aliased("telemetry.ariadne_url", Kind::Str, &["COMPACT_ARIADNE_URL"]),
     leaf("telemetry.jsonl_path", Kind::Str),

@@ -165,6 +165,12 @@ pub struct RecallSettings {
     /// `state.store: sqlite`, else in memory.
     #[garde(skip)]
     pub path: Option<String>,
+    /// With `enabled`: every preflight adds the `compact_recall` tool's
+    /// schema to the request's tools (in the request's wire) and a line to
+    /// the summary saying that earlier details can be recalled by id. The
+    /// agent must then run the tool's calls (`recall::tool::handle`).
+    #[garde(skip)]
+    pub advertise: bool,
 }
 
 fn temperature_range(value: &f64, _: &()) -> garde::Result {

@@ -432,6 +432,46 @@ impl CompactManager {
         self.inner.shared.dispatcher.emit_all_now(ready);
     }
 
+    /// Hands `events` of `session` made outside a preflight (a recall) to
+    /// the exporters now, redacted as [`emit`](Self::emit) does: the
+    /// redactor, then `scrub` (the session's learned secrets, when this
+    /// process holds the session), preceded once per manager by
+    /// `compact.redaction_disabled` when redaction is off. Without an
+    /// exporter they are only counted.
+    pub(super) fn emit_now(
+        &self,
+        session_id: &str,
+        mut events: Vec<Event>,
+        scrub: Option<&crate::redact::LiteralScrub>,
+    ) {
+        let st = &self.inner.shared.archive;
+        if !self.inner.shared.dispatcher.is_enabled() {
+            self.inner.shared.dispatcher.emit_all(events);
+            return;
+        }
+        for e in &mut events {
+            st.redactor.redact_event_in_place(e);
+            if let Some(scrub) = scrub {
+                scrub.scrub_event_in_place(e);
+            }
+        }
+        if !st.redactor.is_enabled() && !st.disabled_reported.swap(true, Ordering::AcqRel) {
+            events.insert(
+                0,
+                SpanBuilder::for_payload::<payload::RedactionDisabled>(session_id).finish_payload(
+                    &payload::RedactionDisabled {
+                        severity: "high".into(),
+                        message: format!(
+                            "redaction.enabled is false{}: events and archives are exported without secret scrubbing",
+                            st.redaction_source
+                        ),
+                    },
+                ),
+            );
+        }
+        self.inner.shared.dispatcher.emit_all_now(events);
+    }
+
     /// The end of every preflight: archives this preflight's events when
     /// it archived a compaction, retries the spool when it holds items, and
     /// hands the events not [`stream`](Self::stream)ed yet (the first

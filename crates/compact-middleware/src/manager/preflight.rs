@@ -102,6 +102,13 @@ impl CompactManager {
             overlays: _,
         } = req;
         let usage = usage.or(usage_details.map(|u| u.input_tokens));
+        // `recall.advertise`: the tool goes with the request, so it is
+        // counted like the caller's own.
+        let tools = if self.advertises_recall() {
+            crate::recall::tool::advertised(tools, &messages)
+        } else {
+            tools
+        };
 
         if note.is_some() {
             trail.hold();
@@ -207,7 +214,14 @@ impl CompactManager {
             .collect();
         report.cache_breakpoints = placed;
         report.duration_us = started.elapsed().as_micros() as u64;
-        Ok((PreflightOutcome { messages, report }, layers))
+        Ok((
+            PreflightOutcome {
+                messages,
+                report,
+                tools,
+            },
+            layers,
+        ))
     }
 
     /// Where the Anthropic breakpoints of `policy.cache_breakpoints: auto`
@@ -372,6 +386,7 @@ impl CompactManager {
                     .is_open(policy.max_compact_failures, SystemTime::now()),
                 ledger: session.ledger.clone(),
                 recall: self.recall_key(session),
+                advertise_recall: self.advertises_recall(),
             },
             policy,
             &inner.estimator,

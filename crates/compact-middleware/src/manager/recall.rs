@@ -4,12 +4,14 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use super::session::Session;
 use super::{Builder, CompactError, CompactManager};
 use crate::config::{Config, StateStoreKind};
+use crate::events::{SpanBuilder, names, payload};
 use crate::model::Message;
 use crate::recall::{RecallAnswer, RecallError, RecallIndex, RecallKey, RecallQuery};
 use crate::redact::LiteralScrub;
@@ -68,6 +70,12 @@ impl CompactManager {
     /// The recall index, when recall is on.
     pub fn recall_index(&self) -> Option<&Arc<RecallIndex>> {
         self.inner.shared.recall.as_ref()
+    }
+
+    /// Whether preflights add the `compact_recall` tool and the summary's
+    /// recall line (`recall.advertise`, with an index).
+    pub(super) fn advertises_recall(&self) -> bool {
+        self.inner.config.recall.advertise && self.recall_index().is_some()
     }
 
     /// The recall key of `session` (placeholders' ids), when recall is on.
@@ -152,7 +160,8 @@ impl CompactManager {
     /// context for a query, or one entry's whole text (paged) for an id.
     /// Only this session's entries answer: another session's id finds
     /// nothing. [`CompactError::Config`] when `recall.enabled` is off,
-    /// [`CompactError::InvalidInput`] for a malformed query.
+    /// [`CompactError::InvalidInput`] for a malformed query. Every recall
+    /// while recall is on emits one `compact.recall` span (docs/events.md).
     pub async fn recall(
         &self,
         session: &str,
@@ -165,7 +174,82 @@ impl CompactManager {
                 "recall is off: set recall.enabled: true".into(),
             ));
         };
+        let span = SpanBuilder::start(sid.as_str(), names::RECALL).kind(names::KIND_COMPACTION);
+        let started = Instant::now();
         self.flush_recall(Some(sid.as_str())).await;
-        index.recall(sid.as_str(), &query).map_err(recall_error)
+        let answer = index.recall(sid.as_str(), &query).map_err(recall_error);
+        let latency = started.elapsed();
+        self.report_recall(&sid, span, &query, &answer, latency)
+            .await;
+        answer
+    }
+
+    /// Emits the `compact.recall` span of one recall: the query (cut to
+    /// [`EVENT_QUERY_CHARS`], redacted on the way out like every event),
+    /// the ids it answered with, the latency; never the recalled text.
+    async fn report_recall(
+        &self,
+        sid: &crate::archive::SessionId,
+        span: SpanBuilder,
+        query: &RecallQuery,
+        answer: &Result<RecallAnswer, CompactError>,
+        latency: Duration,
+    ) {
+        let (hits, ids, error) = match answer {
+            Ok(a) => match &a.entry {
+                Some(e) => (1, vec![e.id.clone()], None),
+                None => (
+                    a.hits.len() as u64,
+                    a.hits.iter().map(|h| h.id.clone()).collect(),
+                    None,
+                ),
+            },
+            Err(e) => (0, Vec::new(), Some(e.to_string())),
+        };
+        let by_id = query.id.is_some() && query.query.is_none();
+        let p = payload::Recall {
+            mode: if by_id { "id" } else { "query" }.into(),
+            query: query.query.as_deref().map(|q| cut(q, EVENT_QUERY_CHARS)),
+            id: query.id.as_deref().map(|i| cut(i, EVENT_QUERY_CHARS)),
+            limit: if by_id {
+                None
+            } else {
+                query.limit.map(|l| l as u64)
+            },
+            hits,
+            ids,
+            latency_us: u64::try_from(latency.as_micros()).unwrap_or(u64::MAX),
+            error,
+        };
+        let event = span.finish_payload(&p);
+        // The session's learned secrets, when this process holds the
+        // session (a recall from another process has the redactor only).
+        let handle = if !self.inner.shared.dispatcher.is_enabled() {
+            None
+        } else {
+            let map = self
+                .inner
+                .shared
+                .sessions
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            map.get(sid).cloned()
+        };
+        let scrub = match handle {
+            Some(h) => Some(h.lock().await.secrets.scrub().clone()),
+            None => None,
+        };
+        self.emit_now(sid.as_str(), vec![event], scrub.as_ref());
+    }
+}
+
+/// The most characters of a query (or an id) a `compact.recall` event keeps.
+const EVENT_QUERY_CHARS: usize = 500;
+
+/// `s` cut to `max` characters, `…` marking the cut.
+fn cut(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s.to_owned(),
     }
 }

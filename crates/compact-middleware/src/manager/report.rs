@@ -21,6 +21,9 @@ pub struct PreflightOutcome {
     pub messages: Vec<Message>,
     /// What the call did.
     pub report: Report,
+    /// The tools to send: the request's, and with `recall.advertise` the
+    /// `compact_recall` tool last (in the request's wire).
+    pub tools: Vec<serde_json::Value>,
 }
 
 impl PreflightOutcome {

@@ -103,6 +103,8 @@ pub struct Input<'a> {
     /// The session's recall key when `recall.enabled`: cleared tool
     /// outputs' placeholders then carry their recall ids.
     pub recall: Option<crate::recall::RecallKey>,
+    /// `recall.advertise`: the summary message ends with the recall line.
+    pub advertise_recall: bool,
 }
 
 /// A summary written by this run.
@@ -289,6 +291,7 @@ struct Work<'a> {
     summarize_always: bool,
     primary_disabled: bool,
     recall: Option<crate::recall::RecallKey>,
+    advertise_recall: bool,
     out: Compaction,
     /// Set once the layers are decided: the final message list is assembled from it.
     chosen: Option<(Plan, Option<Message>)>,
@@ -418,6 +421,7 @@ impl<'a> Work<'a> {
             summarize_always: input.summarize_always,
             primary_disabled: input.primary_disabled,
             recall: input.recall,
+            advertise_recall: input.advertise_recall,
             out: Compaction {
                 messages: Vec::new(),
                 tokens_after: 0,
@@ -761,11 +765,21 @@ impl<'a> Work<'a> {
         }
     }
 
+    /// The summary message's last line: the recall line with
+    /// `recall.advertise`.
+    fn summary_footer(&self) -> Option<&'static str> {
+        self.advertise_recall
+            .then_some(crate::recall::tool::SUMMARY_LINE)
+    }
+
     fn summary_overhead(&self) -> usize {
         let role = self.summary_role();
-        self.est
-            .count_message(&summary::summary_message(role, self.next_version, ""))
-            + 1
+        self.est.count_message(&summary::summary_message_with(
+            role,
+            self.next_version,
+            "",
+            self.summary_footer(),
+        )) + 1
     }
 
     /// What the bridges of an Anthropic output may cost under `plan`: one per run of
@@ -1056,7 +1070,12 @@ impl<'a> Work<'a> {
         let result = outcome.summary;
         let role = self.summary_role();
         result.map(|(s, name)| {
-            let m = summary::summary_message(role, self.next_version, &s.text);
+            let m = summary::summary_message_with(
+                role,
+                self.next_version,
+                &s.text,
+                self.summary_footer(),
+            );
             self.out.summary = Some(NewSummary {
                 version: self.next_version,
                 body: s.text.clone(),

@@ -10,11 +10,24 @@ pub const SUMMARY_HEADER: &str = "COMPACT-SUMMARY";
 
 /// The summary message `COMPACT-SUMMARY vN` followed by the body.
 pub fn summary_message(role: Role, version: u32, body: &str) -> Message {
-    let text = if body.is_empty() {
-        format!("{SUMMARY_HEADER} v{version}")
-    } else {
-        format!("{SUMMARY_HEADER} v{version}\n{body}")
-    };
+    summary_message_with(role, version, body, None)
+}
+
+/// The summary message with `footer` as its last line (`recall.advertise`:
+/// the recall line), which is not part of the body the summarizer sees.
+pub(crate) fn summary_message_with(
+    role: Role,
+    version: u32,
+    body: &str,
+    footer: Option<&str>,
+) -> Message {
+    let mut text = format!("{SUMMARY_HEADER} v{version}");
+    for part in [Some(body), footer].into_iter().flatten() {
+        if !part.is_empty() {
+            text.push('\n');
+            text.push_str(part);
+        }
+    }
     let mut m = Message::text(role, text)
         .with_meta("label", format!("{SUMMARY_HEADER} v{version}"))
         .with_meta("compact_summary_version", version);

@@ -47,6 +47,81 @@ pub fn anthropic_tool() -> Value {
     json!({"name": TOOL_NAME, "description": DESCRIPTION, "input_schema": parameters()})
 }
 
+/// The line `recall.advertise` adds to the summary message.
+pub const SUMMARY_LINE: &str = "Earlier details removed from this conversation can be recalled with the compact_recall tool: by id (the id after \"recall\" in a placeholder) or by words.";
+
+/// A request's wire, as far as its tools go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wire {
+    /// OpenAI Chat Completions.
+    Chat,
+    /// OpenAI Responses.
+    Responses,
+    /// Anthropic Messages.
+    Anthropic,
+}
+
+impl Wire {
+    /// The wire of a request with `tools` and `messages`: the tools' shape
+    /// when one says (`input_schema`: Anthropic, a `function` object: Chat,
+    /// a top-level `name`: Responses), else the messages' shapes (Chat when
+    /// nothing says).
+    pub fn of(tools: &[Value], messages: &[crate::model::Message]) -> Wire {
+        for t in tools {
+            if t.get("input_schema").is_some() {
+                return Wire::Anthropic;
+            }
+            if t.get("function").is_some_and(Value::is_object) {
+                return Wire::Chat;
+            }
+            if t.get("name").is_some_and(Value::is_string) {
+                return Wire::Responses;
+            }
+        }
+        use crate::model::Shape;
+        for m in messages {
+            match m.kind().shape {
+                Shape::AnthropicMessage | Shape::AnthropicSystem => return Wire::Anthropic,
+                Shape::ResponsesCall
+                | Shape::ResponsesCallOutput
+                | Shape::ResponsesReasoning
+                | Shape::ResponsesOther
+                | Shape::ResponsesMessage => return Wire::Responses,
+                Shape::ChatMessage => {}
+            }
+        }
+        Wire::Chat
+    }
+
+    /// The tool's definition in this wire.
+    pub fn tool(self) -> Value {
+        match self {
+            Wire::Chat => openai_chat_tool(),
+            Wire::Responses => openai_responses_tool(),
+            Wire::Anthropic => anthropic_tool(),
+        }
+    }
+}
+
+/// Whether `tool` (any wire) is `compact_recall`.
+pub fn is_recall_tool(tool: &Value) -> bool {
+    let name = tool
+        .get("function")
+        .and_then(|f| f.get("name"))
+        .or_else(|| tool.get("name"));
+    name.and_then(Value::as_str) == Some(TOOL_NAME)
+}
+
+/// `tools` with the `compact_recall` definition added last, in the wire of
+/// the request (`tools`, `messages`); unchanged when it is there already.
+pub fn advertised(mut tools: Vec<Value>, messages: &[crate::model::Message]) -> Vec<Value> {
+    if !tools.iter().any(is_recall_tool) {
+        let wire = Wire::of(&tools, messages);
+        tools.push(wire.tool());
+    }
+    tools
+}
+
 /// Runs a `compact_recall` call of `session` with `arguments` (its JSON
 /// arguments, as a string or an object) and returns the text to send back
 /// as the tool result. Bad arguments come back as text the model can read,

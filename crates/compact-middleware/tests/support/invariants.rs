@@ -539,6 +539,7 @@ pub(crate) fn check_call(
     let unmarked = PreflightOutcome {
         messages: sent_back.compacted_messages(),
         report: sent_back.report.clone(),
+        tools: sent_back.tools.clone(),
     };
     let o = &unmarked;
     if o.report.continuation != cont {

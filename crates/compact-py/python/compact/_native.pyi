@@ -26,6 +26,11 @@ class Outcome:
         """What the call did: `triggered`, `reason`, `tokens_before`,
         `tokens_after`, `tiers`, `summary_version`, ... (docs/integrations.md)."""
 
+    @property
+    def tools(self) -> list[dict[str, Any]] | None:
+        """The tools to send when the preflight changed them (the caller's and
+        `compact_recall`, with `recall.advertise`); `None` when unchanged."""
+
 class CompactManager:
     """Compacts an agent's history before each model call.
 
@@ -143,6 +148,34 @@ class CompactManager:
         """Forgets a session (here and in the session store)."""
     def adelete_session(self, session_id: str) -> Awaitable[bool]:
         """`delete_session` as an awaitable."""
+    def recall(
+        self,
+        session_id: str,
+        query: str | None = None,
+        *,
+        id: str | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> dict[str, Any]:
+        """What compaction took out of the session's context (`recall.enabled`):
+        ranked `hits` for a `query`, the `entry` for an `id`."""
+    def arecall(
+        self,
+        session_id: str,
+        query: str | None = None,
+        *,
+        id: str | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> Awaitable[dict[str, Any]]:
+        """`recall` as an awaitable."""
+    def recall_tool_call(self, session_id: str, arguments: str | Mapping[str, Any]) -> str:
+        """Runs one `compact_recall` tool call; the tool result's text."""
+    def arecall_tool_call(self, session_id: str, arguments: str | Mapping[str, Any]) -> Awaitable[str]:
+        """`recall_tool_call` as an awaitable."""
+    @staticmethod
+    def recall_tool_definition() -> dict[str, Any]:
+        """The `compact_recall` tool: `name`, `description`, `parameters` (JSON schema)."""
     def flush(self, timeout: float = 5.0) -> bool:
         """Waits until every event emitted so far reached the exporters."""
     def close(self, timeout: float = 5.0) -> None:

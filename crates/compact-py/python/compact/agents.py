@@ -40,6 +40,7 @@ __all__ = [
     "OverflowRetryModel",
     "compact_input_filter",
     "is_context_overflow",
+    "recall_tool",
 ]
 
 SessionId = str | Callable[[CallModelData[Any]], str]
@@ -112,6 +113,31 @@ def compact_input_filter(
         return ModelInputData(input=messages, instructions=instructions)
 
     return compact_model_input
+
+
+def recall_tool(manager: CompactManager, session_id: str | Callable[[Any], str]) -> FunctionTool:
+    """The `compact_recall` tool as an Agents SDK `FunctionTool`: the agent
+    gets back what compaction took out of its context (`recall.enabled`),
+    by the id a placeholder shows (`recall r7kq2m4x`) or by words.
+
+    `session_id` is the session `compact_input_filter` compacts: a string,
+    or a function of the tool call's `ToolContext`. The call runs off the
+    event loop and without the GIL; a model's bad arguments come back as
+    text it can read. Add it to the agent's `tools`.
+    """
+    definition = CompactManager.recall_tool_definition()
+
+    async def invoke(context: Any, arguments: str) -> str:
+        sid = session_id(context) if callable(session_id) else session_id
+        return await manager.arecall_tool_call(sid, arguments or "{}")
+
+    return FunctionTool(
+        name=definition["name"],
+        description=definition["description"],
+        params_json_schema=definition["parameters"],
+        on_invoke_tool=invoke,
+        strict_json_schema=False,
+    )
 
 
 _OVERFLOW_CODES = {"context_length_exceeded", "string_above_max_length"}

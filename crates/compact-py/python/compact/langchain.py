@@ -36,11 +36,12 @@ try:
         convert_to_messages,
         convert_to_openai_messages,
     )
+    from langchain_core.tools import BaseTool, StructuredTool
     from langgraph.graph.message import REMOVE_ALL_MESSAGES
 except ImportError as error:  # pragma: no cover - depends on the environment
     raise ImportError("compact.langchain needs LangChain v1: pip install 'langchain>=1.0'") from error
 
-__all__ = ["CompactMiddleware", "from_chat", "to_chat"]
+__all__ = ["CompactMiddleware", "from_chat", "recall_tool", "to_chat"]
 
 SessionId = str | Callable[[Any, Any], str] | None
 
@@ -146,3 +147,33 @@ class CompactMiddleware(AgentMiddleware):
         sent = to_chat(messages)
         outcome = await self.manager.apreflight(self._session(state, runtime), sent, format="chat")
         return self._update(messages, sent, outcome)
+
+
+def recall_tool(manager: CompactManager, session_id: str) -> BaseTool:
+    """The `compact_recall` tool as a LangChain tool: the agent gets back
+    what compaction took out of its context (`recall.enabled`), by the id a
+    placeholder shows (`recall r7kq2m4x`) or by words. `session_id` is the
+    session `CompactMiddleware` compacts. Sync and async; a model's bad
+    arguments come back as text it can read.
+    """
+    definition = CompactManager.recall_tool_definition()
+
+    def recall(**arguments: Any) -> str:
+        return manager.recall_tool_call(session_id, _given(arguments))
+
+    async def arecall(**arguments: Any) -> str:
+        return await manager.arecall_tool_call(session_id, _given(arguments))
+
+    return StructuredTool.from_function(
+        func=recall,
+        coroutine=arecall,
+        name=definition["name"],
+        description=definition["description"],
+        args_schema=definition["parameters"],
+        infer_schema=False,
+    )
+
+
+def _given(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The arguments the model gave (LangChain fills the absent ones with None)."""
+    return {k: v for k, v in arguments.items() if v is not None}
