@@ -40,18 +40,10 @@ fn json_out(o: &Output) -> Value {
     })
 }
 
-#[test]
-fn recall_reads_what_preflight_cleared_from_another_process() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let config = dir.path().join("compact.yaml");
-    std::fs::write(
-        &config,
-        "recall:\n  enabled: true\npolicy:\n  mode: compact\n  keep_task: false\n  keep_recent_turns: 1\n  keep_tool_io_pairs: 1\n",
-    )
-    .expect("config");
-    let config = config.to_str().expect("utf-8");
-    let state = dir.path().join("state.sqlite3");
-    let state = state.to_str().expect("utf-8");
+/// Six turns of a coding agent, each reading a module whose output names
+/// its flaky test (`quux_N_timeout`) amid 150 log words: enough to clear
+/// the early outputs at a 2,500-token window.
+fn agent_history() -> Vec<Value> {
     let mut messages = vec![json!({"role": "system", "content": "You are a coding agent."})];
     for t in 0..6 {
         let id = format!("call_{t}");
@@ -60,8 +52,14 @@ fn recall_reads_what_preflight_cleared_from_another_process() {
         messages.push(json!({"role": "tool", "tool_call_id": id, "content": format!("module {t}: the flaky test is named quux_{t}_timeout\n{}", "log line ".repeat(150))}));
         messages.push(json!({"role": "assistant", "content": format!("Module {t} checked.")}));
     }
-    let o = run(
-        dir.path(),
+    messages
+}
+
+/// `compact preflight` of `messages` as session `s1` at a 2,500-token
+/// window, its state in `state`.
+fn compact_s1(dir: &Path, config: &str, state: &str, messages: &[Value]) -> Output {
+    run(
+        dir,
         &[
             "preflight",
             "--config",
@@ -74,7 +72,23 @@ fn recall_reads_what_preflight_cleared_from_another_process() {
             state,
         ],
         &json!({ "messages": messages }).to_string(),
-    );
+    )
+}
+
+#[test]
+fn recall_reads_what_preflight_cleared_from_another_process() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("compact.yaml");
+    std::fs::write(
+        &config,
+        "recall:\n  enabled: true\npolicy:\n  mode: compact\n  keep_task: false\n  keep_recent_turns: 1\n  keep_tool_io_pairs: 1\n",
+    )
+    .expect("config");
+    let config = config.to_str().expect("utf-8");
+    let state = dir.path().join("state.sqlite3");
+    let state = state.to_str().expect("utf-8");
+    let messages = agent_history();
+    let o = compact_s1(dir.path(), config, state, &messages);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let out = json_out(&o);
     let rid = out["messages"]
@@ -207,29 +221,8 @@ fn a_cli_recall_is_a_compact_recall_event_for_the_configured_exporter() {
     let config = config.to_str().expect("utf-8");
     let state = dir.path().join("state.sqlite3");
     let state = state.to_str().expect("utf-8");
-    let mut messages = vec![json!({"role": "system", "content": "You are a coding agent."})];
-    for t in 0..6 {
-        let id = format!("call_{t}");
-        messages.push(json!({"role": "user", "content": format!("Turn {t}: check module {t}")}));
-        messages.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "read_file", "arguments": format!("{{\"path\":\"src/m{t}.rs\"}}")}}]}));
-        messages.push(json!({"role": "tool", "tool_call_id": id, "content": format!("module {t}: the flaky test is named quux_{t}_timeout\n{}", "log line ".repeat(150))}));
-        messages.push(json!({"role": "assistant", "content": format!("Module {t} checked.")}));
-    }
-    let o = run(
-        dir.path(),
-        &[
-            "preflight",
-            "--config",
-            config,
-            "--max-context-tokens",
-            "2500",
-            "--session",
-            "s1",
-            "--state",
-            state,
-        ],
-        &json!({ "messages": messages }).to_string(),
-    );
+    let messages = agent_history();
+    let o = compact_s1(dir.path(), config, state, &messages);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let o = run(
         dir.path(),
@@ -285,14 +278,7 @@ fn preflight_with_recall_advertise_sends_the_tool_with_the_request() {
     .expect("config");
     let config = config.to_str().expect("utf-8");
     let tool = json!({"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}});
-    let mut messages = vec![json!({"role": "system", "content": "You are a coding agent."})];
-    for t in 0..6 {
-        let id = format!("call_{t}");
-        messages.push(json!({"role": "user", "content": format!("Turn {t}: check module {t}")}));
-        messages.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "read_file", "arguments": format!("{{\"path\":\"src/m{t}.rs\"}}")}}]}));
-        messages.push(json!({"role": "tool", "tool_call_id": id, "content": format!("module {t}: the flaky test is named quux_{t}_timeout\n{}", "log line ".repeat(150))}));
-        messages.push(json!({"role": "assistant", "content": format!("Module {t} checked.")}));
-    }
+    let messages = agent_history();
     let o = run(
         dir.path(),
         &[

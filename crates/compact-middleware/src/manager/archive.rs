@@ -444,12 +444,25 @@ impl CompactManager {
         mut events: Vec<Event>,
         scrub: Option<&crate::redact::LiteralScrub>,
     ) {
-        let st = &self.inner.shared.archive;
         if !self.inner.shared.dispatcher.is_enabled() {
             self.inner.shared.dispatcher.emit_all(events);
             return;
         }
-        for e in &mut events {
+        self.redact_for_export(session_id, &mut events, scrub);
+        self.inner.shared.dispatcher.emit_all_now(events);
+    }
+
+    /// Redacts `events` for export (the redactor, then `scrub`, the
+    /// session's learned secrets) and puts `compact.redaction_disabled`
+    /// first, once per manager, when redaction is off.
+    fn redact_for_export(
+        &self,
+        session_id: &str,
+        events: &mut Vec<Event>,
+        scrub: Option<&crate::redact::LiteralScrub>,
+    ) {
+        let st = &self.inner.shared.archive;
+        for e in events.iter_mut() {
             st.redactor.redact_event_in_place(e);
             if let Some(scrub) = scrub {
                 scrub.scrub_event_in_place(e);
@@ -469,7 +482,6 @@ impl CompactManager {
                 ),
             );
         }
-        self.inner.shared.dispatcher.emit_all_now(events);
     }
 
     /// The end of every preflight: archives this preflight's events when
@@ -495,26 +507,8 @@ impl CompactManager {
             return;
         }
         let session_id = session.id().as_str();
-        let scrub = session.secrets.scrub();
         let mut emitted = events;
-        for e in &mut emitted {
-            st.redactor.redact_event_in_place(e);
-            scrub.scrub_event_in_place(e);
-        }
-        if !st.redactor.is_enabled() && !st.disabled_reported.swap(true, Ordering::AcqRel) {
-            emitted.insert(
-                0,
-                SpanBuilder::for_payload::<payload::RedactionDisabled>(session_id).finish_payload(
-                    &payload::RedactionDisabled {
-                        severity: "high".into(),
-                        message: format!(
-                            "redaction.enabled is false{}: events and archives are exported without secret scrubbing",
-                            st.redaction_source
-                        ),
-                    },
-                ),
-            );
-        }
+        self.redact_for_export(session_id, &mut emitted, Some(session.secrets.scrub()));
         // `sent` counts from the trail's first event; an inserted
         // `compact.redaction_disabled` only happens while nothing was sent.
         let sent = sent.min(emitted.len());
