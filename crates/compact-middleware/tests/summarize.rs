@@ -1162,3 +1162,42 @@ fn a_name_the_agent_keeps_coming_back_to_outlives_its_sentences() {
     // Its sentences are gone: the name alone carries it.
     assert!(!out.text.contains("called twice per query"), "{}", out.text);
 }
+
+/// An agent that reasons at length late in a run does not push out what it
+/// found early on: working notes are dropped from the busiest stretch of
+/// the conversation first, so each stretch keeps some of its findings.
+#[test]
+fn a_late_burst_of_notes_does_not_push_out_an_early_finding() {
+    let note = |prose: String| {
+        let mut e = SummaryEntry::new(
+            "assistant",
+            format!("{prose}\nbash({{\"command\": \"ls\"}})"),
+        );
+        e.name = Some("bash".into());
+        e
+    };
+    let mut entries = vec![note(
+        "The crash comes from `parse_header_block` reading past the buffer end.".into(),
+    )];
+    // Steps that found nothing to note.
+    for _ in 0..20 {
+        let mut e = SummaryEntry::new("tool", "done");
+        e.name = Some("bash".into());
+        entries.push(e);
+    }
+    // One long message of notes about other names, late in the run.
+    let burst: Vec<String> = (0..40)
+        .map(|i| {
+            format!(
+                "So `shard_map_{i}` holds {} entries in `region_{i}`.",
+                100 + i
+            )
+        })
+        .collect();
+    entries.push(note(burst.join(" ")));
+    let out = run(&request(None, entries, Strategy::TaskState, 300));
+    assert!(out.tokens <= 300);
+    assert!(out.text.contains("parse_header_block"), "{}", out.text);
+    // The burst keeps some of its notes too.
+    assert!(out.text.contains("shard_map_"), "{}", out.text);
+}

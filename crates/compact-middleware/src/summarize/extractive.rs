@@ -410,7 +410,7 @@ fn drop_until_fit(f: &mut Fit<'_>, facts: &[usize], budget: usize) {
         }
         // Then the rest, a name in focus after the sentences beside it.
         for focus in [false, true] {
-            for j in (start..at).rev() {
+            for j in drop_order(f, facts, start..at, rank <= REPEATS_GO_FIRST) {
                 if f.total <= budget {
                     return;
                 }
@@ -427,6 +427,47 @@ fn drop_until_fit(f: &mut Fit<'_>, facts: &[usize], budget: usize) {
         }
         at = start;
     }
+}
+
+/// Spans of the conversation the working notes and tool facts of one rank
+/// are spread over when they are dropped.
+const SPREAD_SPANS: u64 = 8;
+
+/// The order in which the rows `facts[span]` (all of one rank) are dropped:
+/// oldest first; with `spread`, from the busiest stretch of the
+/// conversation first (oldest first within it), so a summary keeps a few
+/// findings of every stretch rather than every note of the last one: an
+/// agent that reasoned in forty sentences about one thing late in a run
+/// does not push out the one line that said what it found early on.
+fn drop_order(
+    f: &Fit<'_>,
+    facts: &[usize],
+    span: std::ops::Range<usize>,
+    spread: bool,
+) -> Vec<usize> {
+    let oldest_first = span.clone().rev();
+    if !spread || span.len() < 2 {
+        return oldest_first.collect();
+    }
+    let last = |j: usize| f.items[f.rows[facts[j]].item].last;
+    let (lo, hi) = span
+        .clone()
+        .map(last)
+        .fold((u64::MAX, 0), |(lo, hi), l| (lo.min(l), hi.max(l)));
+    let width = (hi - lo) / SPREAD_SPANS + 1;
+    let mut spans: Vec<std::collections::VecDeque<usize>> =
+        vec![std::collections::VecDeque::new(); SPREAD_SPANS as usize];
+    for j in oldest_first {
+        spans[((last(j) - lo) / width) as usize].push_back(j);
+    }
+    let mut order = Vec::with_capacity(span.len());
+    while let Some(busiest) = (0..spans.len())
+        .filter(|&s| !spans[s].is_empty())
+        .max_by_key(|&s| (spans[s].len(), std::cmp::Reverse(s)))
+    {
+        order.extend(spans[busiest].pop_front());
+    }
+    order
 }
 
 /// The forms of a row with their costs, each no dearer than the next:

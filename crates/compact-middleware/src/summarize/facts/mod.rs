@@ -155,6 +155,8 @@ const MAX_USER_SENTENCES: usize = 16_384;
 const MAX_REPORTED: usize = 4096;
 /// Most identifiers remembered as mentioned in prose.
 const MAX_MENTIONED: usize = 20_000;
+/// Sequence numbers left between two messages (see `absorb`).
+pub(crate) const MESSAGE_GAP: u64 = 8;
 
 /// The facts gathered so far, in first-mention order, deduplicated.
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
@@ -566,6 +568,10 @@ impl Ledger {
     pub(super) fn absorb(&mut self, entries: &[super::SummaryEntry]) {
         let mut requests: Vec<String> = Vec::new();
         for entry in entries {
+            // Sequence numbers order mentions; a gap between messages also
+            // lets them tell a message of forty notes from forty messages
+            // of one (the fitting spreads what it keeps over both).
+            self.seq += MESSAGE_GAP;
             let screened;
             let entry = if matches!(entry.role.as_str(), "tool" | "function") {
                 match self.screen_tool_text(entry.name.as_deref(), &entry.text) {
