@@ -536,8 +536,16 @@ impl Ledger {
             .as_ref()
             .is_none_or(|(n, _)| *n != self.mentioned.len())
         {
+            // A DFA without a prefilter: it is rebuilt only when a new
+            // name is mentioned and then runs over every line of every
+            // tool output, and names of code share their rare bytes with
+            // the code around them (a prefilter stopped on most bytes).
+            // Callgrind, `compact-bench preflight --quick`: the search
+            // −57% instructions, `Work::auto` −9.5%.
             let built = aho_corasick::AhoCorasick::builder()
                 .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+                .prefilter(false)
+                .kind(Some(aho_corasick::AhoCorasickKind::DFA))
                 .build(self.mentioned.iter());
             match built {
                 Ok(ac) => self.matcher = Some((self.mentioned.len(), ac)),
