@@ -1062,3 +1062,66 @@ async fn a_resent_history_reused_decoded_sends_what_a_whole_decode_sends() {
         );
     }
 }
+
+/// What the proxy's compactions took out of the context is in the recall
+/// index once `serve` returns: the index writes pending on the blocking
+/// pool are waited for, not dropped with the runtime.
+#[tokio::test]
+async fn after_shutdown_what_the_proxy_compacted_is_recallable() {
+    use compact_middleware::CompactManager;
+    use compact_middleware::config::Config;
+    use compact_middleware::recall::{RecallIndex, RecallQuery};
+    use compact_service::proxy::Proxy;
+
+    let up = Upstream::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let index = dir.path().join("recall.sqlite3");
+    let yaml = format!(
+        "storage: {{adapter: none}}\nmax_context_tokens: 4000\n\
+         policy: {{keep_recent_turns: 1, keep_tool_io_pairs: 1}}\n\
+         recall: {{enabled: true, path: {:?}}}\nproxy: {{upstream: {:?}}}",
+        index.display().to_string(),
+        up.url
+    );
+    let config = Config::from_yaml_str(&yaml).expect("config");
+    let manager = CompactManager::builder(config.clone())
+        .build()
+        .expect("manager");
+    let proxy = Proxy::new(&config.proxy, manager.clone()).expect("proxy");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let served = tokio::spawn(compact_service::proxy::serve(proxy, listener, async {
+        let _ = stopped.await;
+    }));
+    // Another process holds the index's write lock while the session
+    // runs: the compactions' index writes wait for it.
+    let blocker = rusqlite::Connection::open(&index).unwrap();
+    blocker.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    chat_session(&url, "agent-r", 4, 60).await;
+    stop.send(()).unwrap();
+    let release = tokio::task::spawn_blocking(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        blocker.execute_batch("COMMIT").unwrap();
+    });
+    served.await.unwrap().expect("the proxy stops cleanly");
+    release.await.unwrap();
+
+    // Read by another handle on the file, as another process would.
+    let reader = RecallIndex::open(&index).expect("the index opens");
+    let at_stop = reader.count("agent-r").expect("count");
+    assert!(at_stop > 0, "nothing the proxy compacted was indexed");
+    manager.flush_recall(None).await;
+    assert_eq!(
+        reader.count("agent-r").expect("count"),
+        at_stop,
+        "index writes were still pending when the proxy stopped"
+    );
+    // And it answers: the cleared outputs' lines are found by their words.
+    let hits = manager
+        .recall("agent-r", RecallQuery::text("value status"))
+        .await
+        .expect("recall")
+        .hits;
+    assert!(!hits.is_empty());
+}

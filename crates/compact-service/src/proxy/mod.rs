@@ -194,8 +194,14 @@ pub async fn serve(
             tracing::debug!(error = %e, "TCP_NODELAY could not be set");
         }
     });
-    axum::serve(listener, router(proxy))
+    let manager = proxy.manager().clone();
+    let served = axum::serve(listener, router(proxy))
         .with_graceful_shutdown(shutdown)
-        .await?;
+        .await;
+    // Recall index writes run on the blocking pool, and a runtime drops
+    // what has not started when it shuts down: what the last compactions
+    // took out of the context stays recallable (as `compact serve` does).
+    manager.flush_recall(None).await;
+    served?;
     Ok(())
 }
