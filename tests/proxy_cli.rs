@@ -160,4 +160,21 @@ fn bad_proxy_flags_exit_2_naming_the_key() {
     let (code, err) = run(&["proxy"]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("no upstream"), "{err}");
+    // Advertising a tool the proxy does not answer is refused at startup.
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("compact.yaml");
+    std::fs::write(&config, "recall: {enabled: true, advertise: true}\n").unwrap();
+    let config = config.to_string_lossy().into_owned();
+    let (code, err) = run(&[
+        "proxy",
+        "--upstream",
+        "http://127.0.0.1:9",
+        "--config",
+        &config,
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("recall.advertise") && err.contains("compact_recall"),
+        "{err}"
+    );
 }

@@ -109,6 +109,16 @@ impl Proxy {
     /// The proxy of `settings` (the configuration's `proxy:` section, the
     /// flags applied) compacting through `manager`.
     pub fn new(settings: &ProxySettings, manager: CompactManager) -> Result<Self, ProxyError> {
+        // Advertising would offer the model a tool nobody answers: the
+        // agent behind the proxy does not know it, and the proxy does not
+        // run it yet. Said at startup, not found in a model's failed call.
+        if manager.config().recall.advertise {
+            return Err(ProxyError::Config(
+                "recall.advertise: the proxy does not answer compact_recall calls yet; set it to \
+                 false (recall ids in placeholders and `compact recall` work without it)"
+                    .into(),
+            ));
+        }
         let upstreams =
             upstream::Upstreams::new(settings.upstream.as_deref(), &settings.prefixed_upstreams())
                 .map_err(ProxyError::Config)?;
