@@ -127,10 +127,11 @@ impl CompactManager {
 
     /// Indexes what compaction `step` archived of `transcript`, redacted as
     /// the archive is (`redact` then `scrub`, the session's learned
-    /// secrets). What is new is found here (a hash lookup per message the
-    /// session indexed before); the redaction and the write run on the
-    /// blocking pool, off the preflight's path, and a recall of the session
-    /// waits for them. Never fails the preflight: a failure is logged.
+    /// secrets). All of it runs on the blocking pool, off the preflight's
+    /// path: finding what is new (a hash lookup per message the session
+    /// indexed before; the messages are shared, not copied), the redaction
+    /// and the write; a recall of the session waits for it. Never fails
+    /// the preflight: a failure is logged.
     pub(super) fn index_recall(
         &self,
         session: &Session,
@@ -142,15 +143,16 @@ impl CompactManager {
             return;
         };
         let sid = session.id().as_str();
-        let pending = index.prepare(sid, transcript);
-        if pending.is_empty() {
-            return;
-        }
         let index = index.clone();
+        let transcript = transcript.to_vec();
         let redactor = self.redactor().clone();
         let scrub = scrub.clone();
         let session_id = sid.to_owned();
         let write = move || {
+            let pending = index.prepare(&session_id, &transcript);
+            if pending.is_empty() {
+                return;
+            }
             let clean = |s: &str| -> String {
                 let mut v = Value::String(redactor.redact_str(s).into_owned());
                 scrub.scrub_value(&mut v);
@@ -163,7 +165,6 @@ impl CompactManager {
                 tracing::warn!(session = %session_id, error = %e, "recall index write failed; these entries are not indexed");
             }
         };
-        let handle = tokio::task::spawn_blocking(write);
         let mut map = self
             .inner
             .shared
@@ -172,7 +173,18 @@ impl CompactManager {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let list = map.entry(sid.to_owned()).or_default();
         list.retain(|h| !h.is_finished());
-        list.push(handle);
+        // One session's writes run in order, each after the last: its
+        // compactions' steps are recorded in order, and what one found new
+        // the next knows.
+        let previous = std::mem::take(list);
+        list.push(tokio::spawn(async move {
+            for h in previous {
+                let _ = h.await;
+            }
+            if let Err(e) = tokio::task::spawn_blocking(write).await {
+                tracing::warn!(error = %e, "recall index write did not finish");
+            }
+        }));
     }
 
     /// Waits for the index writes of `session` (all sessions: `None`) that
