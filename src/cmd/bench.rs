@@ -14,7 +14,7 @@ use crate::exit::{CliError, CliResult};
 #[command(disable_help_flag = true)]
 pub(crate) struct Args {
     /// `compact-bench`'s arguments: SUITE (tokens, preflight, server,
-    /// retention, sidecar, proxy, soak, cost, all), `--quick`, `--json`,
+    /// retention, sidecar, proxy, soak, cost, recall, all), `--quick`, `--json`,
     /// `--runs N` and `--seed S` (soak), `--table`, `--config FILE`,
     /// `--openai-model`, `--anthropic-model`, `--gap-secs`,
     /// `--no-caller-breakpoints` (cost), `--help`.

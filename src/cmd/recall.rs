@@ -1,7 +1,8 @@
 //! `compact recall SESSION "query"` / `--id RID`: what compaction took out
 //! of a session's context, from the recall index (docs/design.md §11), as
-//! JSON. Reads the index file only: no session is loaded or changed; the
-//! recall is a `compact.recall` event for the configured exporter.
+//! JSON. Reads the index only (a file, or the PostgreSQL database of
+//! `state.store: postgres`): no session is loaded or changed; the recall is
+//! a `compact.recall` event for the configured exporter.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -9,7 +10,7 @@ use std::sync::Arc;
 use compact_middleware::CompactError;
 use compact_middleware::archive::SessionId;
 use compact_middleware::config::{Mode, SummarizerKind};
-use compact_middleware::recall::{RecallIndex, RecallQuery};
+use compact_middleware::recall::{Location, RecallIndex, RecallQuery};
 
 use crate::cmd::preflight::finish_events;
 use crate::exit::{CliError, CliResult};
@@ -37,9 +38,10 @@ pub(crate) struct Args {
     /// `recall.sqlite3` beside it (unless `recall.path` is set).
     #[arg(long, value_name = "FILE")]
     state: Option<PathBuf>,
-    /// The index file itself (instead of `recall.path` or --state).
-    #[arg(long, value_name = "FILE")]
-    index: Option<PathBuf>,
+    /// The index itself: a file, or a `postgres://` URL (instead of
+    /// `recall.path`, --state or `state.url`).
+    #[arg(long, value_name = "FILE|URL")]
+    index: Option<String>,
 }
 
 pub(crate) fn run(args: Args) -> CliResult {
@@ -47,23 +49,25 @@ pub(crate) fn run(args: Args) -> CliResult {
     if let Some(file) = &args.state {
         compact_wiring::set_state_file(&mut loaded, file, "--state")?;
     }
-    let path = match &args.index {
-        Some(p) => p.display().to_string(),
-        None => compact_middleware::manager::recall_default_path(&loaded.config),
+    let at = match &args.index {
+        Some(p) => Location::parse(p),
+        None => compact_middleware::manager::recall_location(&loaded.config),
     };
-    if path == ":memory:" {
-        return Err(CliError::BadInput(
-            "the recall index lives in the compacting process's memory (recall.path null, state.store not sqlite): give --state FILE, --index FILE or set recall.path".into(),
-        ));
-    }
-    if !std::path::Path::new(&path).exists() {
-        return Err(CliError::BadInput(format!(
-            "no recall index at {path} (is recall.enabled on where the session was compacted?)"
-        )));
+    if let Location::File(path) = &at {
+        if path == ":memory:" {
+            return Err(CliError::BadInput(
+                "the recall index lives in the compacting process's memory (recall.path null, state.store memory): give --state FILE, --index FILE|URL or set recall.path".into(),
+            ));
+        }
+        if !std::path::Path::new(path).exists() {
+            return Err(CliError::BadInput(format!(
+                "no recall index at {path} (is recall.enabled on where the session was compacted?)"
+            )));
+        }
     }
     let session = SessionId::parse(&args.session)
         .map_err(|e| CliError::BadInput(format!("invalid session id: {e}")))?;
-    let index = RecallIndex::open(&path).map_err(|e| CliError::Other(e.into()))?;
+    let index = RecallIndex::open_at(&at).map_err(|e| CliError::Other(e.into()))?;
     let q = RecallQuery {
         query: args.query,
         id: args.id.clone(),

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 /// Distribution of one measurement, in microseconds.
 #[derive(Debug, Clone, Serialize)]
-pub(crate) struct Stats {
+pub struct Stats {
     /// Timed runs (warm-up excluded).
     pub runs: usize,
     /// Median, in microseconds (0.1 µs resolution).

@@ -1,6 +1,6 @@
 //! The benchmarks behind `compact bench`, kept out of the production crates:
 //! synthetic workloads, a small timing harness (medians and tails), the
-//! token-counting, preflight, server, sidecar, proxy and retention suites, and [`run`], which
+//! token-counting, preflight, server, sidecar, proxy, retention and recall suites, and [`run`], which
 //! assembles the one JSON document the CLI prints (its shape is a public
 //! contract; see `docs/performance.md`).
 //!
@@ -16,7 +16,8 @@
 //! harness and `compact replay` reuse), [`injection`] (prompt injections
 //! planted in tool outputs, replayed and checked for leaks and reports) and
 //! [`cost`] (what sessions cost with a provider's prompt cache, compact
-//! beside peer policies simulated on the same sessions).
+//! beside peer policies simulated on the same sessions), [`recall`] (recall's
+//! latency and indexing overhead, which the `recall` example reuses).
 
 pub mod corpus;
 pub mod cost;
@@ -26,6 +27,7 @@ pub mod injection;
 mod preflight;
 pub mod probe;
 mod proxy;
+pub mod recall;
 mod reference;
 mod replicas;
 pub mod retention;
@@ -37,6 +39,7 @@ mod tokens;
 mod visibility;
 mod workload;
 
+pub use harness::Stats;
 pub use rng::Rng;
 
 use std::fmt;
@@ -67,13 +70,17 @@ pub enum Suite {
     /// policies: not part of `all` (it replays the retention corpus five
     /// times per window).
     Cost,
+    /// Recall (issue 25): latency over a 10,000-entry session index
+    /// (SQLite, and PostgreSQL with `COMPACT_BENCH_POSTGRES_URL`) and what
+    /// indexing adds to a triggered preflight.
+    Recall,
     /// All of the above but `soak` and `cost`.
     All,
 }
 
 impl Suite {
     /// Every name [`Suite::from_str`] accepts.
-    pub const NAMES: [&'static str; 9] = [
+    pub const NAMES: [&'static str; 10] = [
         "tokens",
         "preflight",
         "server",
@@ -82,6 +89,7 @@ impl Suite {
         "proxy",
         "soak",
         "cost",
+        "recall",
         "all",
     ];
 
@@ -115,6 +123,7 @@ impl FromStr for Suite {
             "proxy" => Ok(Suite::Proxy),
             "soak" => Ok(Suite::Soak),
             "cost" => Ok(Suite::Cost),
+            "recall" => Ok(Suite::Recall),
             "all" => Ok(Suite::All),
             other => Err(UnknownSuite(other.to_owned())),
         }
@@ -131,7 +140,7 @@ pub fn machine() -> Value {
 }
 
 /// Runs `suite` and returns `{"machine", "tokens"?, "preflight"?, "server"?,
-/// "retention"?, "sidecar"?, "proxy"?, "soak"?, "cost"?}`. `quick` means fewer runs (a smoke test, not a
+/// "retention"?, "sidecar"?, "proxy"?, "soak"?, "cost"?, "recall"?}`. `quick` means fewer runs (a smoke test, not a
 /// measurement); the server suite has no quick form. A failing measurement is reported inside the
 /// document; the only error is a tokio runtime that cannot start.
 pub fn run(suite: Suite, quick: bool) -> std::io::Result<Value> {
@@ -194,6 +203,9 @@ pub fn run_all_with(
     }
     if suite.includes(Suite::Cost) {
         doc.insert("cost".into(), cost::run_with(cost));
+    }
+    if suite.includes(Suite::Recall) {
+        doc.insert("recall".into(), recall::run(quick));
     }
     Ok(Value::Object(doc))
 }

@@ -17,7 +17,7 @@ use compact_bench::Suite;
 #[command(name = "compact-bench", version)]
 struct Args {
     /// Which suite: tokens, preflight, server, retention, sidecar, proxy, soak,
-    /// cost, all (all but soak and cost).
+    /// cost, recall, all (all but soak and cost).
     #[arg(default_value = "all", value_parser = Suite::NAMES)]
     suite: String,
     /// JSON output (the only format; accepted for scripts).

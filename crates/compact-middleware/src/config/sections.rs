@@ -154,15 +154,18 @@ impl Default for MemorySettings {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, Validate)]
 #[serde(default, deny_unknown_fields)]
 pub struct RecallSettings {
-    /// Index everything archived (redacted) in SQLite FTS5 and put a recall
-    /// id in the placeholder of each cleared tool output. Off by default:
+    /// Index everything archived (redacted; SQLite FTS5, or PostgreSQL
+    /// full-text search) and put a recall id in the placeholder of each
+    /// cleared tool output. Off by default:
     /// the id means something to the model only when the agent offers it
     /// the `compact_recall` tool.
     #[garde(skip)]
     pub enabled: bool,
     /// The index's SQLite file (`:memory:` for one that lives as long as the
-    /// process). `null`: `recall.sqlite3` beside `state.path` with
-    /// `state.store: sqlite`, else in memory.
+    /// process), or a `postgres://` URL. `null`: the database of
+    /// `state.url` with `state.store: postgres` (every replica answers),
+    /// `recall.sqlite3` beside `state.path` with `state.store: sqlite`,
+    /// else in memory.
     #[garde(skip)]
     pub path: Option<String>,
     /// With `enabled`: every preflight adds the `compact_recall` tool's

@@ -37,6 +37,7 @@ pub use error::CompactError;
 pub use hook::{BeforeModelCall, ModelCallContext};
 pub use overlay::{ConfigSource, Overlays};
 pub use recall::default_path as recall_default_path;
+pub use recall::location as recall_location;
 pub use report::{Continuation, PreflightOutcome, Report};
 pub use session::Session;
 pub use status::{BreakerStatus, Layer, Layers, SessionStatus, SummaryStatus};

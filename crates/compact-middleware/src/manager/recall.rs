@@ -2,8 +2,9 @@
 //! index lives, indexing what a compaction archives (redacted first), and
 //! [`CompactManager::recall`].
 
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -13,7 +14,7 @@ use super::{Builder, CompactError, CompactManager};
 use crate::config::{Config, StateStoreKind};
 use crate::events::{SpanBuilder, names, payload};
 use crate::model::Message;
-use crate::recall::{RecallAnswer, RecallError, RecallIndex, RecallKey, RecallQuery};
+use crate::recall::{Location, RecallAnswer, RecallError, RecallIndex, RecallKey, RecallQuery};
 use crate::redact::LiteralScrub;
 
 impl Builder {
@@ -42,7 +43,22 @@ pub fn default_path(config: &Config) -> String {
     }
 }
 
-/// The index `config` asks for, if any.
+/// Where the index lives: `recall.path` (a file, or a `postgres://` URL),
+/// else the session store's PostgreSQL database with `state.store:
+/// postgres` (so every replica answers, with the same ids), else
+/// [`default_path`].
+pub fn location(config: &Config) -> Location {
+    if let Some(p) = &config.recall.path {
+        return Location::parse(p);
+    }
+    match config.state.postgres_url() {
+        Some(url) if config.state.store == StateStoreKind::Postgres => Location::Postgres(url),
+        _ => Location::File(default_path(config)),
+    }
+}
+
+/// The index `config` asks for, if any. A PostgreSQL index is shared per
+/// URL in a process (one connection, one runtime), like the memory store.
 pub(super) fn build(
     config: &Config,
     given: Option<Arc<RecallIndex>>,
@@ -53,10 +69,36 @@ pub(super) fn build(
     if !config.recall.enabled {
         return Ok(None);
     }
-    let path = default_path(config);
-    RecallIndex::open(&path)
-        .map(|i| Some(Arc::new(i)))
-        .map_err(|e| CompactError::Config(format!("recall.path {path}: {e}")))
+    let at = location(config);
+    let failed = |e: RecallError| {
+        let key = if config.recall.path.is_some() {
+            "recall.path"
+        } else {
+            "recall index"
+        };
+        CompactError::Config(format!("{key} {}: {e}", at.label()))
+    };
+    match &at {
+        Location::File(path) => RecallIndex::open(path).map(Arc::new).map_err(failed),
+        Location::Postgres(url) => shared_postgres(url).map_err(failed),
+    }
+    .map(Some)
+}
+
+/// The PostgreSQL index of `url` this process already has open, or a new one.
+fn shared_postgres(url: &str) -> Result<Arc<RecallIndex>, RecallError> {
+    static OPEN: Mutex<Option<HashMap<String, Weak<RecallIndex>>>> = Mutex::new(None);
+    let mut open = OPEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let open = open.get_or_insert_with(HashMap::new);
+    open.retain(|_, index| index.strong_count() > 0);
+    if let Some(index) = open.get(url).and_then(Weak::upgrade) {
+        return Ok(index);
+    }
+    let index = Arc::new(RecallIndex::connect(url)?);
+    open.insert(url.to_owned(), Arc::downgrade(&index));
+    Ok(index)
 }
 
 fn recall_error(e: RecallError) -> CompactError {
@@ -85,10 +127,11 @@ impl CompactManager {
 
     /// Indexes what compaction `step` archived of `transcript`, redacted as
     /// the archive is (`redact` then `scrub`, the session's learned
-    /// secrets). What is new is found here (a hash lookup per message the
-    /// session indexed before); the redaction and the write run on the
-    /// blocking pool, off the preflight's path, and a recall of the session
-    /// waits for them. Never fails the preflight: a failure is logged.
+    /// secrets). All of it runs on the blocking pool, off the preflight's
+    /// path: finding what is new (a hash lookup per message the session
+    /// indexed before; the messages are shared, not copied), the redaction
+    /// and the write; a recall of the session waits for it. Never fails
+    /// the preflight: a failure is logged.
     pub(super) fn index_recall(
         &self,
         session: &Session,
@@ -100,15 +143,16 @@ impl CompactManager {
             return;
         };
         let sid = session.id().as_str();
-        let pending = index.prepare(sid, transcript);
-        if pending.is_empty() {
-            return;
-        }
         let index = index.clone();
+        let transcript = transcript.to_vec();
         let redactor = self.redactor().clone();
         let scrub = scrub.clone();
         let session_id = sid.to_owned();
         let write = move || {
+            let pending = index.prepare(&session_id, &transcript);
+            if pending.is_empty() {
+                return;
+            }
             let clean = |s: &str| -> String {
                 let mut v = Value::String(redactor.redact_str(s).into_owned());
                 scrub.scrub_value(&mut v);
@@ -121,7 +165,6 @@ impl CompactManager {
                 tracing::warn!(session = %session_id, error = %e, "recall index write failed; these entries are not indexed");
             }
         };
-        let handle = tokio::task::spawn_blocking(write);
         let mut map = self
             .inner
             .shared
@@ -130,7 +173,18 @@ impl CompactManager {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let list = map.entry(sid.to_owned()).or_default();
         list.retain(|h| !h.is_finished());
-        list.push(handle);
+        // One session's writes run in order, each after the last: its
+        // compactions' steps are recorded in order, and what one found new
+        // the next knows.
+        let previous = std::mem::take(list);
+        list.push(tokio::spawn(async move {
+            for h in previous {
+                let _ = h.await;
+            }
+            if let Err(e) = tokio::task::spawn_blocking(write).await {
+                tracing::warn!(error = %e, "recall index write did not finish");
+            }
+        }));
     }
 
     /// Waits for the index writes of `session` (all sessions: `None`) that
@@ -177,7 +231,10 @@ impl CompactManager {
         let span = SpanBuilder::start(sid.as_str(), names::RECALL).kind(names::KIND_COMPACTION);
         let started = Instant::now();
         self.flush_recall(Some(sid.as_str())).await;
-        let answer = index.recall(sid.as_str(), &query).map_err(recall_error);
+        let answer = index
+            .recall_async(sid.as_str(), &query)
+            .await
+            .map_err(recall_error);
         let latency = started.elapsed();
         self.report_recall(&sid, span, &query, &answer, latency)
             .await;

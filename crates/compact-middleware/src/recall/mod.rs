@@ -3,14 +3,18 @@
 //!
 //! At archive time every message and tool output of the compacted history is
 //! redacted (the archive's redaction and the session's learned secrets) and
-//! indexed in SQLite FTS5 ([`RecallIndex`]); a cleared tool output's
+//! indexed ([`RecallIndex`]: SQLite FTS5, or PostgreSQL full-text search when
+//! the session state lives there); a cleared tool output's
 //! placeholder carries its recall id ([`RecallKey::output_id`]), so the model
 //! can ask for exactly that text back. [`crate::CompactManager::recall`]
 //! answers a query (BM25-ranked excerpts) or an id (the whole text, paged).
 
 mod entries;
+mod excerpt;
 mod index;
+mod postgres;
 mod query;
+mod sqlite;
 pub mod tool;
 
 use serde::{Deserialize, Serialize};
@@ -18,6 +22,8 @@ use sha2::{Digest, Sha256};
 
 pub(crate) use entries::entries;
 pub use index::{Pending, RecallIndex};
+pub use postgres::POSTGRES_SCHEMA_VERSION;
+pub use sqlite::SQLITE_SCHEMA_VERSION;
 
 /// The most hits one query returns.
 pub const MAX_LIMIT: usize = 20;
@@ -26,6 +32,45 @@ pub const DEFAULT_LIMIT: usize = 5;
 /// The most characters of an entry one by-id answer returns; the rest is
 /// paged with `offset`.
 pub const PAGE_CHARS: usize = 8_000;
+
+/// Where a recall index lives.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Location {
+    /// A SQLite file, or `:memory:`.
+    File(String),
+    /// A PostgreSQL database (its URL).
+    Postgres(String),
+}
+
+impl Location {
+    /// `postgres://…` and `postgresql://…` are databases, anything else a
+    /// file.
+    pub fn parse(s: &str) -> Self {
+        if s.starts_with("postgres://") || s.starts_with("postgresql://") {
+            Location::Postgres(s.to_owned())
+        } else {
+            Location::File(s.to_owned())
+        }
+    }
+
+    /// What to show of it: the path, or the URL with its password masked.
+    pub fn label(&self) -> String {
+        match self {
+            Location::File(p) => p.clone(),
+            Location::Postgres(u) => crate::config::redact_url_password(u),
+        }
+    }
+}
+
+impl std::fmt::Debug for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the password.
+        match self {
+            Location::File(_) => write!(f, "File({:?})", self.label()),
+            Location::Postgres(_) => write!(f, "Postgres({:?})", self.label()),
+        }
+    }
+}
 
 /// Why a recall could not be answered.
 #[derive(Debug, thiserror::Error)]
