@@ -531,3 +531,42 @@ fn a_newer_index_file_is_refused_naming_it_and_both_versions() {
         .unwrap();
     assert_eq!(v, newer);
 }
+
+/// Two writers on one index file (two processes, or a restarted manager
+/// while the last one's writes finish) both get their entries in: a
+/// writer waits for the other's transaction instead of failing at once.
+#[test]
+fn two_writers_on_one_file_both_get_their_entries_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("recall.sqlite3");
+    let a = Arc::new(RecallIndex::open(&path).unwrap());
+    let b = Arc::new(RecallIndex::open(&path).unwrap());
+    let messages = history(8);
+    let writers: Vec<_> = [a.clone(), b]
+        .into_iter()
+        .enumerate()
+        .map(|(w, index)| {
+            let messages = messages.clone();
+            std::thread::spawn(move || {
+                for round in 0..20 {
+                    let session = format!("w{w}-{round}");
+                    let pending = index.prepare(&session, &messages);
+                    assert!(!pending.is_empty());
+                    index
+                        .write(pending, 1, &|s: &str| s.to_owned())
+                        .unwrap_or_else(|e| panic!("writer {w}, round {round}: {e}"));
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().expect("a writer failed");
+    }
+    let n = a.count("w0-0").unwrap();
+    assert!(n > 0);
+    for w in 0..2 {
+        for round in 0..20 {
+            assert_eq!(a.count(&format!("w{w}-{round}")).unwrap(), n);
+        }
+    }
+}

@@ -135,7 +135,14 @@ impl SqliteIndex {
         entries: &[Indexed<'_>],
     ) -> Result<usize, RecallError> {
         let mut conn = self.lock();
-        let tx = conn.transaction().map_err(db)?;
+        // The write lock is taken when the transaction begins, so a second
+        // writer on the file (another process, a restarted manager still
+        // finishing the last one's writes) waits its busy timeout: a
+        // deferred transaction that had to upgrade failed at once with
+        // SQLITE_BUSY in WAL mode, and its entries were lost.
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(db)?;
         let mut added = 0;
         let sid = super::index::session_token(session);
         {
