@@ -212,6 +212,7 @@ impl SlidingWindow {
                 ),
                 input: None,
                 part: false,
+                step: None,
             });
         }
         entries.extend(messages[new_start..=end].iter().cloned());

@@ -7,6 +7,7 @@
 pub(crate) mod alternate;
 pub(crate) mod fallback;
 mod plan;
+mod steps;
 pub(crate) mod summary;
 pub(crate) mod tiers;
 
@@ -282,6 +283,9 @@ struct Work<'a> {
     anthropic: bool,
     /// Index in the input of each message of `msgs` (bridges are not in `msgs`).
     input_index: Vec<usize>,
+    /// The agent's step of each message of `original` (`steps.rs`): what
+    /// its tool facts are labelled with.
+    steps: Vec<Option<u32>>,
     /// Where `refresh_summary` inserted a new summary message into `msgs`.
     inserted_summary: Option<usize>,
     /// The input opened with a user message.
@@ -380,6 +384,12 @@ impl<'a> Work<'a> {
             .map(|(id, args)| (id.to_owned(), args))
             .collect();
         let mut ledger = input.ledger;
+        let steps = steps::number(
+            &msgs,
+            summary_index,
+            ledger.steps(),
+            summary_index.is_some() || !ledger.is_empty(),
+        );
         if ledger.is_empty()
             && let Some(previous) = &input.previous_summary
         {
@@ -414,6 +424,7 @@ impl<'a> Work<'a> {
             summary_index,
             anthropic,
             input_index,
+            steps,
             inserted_summary: None,
             input_starts_with_user,
             previous_summary: input.previous_summary,
@@ -469,6 +480,7 @@ impl<'a> Work<'a> {
             e.text = text;
             e.part = true;
         }
+        e.step = self.steps.get(i).copied().flatten();
         e
     }
 
@@ -1271,6 +1283,9 @@ impl<'a> Work<'a> {
                 assemble(&plan, std::mem::take(&mut self.msgs), summary)
             }
         };
+        // The next call sends these back: their steps go with the ledger.
+        let remembered = steps::remember(indexed.iter().map(|(m, i)| (m, *i)), &self.steps);
+        self.out.ledger.set_steps(remembered);
         let messages = if self.anthropic {
             let indexed = indexed
                 .into_iter()

@@ -106,6 +106,15 @@ pub struct SummaryEntry {
     /// all of it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub part: bool,
+    /// The agent's step the message belongs to: the ordinal of the model
+    /// reply (1 = the first) it is, or whose tool calls it answers, in the
+    /// whole conversation (what left the context before included). A
+    /// tool's facts are labelled with it (`[run_tests, step 12] …`), so a
+    /// fact that survives many compactions still says when it was seen.
+    /// `None` when the pipeline could not tell (a history it holds no
+    /// numbering for).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<u32>,
 }
 
 impl SummaryEntry {
@@ -117,6 +126,7 @@ impl SummaryEntry {
             text: text.into(),
             input: None,
             part: false,
+            step: None,
         }
     }
 
@@ -128,7 +138,14 @@ impl SummaryEntry {
             text: text.into(),
             input: None,
             part: false,
+            step: None,
         }
+    }
+
+    /// The same entry at the agent's `step` (see [`SummaryEntry::step`]).
+    pub fn at_step(mut self, step: u32) -> Self {
+        self.step = Some(step);
+        self
     }
 
     /// The same entry with the arguments of the call it answers.
@@ -224,13 +241,13 @@ pub(crate) fn guard_model_summary(
     let mut out = String::with_capacity(summary.text.len());
     for line in summary.text.split_inclusive('\n') {
         match guard::echoes(line, &flagged) {
-            Some((tool, reason)) => {
+            Some((tool, step, reason)) => {
                 let bullet = if line.trim_start().starts_with("- ") {
                     "- "
                 } else {
                     ""
                 };
-                let label = format!("[{tool}] ");
+                let label = facts::tool_label(Some(tool), step);
                 out.push_str(bullet);
                 out.push_str(&guard::note(&label, line));
                 if line.ends_with('\n') {
@@ -284,6 +301,17 @@ impl FactLedger {
     /// the ledger since the last call (`summarize/guard.rs`).
     pub fn take_neutralized(&mut self) -> Vec<Neutralized> {
         std::mem::take(&mut self.0.neutralized)
+    }
+
+    /// The agent's step of each message of the last output, by message
+    /// key (`pipeline/steps.rs`).
+    pub(crate) fn steps(&self) -> &std::collections::BTreeMap<u64, u32> {
+        &self.0.steps
+    }
+
+    /// Remembers the steps of the messages of an output.
+    pub(crate) fn set_steps(&mut self, steps: std::collections::BTreeMap<u64, u32>) {
+        self.0.steps = steps;
     }
 
     /// Facts recorded (superseded ones included).
