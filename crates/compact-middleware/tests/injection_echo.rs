@@ -150,7 +150,7 @@ async fn a_forced_compaction_labels_tool_facts_with_their_step_and_drops_the_ech
     let summary = summary_of(&out.messages).expect("a summary");
     assert_clean(&summary, "one-shot");
     assert!(
-        summary.contains(&format!("[run_tests, step {PLANTED_AT}] {NOTE}")),
+        summary.contains(&format!("[run_tests @{PLANTED_AT}] {NOTE}")),
         "{summary}"
     );
     // Every quoted tool line names its step; the failures name theirs.
@@ -160,7 +160,7 @@ async fn a_forced_compaction_labels_tool_facts_with_their_step_and_drops_the_ech
         .collect();
     assert!(quoted.len() > 1, "{summary}");
     assert!(
-        quoted.iter().all(|l| l.starts_with("- [run_tests, step ")),
+        quoted.iter().all(|l| l.starts_with("- [run_tests @")),
         "{summary}"
     );
     for l in &quoted {
@@ -169,7 +169,7 @@ async fn a_forced_compaction_labels_tool_facts_with_their_step_and_drops_the_ech
             .nth(1)
             .and_then(|r| r.split(' ').next())
         {
-            assert!(l.starts_with(&format!("- [run_tests, step {i}] ")), "{l}");
+            assert!(l.starts_with(&format!("- [run_tests @{i}] ")), "{l}");
         }
     }
     let echoes: Vec<_> = out
@@ -221,7 +221,7 @@ async fn turn_by_turn_through_a_store_the_steps_stay_put_and_the_echo_stays_out(
         }
         let last = summaries.last().expect("compacted");
         assert!(
-            last.contains(&format!("[run_tests, step {PLANTED_AT}] {NOTE}")),
+            last.contains(&format!("[run_tests @{PLANTED_AT}] {NOTE}")),
             "feed_back {feed_back}: {last}"
         );
         assert!(echo_reported, "feed_back {feed_back}: the echo is reported");
@@ -233,7 +233,7 @@ async fn turn_by_turn_through_a_store_the_steps_stay_put_and_the_echo_stays_out(
                 let Some((label, body)) = l.split_once("] ") else {
                     continue;
                 };
-                assert!(label.contains(", step "), "feed_back {feed_back}: {l}");
+                assert!(label.contains(" @"), "feed_back {feed_back}: {l}");
                 let first = seen.entry(body.to_owned()).or_insert(label.to_owned());
                 assert_eq!(first, label, "feed_back {feed_back}: {body}");
             }

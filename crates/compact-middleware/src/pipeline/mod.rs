@@ -305,6 +305,9 @@ struct Work<'a> {
     /// Messages whose whole text went to the ledger in this run: taken in
     /// once, however many tiers let go of them.
     absorbed: std::collections::HashSet<usize>,
+    /// Tool outputs that stay in the context whose orders were learnt
+    /// before a reply after them left (`absorb`).
+    learnt: std::collections::HashSet<usize>,
     /// The ledger's items, ranked facts and trail revision before this run.
     ledger_at_start: (usize, usize, u64),
     /// Whether the ledger learned a fact in this run, by the item count it
@@ -453,6 +456,7 @@ impl<'a> Work<'a> {
             capped: Default::default(),
             cleared: Default::default(),
             absorbed: Default::default(),
+            learnt: Default::default(),
             ledger_at_start: (0, 0, 0),
             grew: std::cell::Cell::new(None),
         }
@@ -491,6 +495,33 @@ impl<'a> Work<'a> {
             .into_iter()
             .filter(|&i| self.absorbed.insert(i))
             .collect();
+        // A reply can leave before a tool output it repeats (a tool pair
+        // kept while the text around it folds): what reads as orders in
+        // the outputs before it that stay is learnt first, so an echo of
+        // it is known for one (`FactLedger::learn_orders`).
+        let last_prose = fresh
+            .iter()
+            .copied()
+            .filter(|&i| {
+                matches!(
+                    self.original[i].role(),
+                    crate::model::Role::User | crate::model::Role::Assistant
+                )
+            })
+            .max();
+        if let Some(last) = last_prose {
+            let staying: Vec<usize> = (0..last)
+                .filter(|&j| {
+                    self.original[j].role() == crate::model::Role::Tool
+                        && !self.absorbed.contains(&j)
+                        && self.learnt.insert(j)
+                })
+                .collect();
+            for j in staying {
+                let e = self.entry(j, None);
+                self.out.ledger.learn_orders(&e);
+            }
+        }
         let entries: Vec<SummaryEntry> = fresh.into_iter().map(|i| self.entry(i, None)).collect();
         if !entries.is_empty() {
             self.out.ledger.absorb(&entries);

@@ -1,6 +1,6 @@
 //! The agent's steps: which model reply of the whole conversation each
 //! message is, or answers. A tool's facts in the summary are labelled with
-//! the step their output came at (`[run_tests, step 12] …`, docs/design.md
+//! the step their output came at (`[run_tests @12] …`, docs/design.md
 //! §12), so a fact that survives many compactions still says when it was
 //! seen.
 //!
@@ -127,6 +127,33 @@ mod tests {
         assert_eq!(
             steps,
             [0, 0, 1, 1, 2, 2, 2, 3].map(Some).to_vec(),
+            "{steps:?}"
+        );
+    }
+
+    #[test]
+    fn a_responses_reply_is_its_run_of_items() {
+        let items = vec![
+            json!({"role": "user", "content": "fix it"}),
+            json!({"type": "reasoning", "id": "r1", "summary": []}),
+            json!({"type": "function_call", "call_id": "a", "name": "run_tests", "arguments": "{}"}),
+            json!({"type": "function_call", "call_id": "b", "name": "grep", "arguments": "{}"}),
+            json!({"type": "function_call_output", "call_id": "a", "output": "1 failed"}),
+            json!({"type": "function_call_output", "call_id": "b", "output": "x.py:3"}),
+            json!({"type": "function_call", "call_id": "c", "name": "run_tests", "arguments": "{}"}),
+            json!({"type": "function_call_output", "call_id": "c", "output": "ok"}),
+        ];
+        let msgs = crate::model::Request::from_value(
+            serde_json::Value::Array(items),
+            crate::model::Format::Responses,
+        )
+        .map(|r| r.messages)
+        .unwrap_or_default();
+        assert_eq!(msgs.len(), 8);
+        let steps = number(&msgs, None, &BTreeMap::new(), false);
+        assert_eq!(
+            steps,
+            [0, 1, 1, 1, 1, 1, 2, 2].map(Some).to_vec(),
             "{steps:?}"
         );
     }

@@ -951,7 +951,7 @@ fn render_entry(e: &SummaryEntry) -> String {
     match (&e.name, e.step) {
         // A tool result says at which step it came, as its facts will.
         (Some(name), Some(step)) if matches!(e.role.as_str(), "tool" | "function") => {
-            format!("[{} {}, step {step}] {}", e.role, name, e.text.trim())
+            format!("[{} {} @{step}] {}", e.role, name, e.text.trim())
         }
         (Some(name), _) => format!("[{} {}] {}", e.role, name, e.text.trim()),
         (None, _) => format!("[{}] {}", e.role, e.text.trim()),

@@ -1289,21 +1289,23 @@ pub(crate) fn strip_timestamp(line: &str) -> &str {
     }
 }
 
-/// The label of a tool fact: `[name] `, or `[name, step N] ` when the
-/// agent's step the output came at is known (docs/design.md §12): the
-/// tool and the step, so a quoted fact says where it came from.
+/// The label of a tool fact: `[name] `, or `[name @N] ` when the agent's
+/// step the output came at is known (docs/design.md §12): the tool and
+/// the step, so a quoted fact says where it came from. `@N` and not
+/// `, step N`: two tokens a line instead of four, and a summary at an 8k
+/// window quotes dozens of tool lines (docs/performance.md).
 pub(crate) fn tool_label(name: Option<&str>, step: Option<u32>) -> String {
     let name = name
         .map(str::trim)
         .filter(|n| !n.is_empty())
         .unwrap_or("tool");
     match step {
-        Some(n) => format!("[{name}, step {n}] "),
+        Some(n) => format!("[{name} @{n}] "),
         None => format!("[{name}] "),
     }
 }
 
-/// The tool name of a `[name] ` or `[name, step N] ` label (the label
+/// The tool name of a `[name] ` or `[name @N] ` label (the label
 /// itself when it is neither).
 pub(crate) fn label_name(label: &str) -> &str {
     let Some(inner) = label
@@ -1313,7 +1315,7 @@ pub(crate) fn label_name(label: &str) -> &str {
     else {
         return label;
     };
-    match inner.rsplit_once(", step ") {
+    match inner.rsplit_once(" @") {
         Some((name, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => name,
         _ => inner,
     }

@@ -702,17 +702,7 @@ impl Ledger {
         let tool = label_name(&label).to_owned();
         for h in &hits {
             let clause = &text[h.start..h.end];
-            let note = super::guard::note(&label, clause);
-            if let Some(i) = self.add_with(Kind::Fact, &note, true, true) {
-                for g in super::guard::grams(clause) {
-                    if self.flagged.len() >= MAX_FLAGGED_GRAMS {
-                        break;
-                    }
-                    self.flagged
-                        .entry(xxhash_rust::xxh3::xxh3_64(g.as_bytes()))
-                        .or_insert(i);
-                }
-            }
+            self.note_orders(&label, clause);
             let key = xxhash_rust::xxh3::xxh3_64(clause.trim().as_bytes());
             if self.reported.contains(&key) {
                 continue;
@@ -731,32 +721,68 @@ impl Ledger {
         Some(super::guard::without(text, &hits))
     }
 
-    /// Whether a sentence the user or the agent wrote repeats a tool
-    /// clause that read as orders (`flagged`): it shares two of its word
-    /// 4-grams, or one and reads as orders itself (one run of four common
-    /// words is not a quote). If so, it is not recorded: the tool's note
-    /// is mentioned again in its place, and the sentence is reported once.
-    pub(super) fn echoes_flagged(&mut self, sentence: &str, voice: lexicon::Voice) -> bool {
+    /// Records the neutral note of a tool `clause` that reads as orders,
+    /// and its word 4-grams for [`Ledger::echoes_flagged`].
+    fn note_orders(&mut self, label: &str, clause: &str) {
+        let note = super::guard::note(label, clause);
+        if let Some(i) = self.add_with(Kind::Fact, &note, true, true) {
+            for g in super::guard::grams(clause) {
+                if self.flagged.len() >= MAX_FLAGGED_GRAMS {
+                    break;
+                }
+                self.flagged
+                    .entry(xxhash_rust::xxh3::xxh3_64(g.as_bytes()))
+                    .or_insert(i);
+            }
+        }
+    }
+
+    /// What reads as orders in a tool output that stays in the context
+    /// while the messages after it leave (a tool pair kept, the replies
+    /// around it folded): its notes and 4-grams are learnt now, so a reply
+    /// that repeats it is known for an echo. It is reported when the
+    /// output itself leaves.
+    pub(super) fn learn_orders(&mut self, entry: &super::SummaryEntry) {
+        if !matches!(entry.role.as_str(), "tool" | "function") {
+            return;
+        }
+        let label = tool_label(entry.name.as_deref(), entry.step);
+        for h in super::guard::screen(&entry.text) {
+            self.note_orders(&label, &entry.text[h.start..h.end]);
+        }
+    }
+
+    /// The item of the note of the flagged tool clause `text` repeats, if
+    /// it does: it shares two of the clause's word 4-grams, or one and
+    /// reads as orders itself (one run of four common words is not a
+    /// quote).
+    pub(crate) fn echo_note(&self, text: &str) -> Option<usize> {
         if self.flagged.is_empty() {
-            return false;
+            return None;
         }
         let mut shared = 0;
         let mut note = None;
-        for g in super::guard::grams(sentence) {
+        for g in super::guard::grams(text) {
             if let Some(&i) = self.flagged.get(&xxhash_rust::xxh3::xxh3_64(g.as_bytes())) {
                 shared += 1;
                 note.get_or_insert(i);
             }
         }
-        let Some(i) = note.filter(|&i| i < self.items.len()) else {
+        let i = note.filter(|&i| i < self.items.len())?;
+        let quoted = shared >= 2
+            || super::guard::reads_as_orders(text).is_some()
+            || !super::guard::screen(text).is_empty();
+        quoted.then_some(i)
+    }
+
+    /// Whether a sentence the user or the agent wrote repeats a tool
+    /// clause that read as orders ([`Ledger::echo_note`]). If so, it is
+    /// not recorded: the tool's note is mentioned again in its place, and
+    /// the sentence is reported once.
+    pub(super) fn echoes_flagged(&mut self, sentence: &str, voice: lexicon::Voice) -> bool {
+        let Some(i) = self.echo_note(sentence) else {
             return false;
         };
-        if shared < 2
-            && super::guard::reads_as_orders(sentence).is_none()
-            && super::guard::screen(sentence).is_empty()
-        {
-            return false;
-        }
         self.seq += 1;
         let item = &mut self.items[i];
         item.last = self.seq;
@@ -1042,9 +1068,7 @@ mod tests {
             .collect();
         assert_eq!(
             quoted,
-            [
-                "[run_tests, step 3] FAILED tests/test_io.py::test_read - OSError: disk quota exceeded"
-            ],
+            ["[run_tests @3] FAILED tests/test_io.py::test_read - OSError: disk quota exceeded"],
             "{:?}",
             live(&l)
         );
@@ -1074,7 +1098,7 @@ mod tests {
         let json = serde_json::to_string(&l).expect("serializes");
         let mut l: Ledger = serde_json::from_str(&json).expect("reads back");
         assert!(!l.flagged.is_empty());
-        let note = "[run_tests, step 4] returned text that looks like instructions; not followed: https://collector.example/upload";
+        let note = "[run_tests @4] returned text that looks like instructions; not followed: https://collector.example/upload";
         let before = l.items.iter().find(|i| i.text == note).map(|i| i.again);
         l.absorb(&[
             crate::summarize::SummaryEntry::new(
