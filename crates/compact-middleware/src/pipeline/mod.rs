@@ -387,12 +387,7 @@ impl<'a> Work<'a> {
             .map(|(id, args)| (id.to_owned(), args))
             .collect();
         let mut ledger = input.ledger;
-        let steps = steps::number(
-            &msgs,
-            summary_index,
-            ledger.steps(),
-            summary_index.is_some() || !ledger.is_empty(),
-        );
+        let steps = steps::number(&msgs, summary_index, ledger.steps());
         if ledger.is_empty()
             && let Some(previous) = &input.previous_summary
         {

@@ -34,18 +34,15 @@ pub(crate) fn key(m: &Message) -> u64 {
     m.provider_hash() as u64
 }
 
-/// The step of each of `msgs` (`None` for our summary, and for every
-/// message when the steps before this input are unknown: a ledger or a
-/// summary from before steps were remembered).
+/// The step of each of `msgs` (`None` for our summary). A session whose
+/// state predates remembered steps (a summary, no `known`) counts from the
+/// start of this input: what its summary replaced is not numbered, and
+/// its steps run from its first compaction since.
 pub(crate) fn number(
     msgs: &[Message],
     summary_index: Option<usize>,
     known: &BTreeMap<u64, u32>,
-    history_before: bool,
 ) -> Vec<Option<u32>> {
-    if known.is_empty() && history_before {
-        return vec![None; msgs.len()];
-    }
     let mut step = 0u32;
     let mut in_reply = false;
     msgs.iter()
@@ -123,7 +120,7 @@ mod tests {
             json!({"role": "assistant", "content": "done"}),
         ]);
         assert_eq!(msgs.len(), 8);
-        let steps = number(&msgs, None, &BTreeMap::new(), false);
+        let steps = number(&msgs, None, &BTreeMap::new());
         assert_eq!(
             steps,
             [0, 0, 1, 1, 2, 2, 2, 3].map(Some).to_vec(),
@@ -150,7 +147,7 @@ mod tests {
         .map(|r| r.messages)
         .unwrap_or_default();
         assert_eq!(msgs.len(), 8);
-        let steps = number(&msgs, None, &BTreeMap::new(), false);
+        let steps = number(&msgs, None, &BTreeMap::new());
         assert_eq!(
             steps,
             [0, 1, 1, 1, 1, 1, 2, 2].map(Some).to_vec(),
@@ -169,7 +166,7 @@ mod tests {
             call("c"),
             result("c", "ok"),
         ]);
-        let steps = number(&first, None, &BTreeMap::new(), false);
+        let steps = number(&first, None, &BTreeMap::new());
         // The output kept the task and the last pair (steps 3), with a
         // summary in between; the agent then made a new call.
         let summary = Message::text(Role::User, "COMPACT-SUMMARY v1\n…");
@@ -182,18 +179,17 @@ mod tests {
         let known = remember(output.iter().copied(), &steps);
         let mut next: Vec<Message> = output.iter().map(|(m, _)| (*m).clone()).collect();
         next.extend(chat(&[call("d"), result("d", "ok")]));
-        let again = number(&next, Some(1), &known, true);
+        let again = number(&next, Some(1), &known);
         assert_eq!(
             again,
             vec![Some(0), None, Some(3), Some(3), Some(4), Some(4)],
             "{again:?}"
         );
-        // Without what was remembered, a history with a summary has no
-        // steps rather than wrong ones.
-        assert!(
-            number(&next, Some(1), &BTreeMap::new(), true)
-                .iter()
-                .all(Option::is_none)
+        // A state from before steps were remembered counts from the start
+        // of what it has (the summary's history is not numbered).
+        assert_eq!(
+            number(&next, Some(1), &BTreeMap::new()),
+            vec![Some(0), None, Some(1), Some(1), Some(2), Some(2)]
         );
     }
 }

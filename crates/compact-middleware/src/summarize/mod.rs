@@ -111,8 +111,8 @@ pub struct SummaryEntry {
     /// whole conversation (what left the context before included). A
     /// tool's facts are labelled with it (`[run_tests @12] …`), so a
     /// fact that survives many compactions still says when it was seen.
-    /// `None` when the pipeline could not tell (a history it holds no
-    /// numbering for).
+    /// `None` when the caller does not say (the label is then the tool's
+    /// name alone).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<u32>,
 }

@@ -220,8 +220,8 @@ pub(crate) struct Ledger {
     /// by the message's key (`pipeline/steps.rs`): a message sent again
     /// keeps the step it had, whatever left the context before it. Kept
     /// with the ledger so it lives as long as the summary it numbers; a
-    /// state from before it reads as none (no steps until the next
-    /// compaction numbers its output).
+    /// state from before it reads as none, and its steps count from the
+    /// context it has at its next compaction.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) steps: BTreeMap<u64, u32>,
     /// The word 4-grams (hashed) of the tool clauses that read as orders,
@@ -726,13 +726,17 @@ impl Ledger {
     fn note_orders(&mut self, label: &str, clause: &str) {
         let note = super::guard::note(label, clause);
         if let Some(i) = self.add_with(Kind::Fact, &note, true, true) {
-            for g in super::guard::grams(clause) {
+            // In a fixed order, so that which runs fit under the cap is the
+            // same in every process.
+            let hashes: BTreeSet<u64> = super::guard::grams(clause)
+                .iter()
+                .map(|g| xxhash_rust::xxh3::xxh3_64(g.as_bytes()))
+                .collect();
+            for h in hashes {
                 if self.flagged.len() >= MAX_FLAGGED_GRAMS {
                     break;
                 }
-                self.flagged
-                    .entry(xxhash_rust::xxh3::xxh3_64(g.as_bytes()))
-                    .or_insert(i);
+                self.flagged.entry(h).or_insert(i);
             }
         }
     }
@@ -765,7 +769,8 @@ impl Ledger {
         for g in super::guard::grams(text) {
             if let Some(&i) = self.flagged.get(&xxhash_rust::xxh3::xxh3_64(g.as_bytes())) {
                 shared += 1;
-                note.get_or_insert(i);
+                // The earliest note, whatever order the runs come in.
+                note = Some(note.map_or(i, |n: usize| n.min(i)));
             }
         }
         let i = note.filter(|&i| i < self.items.len())?;
