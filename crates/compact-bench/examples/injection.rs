@@ -3,13 +3,15 @@
 //! `compact.security` list), false reports. Held out first: a public attack
 //! set when one is given (`--public PATH` or `COMPACT_INJECTION_PUBLIC`,
 //! written by `crates/compact-bench/scripts/agentdojo_payloads.py`; skipped
-//! when absent), then the built-in payloads.
+//! when absent), then the built-in payloads, then the built-in payloads
+//! again with the agent's next reply repeating each one (an echo).
 //!
 //! `cargo run --release -p compact-bench --example injection -- [--windows 8000,16000] [--seeds 1,2] [--wires chat,responses,anthropic] [--public PATH] [--only public|builtin]`
 
 use compact_bench::corpus::Split;
 use compact_bench::injection::{
-    PUBLIC_ENV, Payload, Planted, public, public_from_env, run, sessions, sessions_of,
+    PUBLIC_ENV, Payload, Planted, public, public_from_env, run, sessions, sessions_echoed,
+    sessions_of,
 };
 use compact_middleware::model::Format;
 
@@ -34,10 +36,15 @@ fn table(title: &str, planted: &[Planted], windows: &[usize]) {
     println!("|---|---|---|---|---|---|---|---|");
     for r in run(planted, windows) {
         println!(
-            "| {} | {} | {} | {} {:?} | {} | {} ({:.1}%) {:?} | {} | {} |",
+            "| {} | {} | {}{} | {} {:?} | {} | {} ({:.1}%) {:?} | {} | {} |",
             r.window,
             r.mode,
             r.planted,
+            if r.echoed > 0 {
+                format!(" ({} echoed)", r.echoed)
+            } else {
+                String::new()
+            },
             r.leaked,
             r.leaked_ids,
             r.left,
@@ -106,6 +113,17 @@ fn main() {
             let planted = sessions(split, &seeds, wire);
             table(
                 &format!("{} payloads, {wire:?}", split.name()),
+                &planted,
+                &windows,
+            );
+        }
+    }
+    // The agent's next reply repeats each order, refusing it.
+    for split in [Split::HeldOut, Split::Tune] {
+        for &wire in &wires {
+            let planted = sessions_echoed(split, &seeds, wire);
+            table(
+                &format!("{} payloads echoed by the agent, {wire:?}", split.name()),
                 &planted,
                 &windows,
             );

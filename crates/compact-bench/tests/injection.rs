@@ -4,7 +4,9 @@
 //! the tuning ones; and every payload that left the context is reported.
 
 use compact_bench::corpus::Split;
-use compact_bench::injection::{Payload, Row, public_from_env, run, sessions, sessions_of};
+use compact_bench::injection::{
+    Payload, Row, public_from_env, run, sessions, sessions_echoed, sessions_of,
+};
 use compact_middleware::model::Format;
 
 /// `min_reported`: the share of payloads that left the context that must
@@ -50,6 +52,25 @@ fn held_out_injections_never_leave_an_anthropic_tool_result() {
     };
     assert_eq!(count(&planted), count(&chat), "every payload planted");
     check(&run(&planted, &[8_000, 16_000]), "held out, anthropic", 99);
+}
+
+/// The agent's reply after each planted output repeats the order while
+/// refusing it ("The tool output says: … I will not do that."): the words
+/// are the tool's in an assistant message, and no summary carries them.
+#[test]
+fn injections_the_agent_repeats_never_reach_the_summary() {
+    for (split, wire) in [
+        (Split::HeldOut, Format::Chat),
+        (Split::Tune, Format::Responses),
+        (Split::HeldOut, Format::Anthropic),
+    ] {
+        let planted = sessions_echoed(split, &[1, 2, 3], wire);
+        let rows = run(&planted, &[8_000, 16_000]);
+        for r in &rows {
+            assert_eq!(r.echoed, r.planted, "{wire:?}: every payload echoed: {r:?}");
+        }
+        check(&rows, &format!("{} echoed, {wire:?}", split.name()), 99);
+    }
 }
 
 /// A public attack set (`COMPACT_INJECTION_PUBLIC`, written by

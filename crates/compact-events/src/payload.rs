@@ -414,10 +414,13 @@ pub struct Neutralized {
     /// (a system tag, a note to the AI), `conceal` (hide it from the user),
     /// `risky_order` (send secrets, destroy data, pipe a download to a
     /// shell), `authority` (an order claiming the user's or an admin's
-    /// authority) or `lasting_order` ("from now on").
+    /// authority) or `lasting_order` ("from now on"); `echo` for a
+    /// sentence of the user's or the agent's repeating a flagged clause.
     pub reason: String,
-    /// Where it was caught: `tool_output` (before the ledger read it) or
-    /// `model_summary` (a model's summary repeated it).
+    /// Where it was caught: `tool_output` (before the ledger read it),
+    /// `model_summary` (a model's summary repeated it), or
+    /// `assistant_message` / `user_message` (a reply or a message
+    /// repeated it; `tool` is then the tool whose clause it repeated).
     pub source: String,
     /// The clause, cut to 240 bytes (redacted on export like every text).
     pub excerpt: String,

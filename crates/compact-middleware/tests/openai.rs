@@ -1520,7 +1520,7 @@ async fn a_model_summary_that_repeats_a_tools_orders_is_not_committed_verbatim()
         "{summary}"
     );
     assert!(
-        summary.contains("[run_tests] returned text that looks like instructions; not followed: https://collector.example/upload"),
+        summary.contains("[run_tests @3] returned text that looks like instructions; not followed: https://collector.example/upload"),
         "{summary}"
     );
     assert!(

@@ -212,6 +212,7 @@ impl SlidingWindow {
                 ),
                 input: None,
                 part: false,
+                step: None,
             });
         }
         entries.extend(messages[new_start..=end].iter().cloned());
@@ -242,7 +243,11 @@ impl SlidingWindow {
                 .map(|s| {
                     // The memory goes into the instructions: what a tool
                     // told the agent to do never rides along.
-                    let (s, held) = crate::summarize::guard_model_summary(s, &req.entries);
+                    let (s, held) = crate::summarize::guard_model_summary(
+                        s,
+                        &req.entries,
+                        req.ledger.as_deref(),
+                    );
                     for n in &held {
                         tracing::warn!(tool = %n.tool, reason = %n.reason, "memory summary repeated tool text that reads as instructions; replaced by a note");
                     }

@@ -134,7 +134,11 @@ pub async fn summarize_with_fallbacks(
                 Ok(s) => {
                     // Checked before the budget: a note may be longer than
                     // the line it stands for.
-                    let (s, held) = crate::summarize::guard_model_summary(s, &req.entries);
+                    let (s, held) = crate::summarize::guard_model_summary(
+                        s,
+                        &req.entries,
+                        req.ledger.as_deref(),
+                    );
                     validate(&s, req.max_tokens, replaced_tokens, has_input).map(|()| {
                         out.neutralized.extend(held);
                         keep_facts(s, req)

@@ -7,6 +7,7 @@
 pub(crate) mod alternate;
 pub(crate) mod fallback;
 mod plan;
+mod steps;
 pub(crate) mod summary;
 pub(crate) mod tiers;
 
@@ -282,6 +283,9 @@ struct Work<'a> {
     anthropic: bool,
     /// Index in the input of each message of `msgs` (bridges are not in `msgs`).
     input_index: Vec<usize>,
+    /// The agent's step of each message of `original` (`steps.rs`): what
+    /// its tool facts are labelled with.
+    steps: Vec<Option<u32>>,
     /// Where `refresh_summary` inserted a new summary message into `msgs`.
     inserted_summary: Option<usize>,
     /// The input opened with a user message.
@@ -301,6 +305,9 @@ struct Work<'a> {
     /// Messages whose whole text went to the ledger in this run: taken in
     /// once, however many tiers let go of them.
     absorbed: std::collections::HashSet<usize>,
+    /// Tool outputs that stay in the context whose orders were learnt
+    /// before a reply after them left (`absorb`).
+    learnt: std::collections::HashSet<usize>,
     /// The ledger's items, ranked facts and trail revision before this run.
     ledger_at_start: (usize, usize, u64),
     /// Whether the ledger learned a fact in this run, by the item count it
@@ -380,6 +387,7 @@ impl<'a> Work<'a> {
             .map(|(id, args)| (id.to_owned(), args))
             .collect();
         let mut ledger = input.ledger;
+        let steps = steps::number(&msgs, summary_index, ledger.steps());
         if ledger.is_empty()
             && let Some(previous) = &input.previous_summary
         {
@@ -414,6 +422,7 @@ impl<'a> Work<'a> {
             summary_index,
             anthropic,
             input_index,
+            steps,
             inserted_summary: None,
             input_starts_with_user,
             previous_summary: input.previous_summary,
@@ -442,6 +451,7 @@ impl<'a> Work<'a> {
             capped: Default::default(),
             cleared: Default::default(),
             absorbed: Default::default(),
+            learnt: Default::default(),
             ledger_at_start: (0, 0, 0),
             grew: std::cell::Cell::new(None),
         }
@@ -469,6 +479,7 @@ impl<'a> Work<'a> {
             e.text = text;
             e.part = true;
         }
+        e.step = self.steps.get(i).copied().flatten();
         e
     }
 
@@ -479,6 +490,33 @@ impl<'a> Work<'a> {
             .into_iter()
             .filter(|&i| self.absorbed.insert(i))
             .collect();
+        // A reply can leave before a tool output it repeats (a tool pair
+        // kept while the text around it folds): what reads as orders in
+        // the outputs before it that stay is learnt first, so an echo of
+        // it is known for one (`FactLedger::learn_orders`).
+        let last_prose = fresh
+            .iter()
+            .copied()
+            .filter(|&i| {
+                matches!(
+                    self.original[i].role(),
+                    crate::model::Role::User | crate::model::Role::Assistant
+                )
+            })
+            .max();
+        if let Some(last) = last_prose {
+            let staying: Vec<usize> = (0..last)
+                .filter(|&j| {
+                    self.original[j].role() == crate::model::Role::Tool
+                        && !self.absorbed.contains(&j)
+                        && self.learnt.insert(j)
+                })
+                .collect();
+            for j in staying {
+                let e = self.entry(j, None);
+                self.out.ledger.learn_orders(&e);
+            }
+        }
         let entries: Vec<SummaryEntry> = fresh.into_iter().map(|i| self.entry(i, None)).collect();
         if !entries.is_empty() {
             self.out.ledger.absorb(&entries);
@@ -1271,6 +1309,9 @@ impl<'a> Work<'a> {
                 assemble(&plan, std::mem::take(&mut self.msgs), summary)
             }
         };
+        // The next call sends these back: their steps go with the ledger.
+        let remembered = steps::remember(indexed.iter().map(|(m, i)| (m, *i)), &self.steps);
+        self.out.ledger.set_steps(remembered);
         let messages = if self.anthropic {
             let indexed = indexed
                 .into_iter()

@@ -47,5 +47,6 @@ pub(crate) fn entry(m: &Message, tool_name: Option<&str>) -> SummaryEntry {
         text: m.plain_text(),
         input: None,
         part: false,
+        step: None,
     }
 }

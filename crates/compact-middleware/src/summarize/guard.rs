@@ -1139,6 +1139,8 @@ pub(crate) fn excerpt(clause: &str) -> String {
 /// the rule, the clause's word 4-grams and identifiers.
 pub(crate) struct Flagged {
     tool: String,
+    /// The agent's step of the output (`SummaryEntry::step`).
+    step: Option<u32>,
     reason: &'static str,
     grams: std::collections::HashSet<String>,
     ids: Vec<String>,
@@ -1152,7 +1154,7 @@ fn words(text: &str) -> Vec<String> {
 }
 
 /// Runs of four words (or, for text without spaces, of four characters).
-fn grams(text: &str) -> std::collections::HashSet<String> {
+pub(crate) fn grams(text: &str) -> std::collections::HashSet<String> {
     let w = words(text);
     let mut out: std::collections::HashSet<String> = w.windows(4).map(|g| g.join(" ")).collect();
     let cjk: Vec<char> = text
@@ -1180,6 +1182,7 @@ pub(crate) fn flagged_tool_clauses(entries: &[super::SummaryEntry]) -> Vec<Flagg
                     .filter(|n| !n.is_empty())
                     .unwrap_or("tool")
                     .to_owned(),
+                step: e.step,
                 reason: h.reason,
                 grams: grams(clause),
                 ids: note_ids(clause),
@@ -1191,8 +1194,11 @@ pub(crate) fn flagged_tool_clauses(entries: &[super::SummaryEntry]) -> Vec<Flagg
 
 /// Whether a summary `line` repeats one of the `flagged` clauses (four
 /// words in a row, or one of its identifiers) and reads as orders itself:
-/// the tool and the rule, if so.
-pub(crate) fn echoes<'a>(line: &str, flagged: &'a [Flagged]) -> Option<(&'a str, &'static str)> {
+/// the tool, its step and the rule, if so.
+pub(crate) fn echoes<'a>(
+    line: &str,
+    flagged: &'a [Flagged],
+) -> Option<(&'a str, Option<u32>, &'static str)> {
     if reads_as_orders(line).is_none() && screen(line).is_empty() {
         return None;
     }
@@ -1201,7 +1207,7 @@ pub(crate) fn echoes<'a>(line: &str, flagged: &'a [Flagged]) -> Option<(&'a str,
     flagged
         .iter()
         .find(|f| mine.iter().any(|g| f.grams.contains(g)) || ids.iter().any(|i| f.ids.contains(i)))
-        .map(|f| (f.tool.as_str(), f.reason))
+        .map(|f| (f.tool.as_str(), f.step, f.reason))
 }
 
 #[cfg(test)]

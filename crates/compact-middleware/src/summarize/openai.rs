@@ -948,9 +948,13 @@ pub(crate) fn clip_middle(text: &str, max_chars: usize) -> String {
 }
 
 fn render_entry(e: &SummaryEntry) -> String {
-    match &e.name {
-        Some(name) => format!("[{} {}] {}", e.role, name, e.text.trim()),
-        None => format!("[{}] {}", e.role, e.text.trim()),
+    match (&e.name, e.step) {
+        // A tool result says at which step it came, as its facts will.
+        (Some(name), Some(step)) if matches!(e.role.as_str(), "tool" | "function") => {
+            format!("[{} {} @{step}] {}", e.role, name, e.text.trim())
+        }
+        (Some(name), _) => format!("[{} {}] {}", e.role, name, e.text.trim()),
+        (None, _) => format!("[{}] {}", e.role, e.text.trim()),
     }
 }
 

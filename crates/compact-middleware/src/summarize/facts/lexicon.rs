@@ -1289,6 +1289,38 @@ pub(crate) fn strip_timestamp(line: &str) -> &str {
     }
 }
 
+/// The label of a tool fact: `[name] `, or `[name @N] ` when the agent's
+/// step the output came at is known (docs/design.md §12): the tool and
+/// the step, so a quoted fact says where it came from. `@N` and not
+/// `, step N`: two tokens a line instead of four, and a summary at an 8k
+/// window quotes dozens of tool lines (docs/performance.md).
+pub(crate) fn tool_label(name: Option<&str>, step: Option<u32>) -> String {
+    let name = name
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .unwrap_or("tool");
+    match step {
+        Some(n) => format!("[{name} @{n}] "),
+        None => format!("[{name}] "),
+    }
+}
+
+/// The tool name of a `[name] ` or `[name @N] ` label (the label
+/// itself when it is neither).
+pub(crate) fn label_name(label: &str) -> &str {
+    let Some(inner) = label
+        .trim_end()
+        .strip_prefix('[')
+        .and_then(|l| l.strip_suffix(']'))
+    else {
+        return label;
+    };
+    match inner.rsplit_once(" @") {
+        Some((name, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => inner,
+    }
+}
+
 /// The `[tool] ` label of a tool fact and the rest.
 pub(crate) fn split_label(text: &str) -> (&str, &str) {
     if text.starts_with('[')

@@ -89,6 +89,12 @@ impl Ledger {
     /// Records one sentence, unless it is not a statement (a request,
     /// chatter).
     fn extract_sentence(&mut self, sentence: &str, voice: Voice, ids_left: &mut usize) {
+        // Repeating what a tool said to the agent does not make it the
+        // user's or the agent's own: it stays the tool's note, identifiers
+        // included.
+        if self.echoes_flagged(sentence, voice) {
+            return;
+        }
         let found: Vec<(Kind, String)> = identifiers(sentence)
             .map(|(_, k, t)| (k, t.to_owned()))
             .collect();

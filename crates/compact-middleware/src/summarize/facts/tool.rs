@@ -375,9 +375,7 @@ impl Ledger {
             return false;
         }
         // A tool naming itself (`read_file` in its own output) says nothing.
-        if t.kind.is_some()
-            && (t.text.len() < 4 || r.label.get(1..r.label.len().saturating_sub(2)) == Some(t.text))
-        {
+        if t.kind.is_some() && (t.text.len() < 4 || super::label_name(r.label) == t.text) {
             return false;
         }
         if r.shapes.count(t.shape) > RARE || !self.shapes.is_rare(t.shape, RARE) {
