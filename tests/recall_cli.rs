@@ -3,32 +3,12 @@
 //! read back by another process; exit 4 for an id the session lacks, 2 for
 //! bad input.
 
-use std::io::Write;
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
+mod recall_support;
 
+use std::process::Output;
+
+use recall_support::{agent_history, compact_s1, first_recall_id, run};
 use serde_json::{Value, json};
-
-fn run(dir: &Path, args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_compact"))
-        .current_dir(dir)
-        .env("XDG_DATA_HOME", dir.join("data"))
-        .env("HOME", dir.join("home"))
-        .env_remove("COMPACT_LOG")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn compact");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin.as_bytes())
-        .expect("write stdin");
-    child.wait_with_output().expect("wait")
-}
 
 fn json_out(o: &Output) -> Value {
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
@@ -38,41 +18,6 @@ fn json_out(o: &Output) -> Value {
             String::from_utf8_lossy(&o.stderr)
         )
     })
-}
-
-/// Six turns of a coding agent, each reading a module whose output names
-/// its flaky test (`quux_N_timeout`) amid 150 log words: enough to clear
-/// the early outputs at a 2,500-token window.
-fn agent_history() -> Vec<Value> {
-    let mut messages = vec![json!({"role": "system", "content": "You are a coding agent."})];
-    for t in 0..6 {
-        let id = format!("call_{t}");
-        messages.push(json!({"role": "user", "content": format!("Turn {t}: check module {t}")}));
-        messages.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "read_file", "arguments": format!("{{\"path\":\"src/m{t}.rs\"}}")}}]}));
-        messages.push(json!({"role": "tool", "tool_call_id": id, "content": format!("module {t}: the flaky test is named quux_{t}_timeout\n{}", "log line ".repeat(150))}));
-        messages.push(json!({"role": "assistant", "content": format!("Module {t} checked.")}));
-    }
-    messages
-}
-
-/// `compact preflight` of `messages` as session `s1` at a 2,500-token
-/// window, its state in `state`.
-fn compact_s1(dir: &Path, config: &str, state: &str, messages: &[Value]) -> Output {
-    run(
-        dir,
-        &[
-            "preflight",
-            "--config",
-            config,
-            "--max-context-tokens",
-            "2500",
-            "--session",
-            "s1",
-            "--state",
-            state,
-        ],
-        &json!({ "messages": messages }).to_string(),
-    )
 }
 
 #[test]
@@ -91,20 +36,7 @@ fn recall_reads_what_preflight_cleared_from_another_process() {
     let o = compact_s1(dir.path(), config, state, &messages);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let out = json_out(&o);
-    let rid = out["messages"]
-        .as_array()
-        .expect("messages")
-        .iter()
-        .find_map(|m| {
-            let text = m["content"].as_str()?;
-            Some(
-                text.split("— recall ")
-                    .nth(1)?
-                    .strip_suffix('⟧')?
-                    .to_owned(),
-            )
-        })
-        .unwrap_or_else(|| panic!("no recall id in {out}"));
+    let rid = first_recall_id(&out);
     assert!(
         dir.path().join("recall.sqlite3").exists(),
         "the index sits beside the state file"

@@ -1,0 +1,84 @@
+//! What the `compact recall` CLI tests share: the binary run in a sandbox,
+//! an agent history whose early outputs a 2,500-token window clears, its
+//! compaction as session `s1`, and the recall id a placeholder carries.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+/// `compact args` run in `dir` with `stdin`; its data and home under `dir`.
+pub(crate) fn run(dir: &Path, args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_compact"))
+        .current_dir(dir)
+        .env("XDG_DATA_HOME", dir.join("data"))
+        .env("HOME", dir.join("home"))
+        .env_remove("COMPACT_LOG")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn compact");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("write stdin");
+    child.wait_with_output().expect("wait")
+}
+
+/// Six turns of a coding agent, each reading a module whose output names
+/// its flaky test (`quux_N_timeout`) amid 150 log words: enough to clear
+/// the early outputs at a 2,500-token window.
+pub(crate) fn agent_history() -> Vec<Value> {
+    let mut messages = vec![json!({"role": "system", "content": "You are a coding agent."})];
+    for t in 0..6 {
+        let id = format!("call_{t}");
+        messages.push(json!({"role": "user", "content": format!("Turn {t}: check module {t}")}));
+        messages.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "read_file", "arguments": format!("{{\"path\":\"src/m{t}.rs\"}}")}}]}));
+        messages.push(json!({"role": "tool", "tool_call_id": id, "content": format!("module {t}: the flaky test is named quux_{t}_timeout\n{}", "log line ".repeat(150))}));
+        messages.push(json!({"role": "assistant", "content": format!("Module {t} checked.")}));
+    }
+    messages
+}
+
+/// `compact preflight` of `messages` as session `s1` at a 2,500-token
+/// window, its state in `state`.
+pub(crate) fn compact_s1(dir: &Path, config: &str, state: &str, messages: &[Value]) -> Output {
+    run(
+        dir,
+        &[
+            "preflight",
+            "--config",
+            config,
+            "--max-context-tokens",
+            "2500",
+            "--session",
+            "s1",
+            "--state",
+            state,
+        ],
+        &json!({ "messages": messages }).to_string(),
+    )
+}
+
+/// The recall id of the first placeholder in a preflight's output.
+pub(crate) fn first_recall_id(out: &Value) -> String {
+    out["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .find_map(|m| {
+            let text = m["content"].as_str()?;
+            Some(
+                text.split("— recall ")
+                    .nth(1)?
+                    .strip_suffix('⟧')?
+                    .to_owned(),
+            )
+        })
+        .unwrap_or_else(|| panic!("no recall id in {out}"))
+}
