@@ -409,8 +409,9 @@ fn drop_until_fit(f: &mut Fit<'_>, facts: &[usize], budget: usize) {
             }
         }
         // Then the rest, a name in focus after the sentences beside it.
+        let order = drop_order(f, facts, start..at, rank <= REPEATS_GO_FIRST);
         for focus in [false, true] {
-            for j in drop_order(f, facts, start..at, rank <= REPEATS_GO_FIRST) {
+            for &j in &order {
                 if f.total <= budget {
                     return;
                 }
