@@ -4,7 +4,7 @@
 //! insufficient-budget errors and (with `--summary`) the final summary;
 //! `--lost` lists the probes lost. Held-out runs are skipped unless
 //! `--held-out` (then only they run) or `--all`.
-//! `cargo run --release -p compact-bench --example trajectories -- [--windows 8000,16000] [FILTER] [--summary] [--lost] [--raw] [--summary-pct 0.25]`
+//! `cargo run --release -p compact-bench --example trajectories -- [--windows 8000,16000] [FILTER] [--summary] [--lost] [--raw] [--summary-pct 0.25] [--config FILE]`
 
 use std::collections::BTreeMap;
 
@@ -32,7 +32,11 @@ fn main() {
         .enumerate()
         .find(|(i, a)| {
             !a.starts_with("--")
-                && (*i == 0 || !matches!(args[i - 1].as_str(), "--windows" | "--summary-pct"))
+                && (*i == 0
+                    || !matches!(
+                        args[i - 1].as_str(),
+                        "--windows" | "--summary-pct" | "--config"
+                    ))
         })
         .map(|(_, a)| a.clone())
         .unwrap_or_default();
@@ -74,7 +78,26 @@ fn main() {
             .iter()
             .filter(|t| t.name.contains(&filter) && wanted(t.split))
         {
-            let mut config = config_for(w);
+            // `--config FILE`: that configuration, at this window.
+            let mut config = match args
+                .iter()
+                .position(|a| a == "--config")
+                .and_then(|i| args.get(i + 1))
+            {
+                Some(path) => {
+                    match compact_middleware::config::load(Some(std::path::Path::new(path)), &[]) {
+                        Ok(loaded) => compact_middleware::config::Config {
+                            max_context_tokens: Some(w),
+                            ..loaded.config
+                        },
+                        Err(e) => {
+                            eprintln!("{e}");
+                            std::process::exit(2);
+                        }
+                    }
+                }
+                None => config_for(w),
+            };
             if let Some(pct) = summary_pct {
                 config.policy.summary_max_pct = pct;
             }

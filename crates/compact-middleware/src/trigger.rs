@@ -4,6 +4,7 @@ use serde::Serialize;
 
 use std::collections::HashSet;
 
+use crate::cache::pace::Plan;
 use crate::config::{Mode, Policy};
 use crate::estimate::Estimate;
 use crate::model::Message;
@@ -92,6 +93,24 @@ pub fn decide(
             reason: reasons.join("; "),
             turn_triggered,
         }
+    }
+}
+
+/// Adds the cost trigger of `policy.cache: auto` (`crate::cache::pace`) to
+/// a decision the token triggers left untriggered: the context grew a
+/// planned run past the depth of the last compaction. A decision without a
+/// plan (`off`, mode `none`, pace unknown) is returned as it is.
+pub fn when_it_pays(decision: Decision, plan: Option<&Plan>, est: &Estimate) -> Decision {
+    match plan {
+        Some(plan) if !decision.triggered && est.t_est >= plan.trigger => Decision {
+            triggered: true,
+            reason: format!(
+                "cost: t_est >= {} (it pays at {} tokens a call)",
+                plan.trigger, plan.growth
+            ),
+            turn_triggered: false,
+        },
+        _ => decision,
     }
 }
 

@@ -21,6 +21,7 @@
 //! (`policy.cache_breakpoints`), so that this rule has something to read.
 
 pub mod breakpoints;
+pub mod pace;
 
 use serde::{Deserialize, Serialize};
 

@@ -74,6 +74,8 @@ pub(super) const LEAVES: &[Leaf] = &[
     leaf("policy.reactive_target_pct", Kind::Float),
     leaf("policy.repair", Kind::Str),
     leaf("policy.cache_breakpoints", Kind::Str),
+    leaf("policy.cache", Kind::Str),
+    leaf("policy.cache_min_tokens", Kind::UInt),
     aliased("summarizer.kind", Kind::Str, &["COMPACT_SUMMARIZER"]),
     aliased(
         "summarizer.base_url",

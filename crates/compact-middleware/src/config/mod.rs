@@ -33,7 +33,7 @@ pub use process::{
     ServerStore, ServerStoreBackend, StateSettings, StateStoreKind, redact_url_password,
 };
 pub use schema::{
-    CacheBreakpoints, Config, ExporterKind, Mode, ModelOverride, OtlpProtocolKind, Policy,
-    Redaction, Repair, Role, S3Settings, Storage, StorageAdapterKind, Telemetry,
+    CacheBreakpoints, CachePolicy, Config, ExporterKind, Mode, ModelOverride, OtlpProtocolKind,
+    Policy, Redaction, Repair, Role, S3Settings, Storage, StorageAdapterKind, Telemetry,
 };
 pub use sections::{MemorySettings, RecallSettings, SummarizerKind, SummarizerSettings};

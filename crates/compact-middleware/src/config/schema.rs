@@ -275,6 +275,58 @@ pub struct Policy {
     /// compaction left it.
     #[garde(skip)]
     pub cache_breakpoints: CacheBreakpoints,
+    /// Prompt-cache-aware compaction (`crate::cache::pace`): `auto` also
+    /// compacts when carrying the context costs more than re-sending a
+    /// compacted one, and compacts deep enough for the observed growth per
+    /// call; `off` decides on the token triggers alone.
+    #[garde(skip)]
+    pub cache: CachePolicy,
+    /// With `cache: auto`: the cost model never compacts a context smaller
+    /// than this many tokens on cost alone, nor aims below half of it (the
+    /// token triggers still apply).
+    #[garde(custom(rules::at_least(1000)))]
+    pub cache_min_tokens: usize,
+}
+
+/// Whether compaction decisions weigh the provider's prompt cache
+/// (`policy.cache`, `crate::cache::pace`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CachePolicy {
+    /// Compact when it pays, deep enough for the observed growth.
+    #[default]
+    Auto,
+    /// The token triggers and `target_pct` alone.
+    Off,
+}
+
+impl<'de> Deserialize<'de> for CachePolicy {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(if auto_or_off(d)? {
+            Self::Auto
+        } else {
+            Self::Off
+        })
+    }
+}
+
+/// `auto` (true) or `off` (false); YAML reads a bare `off` as the boolean
+/// false (and `on` as true), so booleans are taken too.
+fn auto_or_off<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Spelled {
+        Bool(bool),
+        Name(String),
+    }
+    match Spelled::deserialize(d)? {
+        Spelled::Bool(b) => Ok(b),
+        Spelled::Name(s) => match s.as_str() {
+            "auto" => Ok(true),
+            "off" => Ok(false),
+            other => Err(serde::de::Error::unknown_variant(other, &["auto", "off"])),
+        },
+    }
 }
 
 /// Whether compact places Anthropic `cache_control` breakpoints
@@ -289,25 +341,13 @@ pub enum CacheBreakpoints {
     Off,
 }
 
-/// `auto` or `off`; YAML reads a bare `off` as the boolean false (and `on`
-/// as true), so booleans are taken too: false is `off`, true `auto`.
 impl<'de> Deserialize<'de> for CacheBreakpoints {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Spelled {
-            Bool(bool),
-            Name(String),
-        }
-        match Spelled::deserialize(d)? {
-            Spelled::Bool(true) => Ok(Self::Auto),
-            Spelled::Bool(false) => Ok(Self::Off),
-            Spelled::Name(s) => match s.as_str() {
-                "auto" => Ok(Self::Auto),
-                "off" => Ok(Self::Off),
-                other => Err(serde::de::Error::unknown_variant(other, &["auto", "off"])),
-            },
-        }
+        Ok(if auto_or_off(d)? {
+            Self::Auto
+        } else {
+            Self::Off
+        })
     }
 }
 
@@ -356,6 +396,8 @@ impl Default for Policy {
             reactive_target_pct: 0.4,
             repair: Repair::Report,
             cache_breakpoints: CacheBreakpoints::Auto,
+            cache: CachePolicy::Auto,
+            cache_min_tokens: 16_000,
         }
     }
 }

@@ -238,6 +238,7 @@ pub(super) fn to_record(s: &Session, ledger: crate::summarize::FactLedger) -> Se
             .and_then(|l| serde_json::to_value(l.layers).ok()),
         ledger,
         estimate_error: s.estimate_error,
+        pace: s.pace,
         updated_at_ms: crate::state::now_ms(),
     }
 }
@@ -286,6 +287,7 @@ pub(super) fn from_record(id: SessionId, r: SessionRecord) -> Session {
     s.conversation = r.conversation;
     s.ledger = r.ledger;
     s.estimate_error = r.estimate_error;
+    s.pace = r.pace;
     s.last_report = r.last_report.map(|report| LastOutcome {
         report: LastReport::Stored(report),
         layers: r

@@ -6,7 +6,9 @@ use std::time::{Instant, SystemTime};
 
 use crate::archive::SessionId;
 use crate::cache::breakpoints::{self, Existing, Layer};
-use crate::config::{CacheBreakpoints, Repair};
+use crate::cache::pace::{Costs, Floors, Plan};
+use crate::config::{CacheBreakpoints, CachePolicy, Mode, Repair};
+use crate::estimate::Estimate;
 use crate::events::names;
 use crate::model::{Message, Problem, lost_results, validate};
 use crate::pipeline::{self, Compaction, Input, Limits};
@@ -141,8 +143,13 @@ impl CompactManager {
 
         let span = trail.start(names::TRIGGER_DECISION);
         let user_turns = user_turns(&input);
+        let plan = self.pace(session, &input, &estimate);
         let decision = trigger::defer_to_provider(
-            trigger::decide(policy, &estimate, user_turns, forced),
+            trigger::when_it_pays(
+                trigger::decide(policy, &estimate, user_turns, forced),
+                plan.as_ref(),
+                &estimate,
+            ),
             input.fresh_compaction,
             forced,
         );
@@ -161,7 +168,7 @@ impl CompactManager {
             self.stream(session, trail);
         }
 
-        let limits = self.run_limits(forced);
+        let limits = self.run_limits(forced, plan.as_ref());
         let mut report = Report::new(Facts {
             session_id: session.id().as_str(),
             mode: policy.mode,
@@ -188,7 +195,9 @@ impl CompactManager {
                     limits.scaled(estimate.scale()),
                 )
                 .await?;
-            self.settle(session, trail, &input, c, &mut report).await?
+            let settled = self.settle(session, trail, &input, c, &mut report).await?;
+            session.pace.compacted(report.tokens_after);
+            settled
         } else {
             input.messages
         };
@@ -451,8 +460,10 @@ impl CompactManager {
         }
     }
 
-    /// Limits for one run: the reactive path aims lower.
-    pub(super) fn run_limits(&self, forced: Option<Forced>) -> Limits {
+    /// Limits for one run: the reactive path aims lower; with a cost plan
+    /// (`policy.cache: auto`) a run aims a planned run below where the next
+    /// compaction fires.
+    pub(super) fn run_limits(&self, forced: Option<Forced>, plan: Option<&Plan>) -> Limits {
         let policy = &self.inner.config.policy;
         let max = self.inner.limits.max_tokens;
         let mut window = max;
@@ -464,11 +475,47 @@ impl CompactManager {
             _ => policy.target_pct,
         };
         let budget = max.saturating_sub(policy.hard_cap_buffer);
+        let mut target = ((window as f64 * pct) as usize).min(budget);
+        if let Some(plan) = plan
+            && forced != Some(Forced::ContextOverflow)
+        {
+            let token_trigger = (window as f64 * policy.trigger_pct) as usize;
+            target = plan.target(plan.trigger.min(token_trigger), target);
+        }
         Limits {
             max_tokens: max,
             budget,
-            target: ((window as f64 * pct) as usize).min(budget),
+            target,
         }
+    }
+
+    /// Records this call in the session's pace and returns the cost plan
+    /// (`policy.cache: auto`, `crate::cache::pace`); `None` with `off`, in
+    /// mode `none` and until the pace is known.
+    fn pace(&self, session: &mut Session, input: &Recognised, estimate: &Estimate) -> Option<Plan> {
+        let previous = match input.continuation {
+            Continuation::Fresh => None,
+            Continuation::RawPrefix | Continuation::OutputPrefix => session
+                .last_report
+                .as_ref()
+                .and_then(|o| o.report.tokens_after()),
+        };
+        session.pace.observe(estimate.t_est, previous);
+        let inner = &self.inner;
+        let policy = &inner.config.policy;
+        if policy.cache == CachePolicy::Off || policy.mode == Mode::None {
+            return None;
+        }
+        let model = &inner.limits.model;
+        let costs = Costs::of(
+            inner.config.price_of(model).as_ref(),
+            crate::cache::CacheRule::for_model(model),
+        );
+        let floors = Floors {
+            min_tokens: policy.cache_min_tokens,
+            reactive_target: (inner.limits.max_tokens as f64 * policy.reactive_target_pct) as usize,
+        };
+        session.pace.plan(&costs, floors)
     }
 }
 

@@ -52,6 +52,9 @@ pub struct Session {
     /// The version of the stored record this state was loaded from or
     /// saved as (a session store's etag); `None` when never stored.
     pub(super) etag: Option<crate::state::Etag>,
+    /// How fast the context grows and how deep compaction went
+    /// (`policy.cache: auto`).
+    pub(super) pace: crate::cache::pace::Pace,
 }
 
 /// The rolling summary message we put in the context.
@@ -150,6 +153,7 @@ impl Session {
             conversation: None,
             last_report: None,
             etag: None,
+            pace: crate::cache::pace::Pace::default(),
         }
     }
 

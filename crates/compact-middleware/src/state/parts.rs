@@ -259,6 +259,8 @@ pub(super) fn plan(record: &SessionRecord, known: Option<&Shape>) -> Result<Plan
         breaker: record.breaker,
         trace_sent: record.trace_sent,
         estimate_error: record.estimate_error,
+        // Three numbers that change with every call.
+        pace: record.pace,
         updated_at_ms: record.updated_at_ms,
         // A few hashes at most, and they change with every output.
         last: LastCallRecord {

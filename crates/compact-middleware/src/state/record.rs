@@ -53,6 +53,9 @@ pub struct SessionRecord {
     /// The last observed relative error of the pure token estimate against
     /// the provider's reported usage.
     pub estimate_error: Option<f64>,
+    /// The session's pace (`policy.cache: auto`): growth per call and the
+    /// depth of the last compaction.
+    pub pace: crate::cache::pace::Pace,
     /// When the record was written, in milliseconds since the Unix epoch.
     pub updated_at_ms: u64,
 }
