@@ -11,7 +11,10 @@ use compact_middleware::{CompactError, CompactManager};
 use serde_json::{Value, json};
 
 mod recall_support;
-use recall_support::{SECRET, config, history, output, placeholder_ids};
+use recall_support::{
+    MIDDLE_FACT, SECRET, big_output, cap_ids, config, history, history_big, output,
+    placeholder_ids, recall_whole, turns,
+};
 
 fn manager_with(index: Option<Arc<RecallIndex>>) -> CompactManager {
     let mut b = CompactManager::builder(config()).without_storage();
@@ -67,6 +70,104 @@ async fn placeholders_are_byte_stable_across_calls_and_restarts() {
     m.preflight("s1", history(8)).await.unwrap();
     m.flush_recall(Some("s1")).await;
     assert_eq!(index.count("s1").unwrap(), n, "indexing twice adds nothing");
+}
+
+#[tokio::test]
+async fn a_capped_outputs_marker_gives_the_whole_original_back() {
+    let m = manager_with(None);
+    let out = m.preflight("s1", history_big(3, &[2])).await.unwrap();
+    assert!(out.report.capped >= 1, "{:?}", out.report);
+    let caps = cap_ids(&out.messages);
+    assert_eq!(caps.len(), 1, "{caps:?}");
+    let (call, rid) = &caps[0];
+    assert_eq!(call, "call_2");
+    let capped = out
+        .messages
+        .iter()
+        .find_map(|m| {
+            m.tool_outputs()
+                .into_iter()
+                .find(|(c, _)| c == call)
+                .map(|(_, t)| t.into_owned())
+        })
+        .unwrap();
+    assert!(!capped.contains(MIDDLE_FACT), "the cap cut the middle");
+    // By id: the whole original, the middle the cap cut included.
+    assert_eq!(recall_whole(&m, "s1", rid).await, Some(big_output(2)));
+    // By words: the middle ranks that entry first.
+    let a = m
+        .recall(
+            "s1",
+            RecallQuery::text("which glibc did the canary build pin?"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        a.hits.first().map(|h| h.id.as_str()),
+        Some(rid.as_str()),
+        "{:?}",
+        a.hits
+    );
+    assert!(
+        a.hits[0].excerpt.contains("glibc 2.39"),
+        "{}",
+        a.hits[0].excerpt
+    );
+}
+
+#[tokio::test]
+async fn a_capped_output_cleared_later_keeps_the_caps_id() {
+    // The caller sends its whole history again (a proxy's client), or the
+    // compacted one it got back, capped output included, with new turns.
+    for resend_compacted in [false, true] {
+        let m = manager_with(None);
+        let first = m.preflight("s1", history_big(3, &[2])).await.unwrap();
+        let (_, rid) = cap_ids(&first.messages).remove(0);
+        let later = if resend_compacted {
+            let mut v = first.messages.clone();
+            v.extend(turns(3, 10));
+            v
+        } else {
+            history_big(10, &[2])
+        };
+        let out = m.preflight("s1", later).await.unwrap();
+        let cleared = placeholder_ids(&out.messages);
+        assert!(
+            cleared.contains(&("call_2".to_owned(), rid.clone())),
+            "resend_compacted={resend_compacted}: {cleared:?} (cap {rid})"
+        );
+        assert_eq!(recall_whole(&m, "s1", &rid).await, Some(big_output(2)));
+    }
+}
+
+#[tokio::test]
+async fn cap_markers_are_byte_stable_across_calls_and_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("recall.sqlite3");
+    // Turn 1's big output is cleared, turn 8's capped.
+    let input = || history_big(9, &[1, 8]);
+    let first = {
+        let index = Arc::new(RecallIndex::open(&path).unwrap());
+        let m = manager_with(Some(index));
+        let a = m.preflight("s1", input()).await.unwrap();
+        m.end_session("s1");
+        let b = m.preflight("s1", input()).await.unwrap();
+        assert_eq!(a.messages, b.messages);
+        m.flush_recall(None).await;
+        a.messages
+    };
+    let caps = cap_ids(&first);
+    assert!(caps.iter().any(|(c, _)| c == "call_8"), "{caps:?}");
+    let index = Arc::new(RecallIndex::open(&path).unwrap());
+    let n = index.count("s1").unwrap();
+    let m = manager_with(Some(index.clone()));
+    let again = m.preflight("s1", input()).await.unwrap();
+    assert_eq!(again.messages, first);
+    m.flush_recall(None).await;
+    assert_eq!(index.count("s1").unwrap(), n, "indexing twice adds nothing");
+    for (_, rid) in caps {
+        assert_eq!(recall_whole(&m, "s1", &rid).await, Some(big_output(8)));
+    }
 }
 
 #[tokio::test]
