@@ -171,6 +171,55 @@ async fn cap_markers_are_byte_stable_across_calls_and_restarts() {
 }
 
 #[tokio::test]
+async fn a_folded_message_is_found_by_its_words_and_its_hits_id() {
+    // Turn 0's request states a fact only there; enough turns that it is
+    // folded into the summary (gone from the context as a message).
+    const FACT: &str = "the staging database listens on port 6543, reserved by Dana";
+    let mut v: Vec<Value> = history(14).iter().map(Message::to_value).collect();
+    v[1]["content"] = json!(format!(
+        "turn 0: please look at the next module; note {FACT}"
+    ));
+    let input = Request::from_value(Value::Array(v), Format::Auto)
+        .unwrap()
+        .messages;
+    let mut c = config();
+    c.max_context_tokens = Some(3_000);
+    let m = CompactManager::builder(c)
+        .without_storage()
+        .build()
+        .unwrap();
+    let out = m.preflight("s1", input).await.unwrap();
+    assert!(out.report.summary_version.is_some(), "{:?}", out.report);
+    assert!(
+        !out.messages
+            .iter()
+            .any(|m| m.plain_text().starts_with("turn 0:")),
+        "turn 0's request was folded: {:#?}",
+        out.messages
+            .iter()
+            .map(|m| m.plain_text().chars().take(60).collect::<String>())
+            .collect::<Vec<_>>()
+    );
+    let a = m
+        .recall(
+            "s1",
+            RecallQuery::text("which port does the staging database use?"),
+        )
+        .await
+        .unwrap();
+    let hit = a.hits.first().expect("a hit");
+    assert_eq!(
+        (hit.origin.kind.as_str(), hit.origin.role.as_str()),
+        ("message", "user"),
+        "{:?}",
+        a.hits
+    );
+    assert!(hit.excerpt.contains("6543"), "{}", hit.excerpt);
+    let whole = recall_whole(&m, "s1", &hit.id).await.unwrap();
+    assert!(whole.ends_with(FACT), "{whole}");
+}
+
+#[tokio::test]
 async fn recall_off_keeps_the_plain_placeholder_and_refuses_queries() {
     let mut c = config();
     c.recall.enabled = false;

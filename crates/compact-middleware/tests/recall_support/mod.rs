@@ -67,7 +67,11 @@ pub(crate) fn big_output(t: usize) -> String {
 /// `out`.
 pub(crate) fn turn(t: usize, out: &str) -> Vec<Value> {
     let id = format!("call_{t}");
-    let name = if t.is_multiple_of(2) { "read_file" } else { "run_tests" };
+    let name = if t.is_multiple_of(2) {
+        "read_file"
+    } else {
+        "run_tests"
+    };
     vec![
         json!({"role": "user", "content": format!("turn {t}: please look at the next module")}),
         json!({"role": "assistant", "content": null, "tool_calls": [
