@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 
 mod recall_support;
 use recall_support::{
-    MIDDLE_FACT, SECRET, big_output, cap_ids, config, history, history_big, output,
-    placeholder_ids, recall_whole, turns,
+    SECRET, big_output, cap_ids, config, history, history_big, output, placeholder_ids,
+    recall_whole, turns,
 };
 
 fn manager_with(index: Option<Arc<RecallIndex>>) -> CompactManager {
@@ -74,45 +74,7 @@ async fn placeholders_are_byte_stable_across_calls_and_restarts() {
 
 #[tokio::test]
 async fn a_capped_outputs_marker_gives_the_whole_original_back() {
-    let m = manager_with(None);
-    let out = m.preflight("s1", history_big(3, &[2])).await.unwrap();
-    assert!(out.report.capped >= 1, "{:?}", out.report);
-    let caps = cap_ids(&out.messages);
-    assert_eq!(caps.len(), 1, "{caps:?}");
-    let (call, rid) = &caps[0];
-    assert_eq!(call, "call_2");
-    let capped = out
-        .messages
-        .iter()
-        .find_map(|m| {
-            m.tool_outputs()
-                .into_iter()
-                .find(|(c, _)| c == call)
-                .map(|(_, t)| t.into_owned())
-        })
-        .unwrap();
-    assert!(!capped.contains(MIDDLE_FACT), "the cap cut the middle");
-    // By id: the whole original, the middle the cap cut included.
-    assert_eq!(recall_whole(&m, "s1", rid).await, Some(big_output(2)));
-    // By words: the middle ranks that entry first.
-    let a = m
-        .recall(
-            "s1",
-            RecallQuery::text("which glibc did the canary build pin?"),
-        )
-        .await
-        .unwrap();
-    assert_eq!(
-        a.hits.first().map(|h| h.id.as_str()),
-        Some(rid.as_str()),
-        "{:?}",
-        a.hits
-    );
-    assert!(
-        a.hits[0].excerpt.contains("glibc 2.39"),
-        "{}",
-        a.hits[0].excerpt
-    );
+    recall_support::capped_outputs_give_the_original_back(&manager_with(None)).await;
 }
 
 #[tokio::test]

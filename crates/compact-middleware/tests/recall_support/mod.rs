@@ -142,6 +142,22 @@ pub(crate) async fn recall_whole(m: &CompactManager, session: &str, rid: &str) -
     Some(text)
 }
 
+/// One user message, then a `run` call and its output per item of
+/// `outputs` (call ids `call_0`, `call_1`, …): what an index is given.
+pub(crate) fn tool_history(outputs: &[String]) -> Vec<Message> {
+    let mut v = vec![json!({"role": "user", "content": "go"})];
+    for (i, o) in outputs.iter().enumerate() {
+        let id = format!("call_{i}");
+        v.push(json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": id, "type": "function", "function": {"name": "run", "arguments": "{}"}}
+        ]}));
+        v.push(json!({"role": "tool", "tool_call_id": id, "content": o}));
+    }
+    Request::from_value(Value::Array(v), Format::Auto)
+        .expect("fixture decodes")
+        .messages
+}
+
 pub(crate) fn config() -> Config {
     let mut c = Config {
         max_context_tokens: Some(12_000),
@@ -299,4 +315,47 @@ pub(crate) async fn redacted_secrets_are_not_found(m: &CompactManager) {
         .entry
         .unwrap();
     assert!(e.text.contains("deploy credentials") && !e.text.contains(SECRET));
+}
+
+/// A capped output's marker carries a recall id that gives the whole
+/// original back, the middle the cap cut included; its words find it.
+pub(crate) async fn capped_outputs_give_the_original_back(m: &CompactManager) {
+    let out = m.preflight("s1", history_big(3, &[2])).await.unwrap();
+    assert!(out.report.capped >= 1, "{:?}", out.report);
+    let caps = cap_ids(&out.messages);
+    assert_eq!(caps.len(), 1, "{caps:?}");
+    let (call, rid) = &caps[0];
+    assert_eq!(call, "call_2");
+    let capped = out
+        .messages
+        .iter()
+        .find_map(|m| {
+            m.tool_outputs()
+                .into_iter()
+                .find(|(c, _)| c == call)
+                .map(|(_, t)| t.into_owned())
+        })
+        .unwrap();
+    assert!(!capped.contains(MIDDLE_FACT), "the cap cut the middle");
+    // By id: the whole original, the middle the cap cut included.
+    assert_eq!(recall_whole(m, "s1", rid).await, Some(big_output(2)));
+    // By words: the middle ranks that entry first.
+    let a = m
+        .recall(
+            "s1",
+            RecallQuery::text("which glibc did the canary build pin?"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        a.hits.first().map(|h| h.id.as_str()),
+        Some(rid.as_str()),
+        "{:?}",
+        a.hits
+    );
+    assert!(
+        a.hits[0].excerpt.contains("glibc 2.39"),
+        "{}",
+        a.hits[0].excerpt
+    );
 }
