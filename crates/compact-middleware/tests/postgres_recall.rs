@@ -12,7 +12,7 @@ use std::sync::Arc;
 use compact_middleware::CompactManager;
 use compact_middleware::config::{Config, StateStoreKind};
 use compact_middleware::recall::{Location, POSTGRES_SCHEMA_VERSION, RecallIndex, RecallQuery};
-use recall_support::{config, history, placeholder_ids};
+use recall_support::{config, history, placeholder_ids, tool_history};
 
 /// A manager whose index is `index` (a replica: its own connection).
 fn replica(index: Arc<RecallIndex>) -> CompactManager {
@@ -58,6 +58,12 @@ async fn other_sessions_answer_nothing() {
 async fn redacted_secrets_are_not_found() {
     let db = postgres_support::database().await;
     recall_support::redacted_secrets_are_not_found(&replica(connect(&db.url))).await;
+}
+
+#[tokio::test]
+async fn capped_outputs_give_the_original_back() {
+    let db = postgres_support::database().await;
+    recall_support::capped_outputs_give_the_original_back(&replica(connect(&db.url))).await;
 }
 
 #[tokio::test]
@@ -166,6 +172,179 @@ async fn a_newer_schema_is_refused_naming_the_database_and_both_versions() {
         .unwrap()
         .get(0);
     assert_eq!(v, newer);
+    drop(client);
+    let _ = task.await;
+}
+
+/// A log of about `chars` characters of short words (`row N ok`, three
+/// words in ten characters), each of `planted` at (about) its character
+/// offset.
+fn long_log(chars: usize, planted: &[(usize, &str)]) -> String {
+    let mut s = String::with_capacity(chars + 1_000);
+    let mut next = planted.iter().peekable();
+    let mut i = 0;
+    while s.len() < chars {
+        if let Some((_, p)) = next.next_if(|(at, _)| s.len() >= *at) {
+            s.push_str(p);
+            s.push('\n');
+        }
+        s.push_str(&format!("row {} ok\n", i % 1_000));
+        i += 1;
+    }
+    s
+}
+
+#[tokio::test]
+async fn a_long_output_is_searchable_in_full_and_answers_once() {
+    let db = postgres_support::database().await;
+    let index = connect(&db.url);
+    // 1.2 million characters: past the 250,000 that were searchable, past
+    // a tsvector's 1 MB, and past position 16,383 (after 50,000 words),
+    // where phrases (snake_case) stopped matching.
+    let text = long_log(
+        1_200_000,
+        &[
+            (150_000, "the flux_capacitor_overload alarm was logged"),
+            (1_100_000, "zyzzogeton quarantined by the night janitor"),
+        ],
+    );
+    let other = "a short output about ports and nothing else".to_owned();
+    let messages = tool_history(&[text.clone(), other]);
+    let n = index
+        .add_messages("s1", 1, &messages, &|s: &str| s.to_owned())
+        .unwrap();
+    assert_eq!(
+        index.count("s1").unwrap(),
+        n,
+        "one entry, however many pieces"
+    );
+    let rid = index.key("s1").output_id("call_0", &text);
+    for (q, word) in [
+        ("flux_capacitor_overload", "flux_capacitor_overload"),
+        ("who quarantined the zyzzogeton?", "zyzzogeton"),
+    ] {
+        let a = index.recall("s1", &RecallQuery::text(q)).unwrap();
+        let hit = a.hits.first().unwrap_or_else(|| panic!("{q}: no hit"));
+        assert_eq!(hit.id, rid, "{q}");
+        assert!(hit.excerpt.contains(word), "{q}: {}", hit.excerpt);
+        assert_eq!(hit.chars, text.chars().count());
+    }
+    // A word in every piece: the entry is one hit, not one per piece.
+    let a = index
+        .recall(
+            "s1",
+            &RecallQuery {
+                limit: Some(20),
+                ..RecallQuery::text("row ok")
+            },
+        )
+        .unwrap();
+    let ids: Vec<&str> = a.hits.iter().map(|h| h.id.as_str()).collect();
+    assert_eq!(ids, [rid.as_str()], "{ids:?}");
+    // By id: the whole text, paged.
+    let e = index
+        .recall("s1", &RecallQuery::id(&rid))
+        .unwrap()
+        .entry
+        .unwrap();
+    assert_eq!(e.total_chars, text.chars().count());
+    let off = 1_100_000;
+    let q = RecallQuery {
+        offset: Some(off),
+        ..RecallQuery::id(&rid)
+    };
+    let page = index.recall("s1", &q).unwrap().entry.unwrap();
+    assert_eq!(page.text, text[off..off + page.text.len()]);
+    // Written again: nothing new, pieces included.
+    assert_eq!(
+        index
+            .add_messages("s1", 2, &messages, &|s: &str| s.to_owned())
+            .unwrap(),
+        0
+    );
+    assert_eq!(index.count("s1").unwrap(), n);
+}
+
+#[tokio::test]
+async fn a_query_of_stop_words_only_matches_them_as_words() {
+    let db = postgres_support::database().await;
+    let pg = connect(&db.url);
+    let file = RecallIndex::open(":memory:").unwrap();
+    let outputs = [
+        "To be, or not to be: that is the question".to_owned(),
+        "nothing here but noise".to_owned(),
+        "let it be".to_owned(),
+        "their thesis".to_owned(),
+    ];
+    let messages = tool_history(&outputs);
+    // PostgreSQL's English parser drops all of these words; FTS5 keeps
+    // them. Both backends answer alike.
+    for index in [&pg, &Arc::new(file)] {
+        index
+            .add_messages("s1", 1, &messages, &|s: &str| s.to_owned())
+            .unwrap();
+        let key = index.key("s1");
+        let rid = |i: usize| key.output_id(&format!("call_{i}"), &outputs[i]);
+        let ids = |q: &str| -> Vec<String> {
+            let a = index.recall("s1", &RecallQuery::text(q)).unwrap();
+            assert!(
+                a.hits.iter().all(|h| h.score.is_finite()),
+                "{q}: {:?}",
+                a.hits
+            );
+            a.hits.into_iter().map(|h| h.id).collect()
+        };
+        let backend = index.backend();
+        // Whole words, case-insensitive: "the" is not in "their thesis".
+        assert_eq!(ids("The"), [rid(0)], "{backend}");
+        // "not" is the word that is not a stop word in either backend.
+        assert_eq!(ids("to be or not to be"), [rid(0)], "{backend}");
+        // Ranked by how many of the words each holds.
+        assert_eq!(ids("it be"), [rid(2), rid(0)], "{backend}");
+        let a = index
+            .recall("s1", &RecallQuery::text("to be or not to be"))
+            .unwrap();
+        assert!(
+            a.hits[0].excerpt.contains("not to be"),
+            "{backend}: {}",
+            a.hits[0].excerpt
+        );
+        // Stop words no entry holds: a plain empty answer.
+        assert!(ids("were you").is_empty(), "{backend}");
+        // Another session holds none of them.
+        let a = index.recall("s2", &RecallQuery::text("The")).unwrap();
+        assert!(a.hits.is_empty(), "{backend}");
+    }
+}
+
+#[tokio::test]
+async fn a_version_1_database_is_taken_as_it_is_and_recorded_as_2() {
+    let db = postgres_support::database().await;
+    let first = connect(&db.url);
+    let messages = tool_history(&["the ledger replica listens on port 48213".to_owned()]);
+    first
+        .add_messages("s1", 1, &messages, &|s: &str| s.to_owned())
+        .unwrap();
+    let rid = first
+        .key("s1")
+        .output_id("call_0", "the ledger replica listens on port 48213");
+    drop(first);
+    let (client, conn) = tokio_postgres::connect(&db.url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    let task = tokio::spawn(conn);
+    client
+        .execute("UPDATE compact_recall_meta SET version = 1", &[])
+        .await
+        .unwrap();
+    let index = connect(&db.url);
+    assert_eq!(index.schema_version().unwrap(), 2);
+    assert_eq!(POSTGRES_SCHEMA_VERSION, 2);
+    // Its entries answer as before, with the same ids.
+    let a = index
+        .recall("s1", &RecallQuery::text("ledger port"))
+        .unwrap();
+    assert_eq!(a.hits.first().map(|h| h.id.as_str()), Some(rid.as_str()));
     drop(client);
     let _ = task.await;
 }

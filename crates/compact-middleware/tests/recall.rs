@@ -11,7 +11,10 @@ use compact_middleware::{CompactError, CompactManager};
 use serde_json::{Value, json};
 
 mod recall_support;
-use recall_support::{SECRET, config, history, output, placeholder_ids};
+use recall_support::{
+    SECRET, big_output, cap_ids, config, history, history_big, output, placeholder_ids,
+    recall_whole, turns,
+};
 
 fn manager_with(index: Option<Arc<RecallIndex>>) -> CompactManager {
     let mut b = CompactManager::builder(config()).without_storage();
@@ -67,6 +70,115 @@ async fn placeholders_are_byte_stable_across_calls_and_restarts() {
     m.preflight("s1", history(8)).await.unwrap();
     m.flush_recall(Some("s1")).await;
     assert_eq!(index.count("s1").unwrap(), n, "indexing twice adds nothing");
+}
+
+#[tokio::test]
+async fn a_capped_outputs_marker_gives_the_whole_original_back() {
+    recall_support::capped_outputs_give_the_original_back(&manager_with(None)).await;
+}
+
+#[tokio::test]
+async fn a_capped_output_cleared_later_keeps_the_caps_id() {
+    // The caller sends its whole history again (a proxy's client), or the
+    // compacted one it got back, capped output included, with new turns.
+    for resend_compacted in [false, true] {
+        let m = manager_with(None);
+        let first = m.preflight("s1", history_big(3, &[2])).await.unwrap();
+        let (_, rid) = cap_ids(&first.messages).remove(0);
+        let later = if resend_compacted {
+            let mut v = first.messages.clone();
+            v.extend(turns(3, 10));
+            v
+        } else {
+            history_big(10, &[2])
+        };
+        let out = m.preflight("s1", later).await.unwrap();
+        let cleared = placeholder_ids(&out.messages);
+        assert!(
+            cleared.contains(&("call_2".to_owned(), rid.clone())),
+            "resend_compacted={resend_compacted}: {cleared:?} (cap {rid})"
+        );
+        assert_eq!(recall_whole(&m, "s1", &rid).await, Some(big_output(2)));
+    }
+}
+
+#[tokio::test]
+async fn cap_markers_are_byte_stable_across_calls_and_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("recall.sqlite3");
+    // Turn 1's big output is cleared, turn 8's capped.
+    let input = || history_big(9, &[1, 8]);
+    let first = {
+        let index = Arc::new(RecallIndex::open(&path).unwrap());
+        let m = manager_with(Some(index));
+        let a = m.preflight("s1", input()).await.unwrap();
+        m.end_session("s1");
+        let b = m.preflight("s1", input()).await.unwrap();
+        assert_eq!(a.messages, b.messages);
+        m.flush_recall(None).await;
+        a.messages
+    };
+    let caps = cap_ids(&first);
+    assert!(caps.iter().any(|(c, _)| c == "call_8"), "{caps:?}");
+    let index = Arc::new(RecallIndex::open(&path).unwrap());
+    let n = index.count("s1").unwrap();
+    let m = manager_with(Some(index.clone()));
+    let again = m.preflight("s1", input()).await.unwrap();
+    assert_eq!(again.messages, first);
+    m.flush_recall(None).await;
+    assert_eq!(index.count("s1").unwrap(), n, "indexing twice adds nothing");
+    for (_, rid) in caps {
+        assert_eq!(recall_whole(&m, "s1", &rid).await, Some(big_output(8)));
+    }
+}
+
+#[tokio::test]
+async fn a_folded_message_is_found_by_its_words_and_its_hits_id() {
+    // Turn 0's request states a fact only there; enough turns that it is
+    // folded into the summary (gone from the context as a message).
+    const FACT: &str = "the staging database listens on port 6543, reserved by Dana";
+    let mut v: Vec<Value> = history(14).iter().map(Message::to_value).collect();
+    v[1]["content"] = json!(format!(
+        "turn 0: please look at the next module; note {FACT}"
+    ));
+    let input = Request::from_value(Value::Array(v), Format::Auto)
+        .unwrap()
+        .messages;
+    let mut c = config();
+    c.max_context_tokens = Some(3_000);
+    let m = CompactManager::builder(c)
+        .without_storage()
+        .build()
+        .unwrap();
+    let out = m.preflight("s1", input).await.unwrap();
+    assert!(out.report.summary_version.is_some(), "{:?}", out.report);
+    assert!(
+        !out.messages
+            .iter()
+            .any(|m| m.plain_text().starts_with("turn 0:")),
+        "turn 0's request was folded: {:#?}",
+        out.messages
+            .iter()
+            .map(|m| m.plain_text().chars().take(60).collect::<String>())
+            .collect::<Vec<_>>()
+    );
+    let a = m
+        .recall(
+            "s1",
+            RecallQuery::text("which port does the staging database use?"),
+        )
+        .await
+        .unwrap();
+    let hit = a.hits.first().expect("a hit");
+    assert_eq!(
+        (hit.origin.kind.as_str(), hit.origin.role.as_str()),
+        ("message", "user"),
+        "{:?}",
+        a.hits
+    );
+    assert!(hit.excerpt.contains("6543"), "{}", hit.excerpt);
+    let whole = recall_whole(&m, "s1", &hit.id).await.unwrap();
+    assert!(whole.ends_with(FACT), "{whole}");
 }
 
 #[tokio::test]

@@ -27,7 +27,8 @@ use tiers::ToolFilter;
 
 pub use fallback::{Outcome as FallbackOutcome, summarize_with_fallbacks};
 pub use summary::{SUMMARY_HEADER, summary_message};
-pub use tiers::cap_text;
+pub(crate) use tiers::capped_recall_id;
+pub use tiers::{cap_text, cap_text_with_recall};
 
 /// A summary is not worth writing below this many tokens of room, unless
 /// the hard budget leaves nothing else.
@@ -601,7 +602,17 @@ impl<'a> Work<'a> {
     /// Caps the tool results in `indices` to `max_chars`; the part cut
     /// goes to the ledger first.
     fn cap_indices(&mut self, indices: Vec<usize>, max_chars: usize) {
-        let changed = tiers::cap_tool_results(&mut self.msgs, indices, max_chars, &self.names);
+        let original = &self.original;
+        let recall_id = self.recall.as_ref().map(|key| {
+            move |i: usize, call_id: &str| tiers::received_recall_id(original, key, i, call_id)
+        });
+        let changed = tiers::cap_tool_results(
+            &mut self.msgs,
+            indices,
+            max_chars,
+            &self.names,
+            recall_id.as_ref().map(|f| f as tiers::RecallIdOf<'_>),
+        );
         let cut: Vec<SummaryEntry> = changed
             .iter()
             .filter_map(|&i| {
@@ -669,13 +680,7 @@ impl<'a> Work<'a> {
     fn clear_indices(&mut self, indices: Vec<usize>, clear_inputs: bool, filter: &ToolFilter) {
         let original = &self.original;
         let recall_id = self.recall.as_ref().map(|key| {
-            move |i: usize, call_id: &str| {
-                original[i]
-                    .tool_outputs()
-                    .into_iter()
-                    .find(|(id, _)| *id == call_id)
-                    .map(|(_, text)| key.output_id(call_id, &text))
-            }
+            move |i: usize, call_id: &str| tiers::received_recall_id(original, key, i, call_id)
         });
         let changed = tiers::clear_tool_io(
             &mut self.msgs,

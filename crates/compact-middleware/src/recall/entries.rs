@@ -92,7 +92,11 @@ pub(crate) fn entries(
                     None => (m.kind().result_name.clone(), None),
                 };
                 out.push(Entry {
-                    id: key.output_id(call_id, &text),
+                    // A capped output's marker names the original's id:
+                    // indexed already (then skipped as known), or, when the
+                    // original never reached this index, the capped text
+                    // answers under that id.
+                    id: key.received_output_id(call_id, &text),
                     turn,
                     kind: "tool_output",
                     role: "tool",

@@ -242,6 +242,20 @@ impl RecallKey {
         self.id(&["out", call_id, text])
     }
 
+    /// The id of tool output `text` answering `call_id` as a compaction
+    /// receives it: an output that an earlier compaction capped (its marker
+    /// carrying the original's id: `crate::pipeline::cap_text_with_recall`)
+    /// keeps that id, so the cap marker, the placeholder that clears it
+    /// later and the index entry of the whole original all name one id,
+    /// whether the caller sends the original again or the capped text;
+    /// any other output gets [`output_id`](Self::output_id).
+    pub fn received_output_id(&self, call_id: &str, text: &str) -> String {
+        match crate::pipeline::capped_recall_id(text) {
+            Some(rid) => rid.to_owned(),
+            None => self.output_id(call_id, text),
+        }
+    }
+
     /// The id of a message of `role` with `text`.
     pub fn message_id(&self, role: &str, text: &str) -> String {
         self.id(&["msg", role, text])

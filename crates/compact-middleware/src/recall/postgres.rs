@@ -24,16 +24,31 @@
 //!
 //! The text is given to PostgreSQL's parser with every run of characters
 //! other than letters and digits as a space (`query::normalized`), so a
-//! path or `snake_case` is words, as in SQLite; only its first
-//! [`SEARCHABLE_CHARS`] characters are searchable (a `tsvector` holds at
-//! most 1 MB), all of it comes back by id.
+//! path or `snake_case` is words, as in SQLite. A `tsvector` holds at most
+//! 1 MB and records no word position past 16,383 (a phrase, which is how
+//! `snake_case` is matched, no longer matches there), so a long entry is
+//! searched in pieces ([`pieces`]: at most [`PIECE_WORDS`] words and about
+//! [`PIECE_CHARS`] characters each): the entry's row (`rid`) holds the
+//! whole text and the first piece's words, and each further piece is a row
+//! of its own (`rid.1`, `rid.2`, …: a piece's id is never a recall id)
+//! with that piece's text, for its excerpt. A query scores rows and keeps
+//! each entry's best; counts and by-id reads see entries' rows only.
+//!
+//! PostgreSQL's English configuration drops stop words ("the", "not",
+//! "were"), which FTS5 keeps: a query of nothing else would match nothing.
+//! It is answered instead by matching its words as whole words
+//! (case-insensitive) in the session's [`FALLBACK_ENTRIES`] latest
+//! entries, ranked by how many of them each holds, as SQLite answers it.
 //!
 //! Like the PostgreSQL memory store, the index is synchronous (writes run
 //! on the blocking pool, recalls through `RecallIndex::recall_async`) and
 //! its connection lives on a small runtime of its own, so a call works from
 //! any thread, inside a runtime or not.
 //!
-//! Schema versions (`compact_recall_meta.version`): 1 is the first.
+//! Schema versions (`compact_recall_meta.version`): 1 is the first; 2
+//! writes a long entry's further pieces as rows of their own (the tables
+//! are the same: a version-1 database is taken as it is, its long entries
+//! searchable in their first 250,000 characters as they were written).
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -48,10 +63,54 @@ use super::query::{normalized, ts_query};
 use super::{Origin, RecallError, RecallHit};
 
 /// The schema version this build writes (see the module's notes).
-pub const POSTGRES_SCHEMA_VERSION: i32 = 1;
+pub const POSTGRES_SCHEMA_VERSION: i32 = 2;
 
-/// Characters of an entry's text that are searchable.
-pub(super) const SEARCHABLE_CHARS: usize = 250_000;
+/// Words (runs of letters and digits, as `query::normalized` leaves them)
+/// per searchable piece of an entry: a `tsvector` records positions up to
+/// 16,383, and the parser may split a word further (room for a third more).
+pub(super) const PIECE_WORDS: usize = 12_000;
+
+/// Characters per searchable piece, about (a piece ends where a word
+/// starts): with the words' positions, well under a `tsvector`'s 1 MB.
+pub(super) const PIECE_CHARS: usize = 200_000;
+
+/// A word longer than this is cut between pieces: PostgreSQL indexes no
+/// word over 2,047 bytes anyway.
+const LONGEST_WORD: usize = 4_096;
+
+/// Entries a query of stop words only reads, the latest first: it matches
+/// with a regular expression, row by row.
+const FALLBACK_ENTRIES: i64 = 1_000;
+
+/// `text` in searchable pieces, in order (their concatenation is `text`),
+/// each at most [`PIECE_WORDS`] words and about [`PIECE_CHARS`] characters,
+/// cut where a word starts (never inside one, unless it is longer than
+/// [`LONGEST_WORD`]). A short text is one piece.
+pub(super) fn pieces(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut start, mut words, mut chars, mut word_chars) = (0, 0, 0, 0);
+    let mut in_word = false;
+    for (i, c) in text.char_indices() {
+        let alnum = c.is_alphanumeric();
+        let starts_word = alnum && !in_word;
+        let full = words >= PIECE_WORDS || chars >= PIECE_CHARS;
+        if (starts_word && full) || (alnum && word_chars >= LONGEST_WORD && chars >= PIECE_CHARS) {
+            out.push(&text[start..i]);
+            (start, words, chars) = (i, 0, 0);
+        }
+        if starts_word {
+            words += 1;
+            word_chars = 0;
+        }
+        if alnum {
+            word_chars += 1;
+        }
+        in_word = alnum;
+        chars += 1;
+    }
+    out.push(&text[start..]);
+    out
+}
 
 /// Created under the advisory lock, after the version was checked. The GIN
 /// index has no pending list (`fastupdate = off`): every scan reads the
@@ -196,6 +255,7 @@ struct Conn {
     add: Statement,
     stats: Statement,
     search: Statement,
+    fallback: Statement,
     entry: Statement,
     count: Statement,
 }
@@ -225,7 +285,9 @@ impl Conn {
                                       LIMIT $4) c)
                           FROM (SELECT a.i, to_tsquery('english', a.t) AS q
                                 FROM unnest($2::text[]) WITH ORDINALITY AS a(t, i)) u
-                          ORDER BY u.i)";
+                          ORDER BY u.i),
+                    (SELECT coalesce(bool_and(numnode(to_tsquery('english', t)) = 0), true)
+                     FROM unnest($2::text[]) AS t)";
         // The entries holding a driving term ($5, at most $8 of them), each
         // detoasted once (`|| ''`), scored by the terms' weights ($2, $6;
         // half again for a term in the tool or file, $9), the frequency
@@ -239,26 +301,42 @@ impl Conn {
                  SELECT to_tsquery('english', t.q) AS q, to_tsquery('english', t.qa) AS qa, t.w
                  FROM unnest($2::text[], $9::text[], $6::float8[]) AS t(q, qa, w)
              ), cand AS MATERIALIZED (
-                 SELECT x.id, x.doc || ''::tsvector AS d
+                 SELECT x.id, split_part(x.rid, '.', 1) AS entry, x.doc || ''::tsvector AS d
                  FROM compact_recall_entries x, (SELECT to_tsquery('english', $5) AS q) dq
                  WHERE numnode(dq.q) > 0
                    AND x.doc @@ (dq.q && $3::text::tsquery)
                  LIMIT $8
              )
-             SELECT e.rid, r.score, e.text, (SELECT tsvector_to_array(to_tsvector('english', $10))),
+             SELECT split_part(e.rid, '.', 1), r.score, e.text,
+                    (SELECT tsvector_to_array(to_tsvector('english', $10))),
                     e.chars, e.step, e.turn, e.kind, e.role, e.tool, e.call_id, e.file
-             FROM (SELECT c.id,
-                          (SELECT coalesce(sum(t.w * ((c.d @@ t.q)::int + 0.5 * (c.d @@ t.qa)::int)), 0)
-                           FROM terms t WHERE t.w > 0)
-                          + ts_rank('{WEIGHTS}', c.d, to_tsquery('english', $7), 1) AS score
-                   FROM cand c
-                   ORDER BY score DESC, c.id
+             FROM (SELECT b.id, b.score
+                   FROM (SELECT DISTINCT ON (c.entry) c.id,
+                                (SELECT coalesce(sum(t.w * ((c.d @@ t.q)::int + 0.5 * (c.d @@ t.qa)::int)), 0)
+                                 FROM terms t WHERE t.w > 0)
+                                + ts_rank('{WEIGHTS}', c.d, to_tsquery('english', $7), 1) AS score
+                         FROM cand c
+                         ORDER BY c.entry, score DESC, c.id) b
+                   ORDER BY b.score DESC, b.id
                    LIMIT $4) r
              JOIN compact_recall_entries e ON e.id = r.id
              WHERE e.session = $1
              ORDER BY r.score DESC, r.id"
         );
-        let (known, add, stats, search, entry, count) = tokio::try_join!(
+        // A query of stop words only: its words ($2, each `\mword\M`) as
+        // whole words in the latest $4 entries (their rows only: pieces'
+        // ids hold a `.`), by how many each holds.
+        let fallback = "SELECT s.rid, s.score, s.text, $5::text[],
+                    s.chars, s.step, s.turn, s.kind, s.role, s.tool, s.call_id, s.file
+             FROM (SELECT e.*, (SELECT count(*) FROM unnest($2::text[]) AS p(re)
+                                WHERE e.text ~* p.re)::float8 AS score
+                   FROM (SELECT * FROM compact_recall_entries
+                         WHERE session = $1 AND strpos(rid, '.') = 0
+                         ORDER BY id DESC LIMIT $4) e) s
+             WHERE s.score > 0
+             ORDER BY s.score DESC, s.id DESC
+             LIMIT $3";
+        let (known, add, stats, search, fallback, entry, count) = tokio::try_join!(
             client.prepare(
                 "SELECT rid FROM compact_recall_entries WHERE session = $1 AND rid = ANY($2::text[])"
             ),
@@ -277,8 +355,8 @@ impl Conn {
                              $9::text[], $10::text[], $11::int4[], $12::text[], $13::text[], $14::text[])
                       AS t(rid, turn, kind, role, tool, call_id, file, chars, text, label, words)
                  ON CONFLICT (session, rid) DO NOTHING
-                 RETURNING 1
-                 ), n AS (SELECT count(*) AS c FROM ins),
+                 RETURNING strpos(rid, '.') = 0 AS entry
+                 ), n AS (SELECT count(*) FILTER (WHERE entry) AS c FROM ins),
                  up AS (
                  INSERT INTO compact_recall_sessions (session, entries)
                  SELECT $1, c FROM n WHERE c > 0
@@ -289,11 +367,14 @@ impl Conn {
             ),
             client.prepare(stats),
             client.prepare(&search),
+            client.prepare(fallback),
             client.prepare(
                 "SELECT text, step, turn, kind, role, tool, call_id, file
                  FROM compact_recall_entries WHERE session = $1 AND rid = $2"
             ),
-            client.prepare("SELECT count(*) FROM compact_recall_entries WHERE session = $1"),
+            client.prepare(
+                "SELECT count(*) FROM compact_recall_entries WHERE session = $1 AND strpos(rid, '.') = 0"
+            ),
         )?;
         Ok(Conn {
             client,
@@ -301,6 +382,7 @@ impl Conn {
             add,
             stats,
             search,
+            fallback,
             entry,
             count,
         })
@@ -395,27 +477,34 @@ impl PgIndex {
         let mut cols = Columns::with_capacity(n);
         for x in entries {
             let e = x.entry;
-            cols.rid.push(e.id.clone());
-            cols.turn.push(i32::try_from(e.turn).unwrap_or(i32::MAX));
-            cols.kind.push(e.kind.to_owned());
-            cols.role.push(e.role.to_owned());
-            cols.tool.push(x.tool.clone());
-            cols.call_id.push(e.call_id.clone());
-            cols.file.push(x.file.clone());
-            cols.chars
-                .push(i32::try_from(x.text.chars().count()).unwrap_or(i32::MAX));
+            let chars = i32::try_from(x.text.chars().count()).unwrap_or(i32::MAX);
             let label = [x.tool.as_deref(), x.file.as_deref()]
                 .into_iter()
                 .flatten()
                 .collect::<Vec<_>>()
                 .join(" ");
-            cols.label.push(normalized(&label));
-            let searchable = match x.text.char_indices().nth(SEARCHABLE_CHARS) {
-                Some((at, _)) => &x.text[..at],
-                None => &x.text,
-            };
-            cols.words.push(normalized(searchable));
-            cols.text.push(x.text.clone());
+            let label = normalized(&label);
+            // The entry's row has the whole text; a further piece's row its
+            // own, for the excerpt of a hit there. Each row has the tool and
+            // file, so that they weigh wherever the words are found.
+            for (k, piece) in pieces(&x.text).into_iter().enumerate() {
+                let (rid, text) = if k == 0 {
+                    (e.id.clone(), x.text.clone())
+                } else {
+                    (format!("{}.{k}", e.id), piece.to_owned())
+                };
+                cols.rid.push(rid);
+                cols.turn.push(i32::try_from(e.turn).unwrap_or(i32::MAX));
+                cols.kind.push(e.kind.to_owned());
+                cols.role.push(e.role.to_owned());
+                cols.tool.push(x.tool.clone());
+                cols.call_id.push(e.call_id.clone());
+                cols.file.push(x.file.clone());
+                cols.chars.push(chars);
+                cols.label.push(label.clone());
+                cols.words.push(normalized(piece));
+                cols.text.push(text);
+            }
         }
         let session = session.to_owned();
         let sid = session_token(&session);
@@ -464,6 +553,19 @@ impl PgIndex {
                 .map_err(|e| db("searching", e))?;
             let n: i64 = row.try_get(0).map_err(|e| db("searching", e))?;
             let df: Vec<i64> = row.try_get(1).map_err(|e| db("searching", e))?;
+            let stop_words_only: bool = row.try_get(2).map_err(|e| db("searching", e))?;
+            if stop_words_only {
+                let patterns: Vec<String> = q.words.iter().map(|w| format!("\\m{w}\\M")).collect();
+                let rows = conn
+                    .client
+                    .query(
+                        &conn.fallback,
+                        &[&session, &patterns, &limit, &FALLBACK_ENTRIES, &q.words],
+                    )
+                    .await
+                    .map_err(|e| db("searching", e))?;
+                return rows.iter().map(hit).collect();
+            }
             let Some((w, driving)) = weights(n, &df) else {
                 return Ok(Vec::new());
             };
@@ -663,6 +765,15 @@ impl Inner {
             .batch_execute(SCHEMA)
             .await
             .map_err(step("creating the recall tables"))?;
+        // Version 1's rows are version 2's (an entry's row; the pieces of a
+        // long entry written from now on are rows of their own).
+        client
+            .execute(
+                "UPDATE compact_recall_meta SET version = $1 WHERE version < $1",
+                &[&POSTGRES_SCHEMA_VERSION],
+            )
+            .await
+            .map_err(step("recording the recall index's version"))?;
         client
             .batch_execute("COMMIT")
             .await
@@ -705,7 +816,37 @@ fn origin(r: &Row, at: usize) -> Result<Origin, RecallError> {
 
 #[cfg(test)]
 mod tests {
-    use super::{CANDIDATES, weights};
+    use super::{CANDIDATES, LONGEST_WORD, PIECE_CHARS, PIECE_WORDS, pieces, weights};
+
+    #[test]
+    fn pieces_cover_the_text_and_cut_where_a_word_starts() {
+        assert_eq!(pieces("short text"), ["short text"]);
+        assert_eq!(pieces(""), [""]);
+        // Many short words: cut by words.
+        let text: String = (0..40_000).map(|i| format!("w{i}, ")).collect();
+        let ps = pieces(&text);
+        assert_eq!(ps.concat(), text);
+        assert_eq!(ps.len(), 4, "{}", ps.len());
+        for p in &ps {
+            let words = super::normalized(p)
+                .split(' ')
+                .filter(|w| !w.is_empty())
+                .count();
+            assert!(words <= PIECE_WORDS, "{words}");
+            assert!(p.starts_with('w'), "cut inside a word: {:?}", &p[..10]);
+        }
+        // Few long words: cut by characters, still at word starts.
+        let text: String = (0..3_000).map(|i| format!("{:0>150} ", i)).collect();
+        let ps = pieces(&text);
+        assert_eq!(ps.concat(), text);
+        assert!(ps.len() >= 3);
+        assert!(ps.iter().all(|p| p.chars().count() <= PIECE_CHARS + 151));
+        // One word longer than any piece: cut inside it.
+        let text = "x".repeat(PIECE_CHARS + 2 * LONGEST_WORD);
+        let ps = pieces(&text);
+        assert_eq!(ps.concat(), text);
+        assert_eq!(ps.len(), 2);
+    }
 
     #[test]
     fn rarer_terms_weigh_more_and_choose_the_candidates() {

@@ -58,6 +58,9 @@ pub(crate) fn fts_expression(q: &str) -> Option<String> {
 pub(crate) struct TsQuery {
     pub(crate) terms: Vec<String>,
     pub(crate) plain: String,
+    /// The words, lowercased (letters, digits and `_` only): what a query
+    /// of stop words only matches as whole words.
+    pub(crate) words: Vec<String>,
 }
 
 impl TsQuery {
@@ -102,6 +105,7 @@ pub(crate) fn ts_query(q: &str) -> Option<TsQuery> {
     Some(TsQuery {
         terms,
         plain: normalized(&kept.join(" ")),
+        words: kept,
     })
 }
 
@@ -152,6 +156,7 @@ mod tests {
         assert_eq!(q.any([2, 0]), "port | fix <-> ledger");
         assert_eq!(q.weighted_a()[0], "fix:A <-> ledger:A");
         assert_eq!(q.plain, "fix ledger s port 8080");
+        assert_eq!(q.words, ["fix_ledger", "s", "port", "8080"]);
         // tsquery syntax in the query is dropped, never passed on.
         let q = ts_query("a & !b | (c <-> d):*").expect("words");
         assert_eq!(q.terms, ["b", "c", "d"]);

@@ -33,18 +33,125 @@ pub(crate) fn output(t: usize) -> String {
 }
 
 pub(crate) fn history(turns: usize) -> Vec<Message> {
+    history_big(turns, &[])
+}
+
+/// What the middle of a [`big_output`] says: what a cap cuts out.
+pub(crate) const MIDDLE_FACT: &str =
+    "the canary build pinned glibc 2.39 on runner mx-7731 after the linker crash";
+
+/// A tool output of turn `t` far over `policy.tool_result_max_chars`
+/// (10,000): a head, [`MIDDLE_FACT`] in its middle, a tail.
+pub(crate) fn big_output(t: usize) -> String {
+    let filler = |s: &mut String, from: usize, until: usize| {
+        let mut i = from;
+        while s.len() < until {
+            s.push_str(&format!(
+                "row {i}: checksum={:08x} ok\n",
+                i * 2_654_435_761 % 0xffff_ffff
+            ));
+            i += 1;
+        }
+        i
+    };
+    let mut s = format!("HEAD of big turn {t}\n");
+    let i = filler(&mut s, 0, 20_000);
+    s.push_str(MIDDLE_FACT);
+    s.push('\n');
+    filler(&mut s, i, 40_000);
+    s.push_str(&format!("TAIL of big turn {t}: 0 errors\n"));
+    s
+}
+
+/// The messages of turn `t` (user, call, output, reply); its output is
+/// `out`.
+pub(crate) fn turn(t: usize, out: &str) -> Vec<Value> {
+    let id = format!("call_{t}");
+    let name = if t.is_multiple_of(2) {
+        "read_file"
+    } else {
+        "run_tests"
+    };
+    vec![
+        json!({"role": "user", "content": format!("turn {t}: please look at the next module")}),
+        json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": id, "type": "function", "function": {"name": name, "arguments": format!("{{\"path\":\"src/mod{t}.rs\"}}")}}
+        ]}),
+        json!({"role": "tool", "tool_call_id": id, "content": out}),
+        json!({"role": "assistant", "content": format!("turn {t} done")}),
+    ]
+}
+
+/// Turns `from..to` as messages (appended to a history a caller kept).
+pub(crate) fn turns(from: usize, to: usize) -> Vec<Message> {
+    let v: Vec<Value> = (from..to).flat_map(|t| turn(t, &output(t))).collect();
+    Request::from_value(Value::Array(v), Format::Auto)
+        .expect("fixture decodes")
+        .messages
+}
+
+/// [`history`] whose turns in `big` have a [`big_output`].
+pub(crate) fn history_big(turns: usize, big: &[usize]) -> Vec<Message> {
     let mut v = vec![json!({"role": "system", "content": "You are a careful coding agent."})];
     for t in 0..turns {
-        let id = format!("call_{t}");
-        let name = if t % 2 == 0 { "read_file" } else { "run_tests" };
-        v.push(
-            json!({"role": "user", "content": format!("turn {t}: please look at the next module")}),
-        );
+        let out = if big.contains(&t) {
+            big_output(t)
+        } else {
+            output(t)
+        };
+        v.extend(turn(t, &out));
+    }
+    Request::from_value(Value::Array(v), Format::Auto)
+        .expect("fixture decodes")
+        .messages
+}
+
+/// `(call id, recall id)` of every capped output whose marker carries one.
+pub(crate) fn cap_ids(messages: &[Message]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for m in messages {
+        for (call, text) in m.tool_outputs() {
+            if let Some(at) = text.find("\n⟦truncated: ") {
+                let marker = &text[at..];
+                let rid = marker
+                    .split_once("— recall ")
+                    .and_then(|(_, r)| r.split_once('⟧'))
+                    .map(|(rid, _)| rid)
+                    .unwrap_or_else(|| panic!("no recall id in the marker of {call}"));
+                out.push((call.to_owned(), rid.to_owned()));
+            }
+        }
+    }
+    out
+}
+
+/// The whole text of entry `rid`, read page by page.
+pub(crate) async fn recall_whole(m: &CompactManager, session: &str, rid: &str) -> Option<String> {
+    let e = m.recall(session, RecallQuery::id(rid)).await.ok()?.entry?;
+    let mut text = e.text;
+    let mut next = e.next_offset;
+    while let Some(off) = next {
+        let q = RecallQuery {
+            offset: Some(off),
+            ..RecallQuery::id(rid)
+        };
+        let page = m.recall(session, q).await.ok()?.entry?;
+        text.push_str(&page.text);
+        next = page.next_offset;
+    }
+    Some(text)
+}
+
+/// One user message, then a `run` call and its output per item of
+/// `outputs` (call ids `call_0`, `call_1`, …): what an index is given.
+pub(crate) fn tool_history(outputs: &[String]) -> Vec<Message> {
+    let mut v = vec![json!({"role": "user", "content": "go"})];
+    for (i, o) in outputs.iter().enumerate() {
+        let id = format!("call_{i}");
         v.push(json!({"role": "assistant", "content": null, "tool_calls": [
-            {"id": id, "type": "function", "function": {"name": name, "arguments": format!("{{\"path\":\"src/mod{t}.rs\"}}")}}
+            {"id": id, "type": "function", "function": {"name": "run", "arguments": "{}"}}
         ]}));
-        v.push(json!({"role": "tool", "tool_call_id": id, "content": output(t)}));
-        v.push(json!({"role": "assistant", "content": format!("turn {t} done")}));
+        v.push(json!({"role": "tool", "tool_call_id": id, "content": o}));
     }
     Request::from_value(Value::Array(v), Format::Auto)
         .expect("fixture decodes")
@@ -208,4 +315,47 @@ pub(crate) async fn redacted_secrets_are_not_found(m: &CompactManager) {
         .entry
         .unwrap();
     assert!(e.text.contains("deploy credentials") && !e.text.contains(SECRET));
+}
+
+/// A capped output's marker carries a recall id that gives the whole
+/// original back, the middle the cap cut included; its words find it.
+pub(crate) async fn capped_outputs_give_the_original_back(m: &CompactManager) {
+    let out = m.preflight("s1", history_big(3, &[2])).await.unwrap();
+    assert!(out.report.capped >= 1, "{:?}", out.report);
+    let caps = cap_ids(&out.messages);
+    assert_eq!(caps.len(), 1, "{caps:?}");
+    let (call, rid) = &caps[0];
+    assert_eq!(call, "call_2");
+    let capped = out
+        .messages
+        .iter()
+        .find_map(|m| {
+            m.tool_outputs()
+                .into_iter()
+                .find(|(c, _)| c == call)
+                .map(|(_, t)| t.into_owned())
+        })
+        .unwrap();
+    assert!(!capped.contains(MIDDLE_FACT), "the cap cut the middle");
+    // By id: the whole original, the middle the cap cut included.
+    assert_eq!(recall_whole(m, "s1", rid).await, Some(big_output(2)));
+    // By words: the middle ranks that entry first.
+    let a = m
+        .recall(
+            "s1",
+            RecallQuery::text("which glibc did the canary build pin?"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        a.hits.first().map(|h| h.id.as_str()),
+        Some(rid.as_str()),
+        "{:?}",
+        a.hits
+    );
+    assert!(
+        a.hits[0].excerpt.contains("glibc 2.39"),
+        "{}",
+        a.hits[0].excerpt
+    );
 }
