@@ -44,6 +44,7 @@ pub fn fact_keys(line: &str) -> Vec<String> {
     facts::fact_keys(line)
 }
 pub use openai::{OpenAiConfig, OpenAiError, OpenAiSummarizer};
+pub use prefix::PREFIX_INTRO as AGENT_PREFIX_INTRO;
 pub use templates::{TemplateError, Templates};
 
 /// The summary styles (docs/design.md §6).

@@ -19,9 +19,9 @@ use super::openai::{ChatMessage, JOIN_TOKENS, MIN_COMPLETION_TOKENS, OpenAiSumma
 use super::{AgentPrefix, SummarizeError, SummaryRequest};
 use crate::model::Format;
 
-/// Opens the instruction: the model is mid-task with tools in reach, and
-/// must write the summary instead of carrying on.
-pub(crate) const PREFIX_INTRO: &str = "Stop here: do not continue the task and do not call any tool. The conversation above, up to this message, is being compacted; the messages after it stay in the context. Write the summary that will replace it, following the instructions below, and answer with the summary text only.";
+/// Opens the instruction of an agent-prefix request: the model is mid-task
+/// with tools in reach, and must write the summary instead of carrying on.
+pub const PREFIX_INTRO: &str = "Stop here: do not continue the task and do not call any tool. The conversation above, up to this message, is being compacted; the messages after it stay in the context. Write the summary that will replace it, following the instructions below, and answer with the summary text only.";
 /// Stands for `{conversation}`: the history is the request itself.
 pub(crate) const CONVERSATION_ABOVE: &str =
     "(the conversation above this message; its system instructions stay in the context)";
