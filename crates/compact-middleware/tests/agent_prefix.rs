@@ -64,11 +64,51 @@ fn agent_messages(turns: usize) -> Vec<String> {
     out
 }
 
-/// The agent's request, decoded as the manager receives it.
+/// The agent's request, decoded as the manager receives it: chat
+/// completions, or Anthropic Messages when `messages` are (then the
+/// system prompt is the request's `system`).
 fn agent_request(messages: &[String]) -> Request {
-    let text = format!(r#"{{"messages":[{}],"tools":{TOOLS}}}"#, messages.join(","));
+    let anthropic = messages.iter().any(|m| m.contains("\"tool_use\""));
+    let text = if anthropic {
+        format!(
+            r#"{{"system":"You are a coding agent.","messages":[{}]}}"#,
+            messages.join(",")
+        )
+    } else {
+        format!(r#"{{"messages":[{}],"tools":{TOOLS}}}"#, messages.join(","))
+    };
     let v: Value = serde_json::from_str(&text).expect("agent request is JSON");
-    Request::from_value(v, Format::Chat).expect("chat request")
+    let format = if anthropic {
+        Format::Anthropic
+    } else {
+        Format::Chat
+    };
+    Request::from_value(v, format).expect("agent request decodes")
+}
+
+/// An Anthropic Messages history of `turns` tool-using turns.
+fn anthropic_messages(turns: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    for i in 0..turns {
+        out.push(
+            json!({"role": "user", "content": format!("Turn {i}: investigate NET-{i} retries. {}", "Context detail. ".repeat(20))})
+                .to_string(),
+        );
+        out.push(
+            json!({"role": "assistant", "content": [{"type": "tool_use", "id": format!("tu_{i}"), "name": "run_tests", "input": {"filter": format!("net::{i}")}}]})
+                .to_string(),
+        );
+        out.push(
+            json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": format!("tu_{i}"), "content": format!("running 12 tests\n{}test net::{i}::retries_on_503 ... FAILED", "test net::ok ... ok\n".repeat(10))}]})
+                .to_string(),
+        );
+        out.push(
+            json!({"role": "assistant", "content": format!("Turn {i}: the backoff doubles from 10 ms. {}", "Analysis detail. ".repeat(20))})
+                .to_string(),
+        );
+    }
+    out.push(json!({"role": "user", "content": "Continue."}).to_string());
+    out
 }
 
 fn config(base_url: &str, summarizer_extra: &str, events: &std::path::Path) -> Config {
@@ -238,6 +278,22 @@ async fn a_tool_call_answer_to_the_prefix_is_asked_again_with_the_fresh_prompt()
         "{:?}",
         run.outcome.report.fallbacks
     );
+}
+
+#[tokio::test]
+async fn an_anthropic_history_gets_the_fresh_prompt() {
+    // The summarizer speaks chat completions: an Anthropic request's prefix
+    // is not one it can send.
+    let server = FakeServer::start(vec![]).await;
+    server.set_default(ok("Goals: fix the NET retry tests."));
+    let run = compact(&server, "  prompt: agent_prefix\n", &anthropic_messages(4)).await;
+    let sent = server.requests();
+    assert!(!sent.is_empty());
+    for r in &sent {
+        assert_fresh(&r.json());
+    }
+    assert!(summary_text(&run.outcome).contains("Goals: fix the NET retry tests."));
+    assert_eq!(run.created["data"]["prompt"], "fresh");
 }
 
 #[tokio::test]
