@@ -273,6 +273,19 @@ fn compacts_own_summary_requests_are_priced_under_both_prompts_apart_from_its_ca
     assert_eq!(own["calls"], run.own_summaries.len());
     assert!(own["pricing"]["openai"]["agent_prefix_cache_hit_pct"].as_f64() > Some(0.0));
     assert_eq!(own["pricing"]["anthropic_5m"]["saving_pct"], 0.0);
+    // The completion is the same under both prompts: what differs is input.
+    let openai = &own["pricing"]["openai"];
+    let delta = |total: &str, input: &str| {
+        openai[total].as_f64().unwrap_or(f64::NAN) - openai[input].as_f64().unwrap_or(f64::NAN)
+    };
+    let (a, b) = (
+        delta("fresh_cost_per_session", "fresh_input_cost_per_session"),
+        delta(
+            "agent_prefix_cost_per_session",
+            "agent_prefix_input_cost_per_session",
+        ),
+    );
+    assert!((a - b).abs() < 1e-5 && a > 0.0, "{a} vs {b}");
     assert!(doc["all"]["16000"]["compact_raw_resent"]["own_summary"].is_null());
     assert!(cost::report::table(&doc).contains("fresh vs agent_prefix"));
 }

@@ -39,6 +39,8 @@ struct Priced {
     summary_cost: f64,
     /// compact's own summary requests under `fresh` and `agent_prefix`.
     own_cost: [f64; 2],
+    /// The same, input only (the completion is the same under both).
+    own_input_cost: [f64; 2],
     /// Their input tokens, and those read from the cache (`agent_prefix`).
     own_prompt: [usize; 2],
     own_read: usize,
@@ -103,7 +105,10 @@ impl Cell {
                 let i = p.index();
                 let s = &mut self.priced[i];
                 for (k, c) in [fresh, prefixed].into_iter().enumerate() {
-                    s.own_cost[k] += prices[i].cost(&c.tokens[i], p.ttl());
+                    let cost = prices[i].cost(&c.tokens[i], p.ttl());
+                    s.own_cost[k] += cost;
+                    s.own_input_cost[k] +=
+                        cost - c.tokens[i].output as f64 * prices[i].output / 1e6;
                     s.own_prompt[k] += c.tokens[i].prompt();
                 }
                 s.own_read += prefixed.tokens[i].cache_read;
@@ -162,12 +167,16 @@ impl Cell {
             .map(|p| {
                 let s = &self.priced[p.index()];
                 let [fresh, prefixed] = s.own_cost;
+                let [fresh_in, prefixed_in] = s.own_input_cost;
                 (
                     p.name().to_string(),
                     json!({
                         "fresh_cost_per_session": round6(self.per_session(fresh)),
                         "agent_prefix_cost_per_session": round6(self.per_session(prefixed)),
                         "saving_pct": (fresh > 0.0).then(|| round1((1.0 - prefixed / fresh) * 100.0)),
+                        "fresh_input_cost_per_session": round6(self.per_session(fresh_in)),
+                        "agent_prefix_input_cost_per_session": round6(self.per_session(prefixed_in)),
+                        "input_saving_pct": (fresh_in > 0.0).then(|| round1((1.0 - prefixed_in / fresh_in) * 100.0)),
                         "fresh_prompt_tokens": s.own_prompt[0],
                         "agent_prefix_prompt_tokens": s.own_prompt[1],
                         "agent_prefix_cache_hit_pct": pct(s.own_read, s.own_prompt[1]),
@@ -495,7 +504,7 @@ fn own_rows(out: &mut String, doc: &Value) {
                 for p in Pricing::ALL {
                     let pr = &own["pricing"][p.name()];
                     lines.push_str(&format!(
-                        "{:<9} {:>7} {:<19} {:<13} {:>6} {:>10} {:>10} {:>8} {:>6}\n",
+                        "{:<9} {:>7} {:<19} {:<13} {:>6} {:>10} {:>10} {:>8} {:>10} {:>10} {:>8} {:>6}\n",
                         label,
                         w,
                         policy,
@@ -504,6 +513,9 @@ fn own_rows(out: &mut String, doc: &Value) {
                         money(&pr["fresh_cost_per_session"]),
                         money(&pr["agent_prefix_cost_per_session"]),
                         num(&pr["saving_pct"]),
+                        money(&pr["fresh_input_cost_per_session"]),
+                        money(&pr["agent_prefix_input_cost_per_session"]),
+                        num(&pr["input_saving_pct"]),
                         num(&pr["agent_prefix_cache_hit_pct"]),
                     ));
                 }
@@ -515,8 +527,19 @@ fn own_rows(out: &mut String, doc: &Value) {
     }
     out.push_str("\n== compact's own summary requests, were the summarizer a model (summarizer.kind: openai): summarizer.prompt fresh vs agent_prefix ==\n");
     out.push_str(&format!(
-        "{:<9} {:>7} {:<19} {:<13} {:>6} {:>10} {:>10} {:>8} {:>6}\n",
-        "split", "window", "policy", "rule", "calls", "fresh$/s", "prefix$/s", "saving%", "hit%"
+        "{:<9} {:>7} {:<19} {:<13} {:>6} {:>10} {:>10} {:>8} {:>10} {:>10} {:>8} {:>6}\n",
+        "split",
+        "window",
+        "policy",
+        "rule",
+        "calls",
+        "fresh$/s",
+        "prefix$/s",
+        "saving%",
+        "fr.in$/s",
+        "pf.in$/s",
+        "in.sav%",
+        "hit%"
     ));
     out.push_str(&lines);
 }
