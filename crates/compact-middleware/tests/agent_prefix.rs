@@ -340,3 +340,91 @@ async fn fresh_the_default_sends_todays_request() {
         "the span is rendered as text, not sent as the agent's messages"
     );
 }
+
+#[tokio::test]
+async fn a_4xx_answer_to_the_prefix_is_asked_again_with_the_fresh_prompt() {
+    let server = FakeServer::start(vec![
+        fake_openai::status(400),
+        ok("Goals: fix the NET retry tests."),
+    ])
+    .await;
+    let run = compact(&server, "  prompt: agent_prefix\n", &agent_messages(4)).await;
+    let sent = server.requests();
+    assert_eq!(sent.len(), 2);
+    assert_eq!(sent[0].json()["tool_choice"], "none");
+    assert_fresh(&sent[1].json());
+    assert!(summary_text(&run.outcome).contains("Goals: fix the NET retry tests."));
+    assert_eq!(run.created["data"]["prompt"], "fresh");
+}
+
+#[tokio::test]
+async fn the_next_summary_reads_the_previous_one_in_the_prefix() {
+    // Rolling: the agent keeps compact's output and appends; the second
+    // compaction's prefix holds the first summary message as the provider
+    // received it, and the instruction points at it.
+    let server = FakeServer::start(vec![
+        ok("Goals: fix NET-0..NET-3 (backoff 10 ms)."),
+        ok("Goals: fix NET-0..NET-7; NET-4..NET-7 pass."),
+    ])
+    .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let manager = CompactManager::builder(config(
+        &server.base_url(),
+        "  prompt: agent_prefix\n",
+        &dir.path().join("events.jsonl"),
+    ))
+    .without_storage()
+    .build()
+    .expect("manager");
+    let call = |messages: Vec<compact_middleware::Message>| {
+        let tools = agent_request(&agent_messages(0)).tools;
+        manager.preflight_with(
+            "s",
+            PreflightRequest {
+                messages,
+                tools,
+                forced: Some(Forced::Manual),
+                ..PreflightRequest::default()
+            },
+        )
+    };
+    let first = call(agent_request(&agent_messages(4)).messages)
+        .await
+        .expect("first");
+    let mut history = first.messages.clone();
+    let more: Vec<String> = agent_messages(8)[17..].to_vec();
+    history.extend(agent_request(&more).messages);
+    let second = call(history.clone()).await.expect("second");
+    let sent = server.requests();
+    assert_eq!(sent.len(), 2);
+    let body = String::from_utf8(sent[1].body.clone()).expect("utf8");
+    let folded = history.len() - 1;
+    let as_sent: Vec<String> = history[..folded]
+        .iter()
+        .map(|m| m.to_provider_value().to_string())
+        .collect();
+    assert!(
+        as_sent
+            .iter()
+            .any(|m| m.contains("COMPACT-SUMMARY v1") && m.contains("NET-0..NET-3")),
+        "the first summary is in the prefix"
+    );
+    let head = format!(
+        "{{\"model\":\"gpt-4o\",\"messages\":[{},{{\"role\":\"user\",\"content\":",
+        as_sent.join(",")
+    );
+    assert!(body.starts_with(&head), "{body}");
+    let v: Value = serde_json::from_str(&body).expect("json");
+    let instruction = v["messages"][folded]["content"].as_str().expect("text");
+    assert!(
+        instruction.contains("(the COMPACT-SUMMARY message in the conversation above)"),
+        "{instruction}"
+    );
+    let summary = second
+        .messages
+        .iter()
+        .map(|m| m.plain_text())
+        .find(|t| t.starts_with("COMPACT-SUMMARY v2"))
+        .expect("second summary");
+    assert!(summary.contains("NET-4..NET-7 pass"), "{summary}");
+}
