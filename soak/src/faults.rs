@@ -64,6 +64,8 @@ impl Summarizer for FlakySummarizer {
                     prompt_tokens: None,
                     completion_tokens: None,
                     facts: None,
+                    prompt: None,
+                    cached_prompt_tokens: None,
                 }),
                 5 => {
                     // Ignores the budget.
@@ -75,6 +77,8 @@ impl Summarizer for FlakySummarizer {
                         prompt_tokens: None,
                         completion_tokens: None,
                         facts: None,
+                        prompt: None,
+                        cached_prompt_tokens: None,
                     })
                 }
                 _ => Ok(ExtractiveSummarizer.summarize_sync(req)),

@@ -9,8 +9,10 @@
 //! 16000,32000` and `--no-trajectories` narrow the run;
 //! `--no-caller-breakpoints` simulates a client that places no Anthropic
 //! breakpoints of its own (compact's alone, unless the configuration sets
-//! `policy.cache_breakpoints: off`); `--save FILE` also writes the JSON
-//! document to FILE.
+//! `policy.cache_breakpoints: off`); `--summary-prompts` also prices
+//! compact's own summary requests as a model summarizer would make them,
+//! under `summarizer.prompt: fresh` and `agent_prefix`; `--save FILE` also
+//! writes the JSON document to FILE.
 
 fn value<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
     args.iter()
@@ -49,6 +51,9 @@ fn main() -> std::process::ExitCode {
     }
     if args.iter().any(|a| a == "--no-caller-breakpoints") {
         opts.caller_breakpoints = false;
+    }
+    if args.iter().any(|a| a == "--summary-prompts") {
+        opts.summary_prompts = true;
     }
     if args.iter().any(|a| a == "--no-trajectories") {
         opts.sessions.trajectories = false;

@@ -215,3 +215,77 @@ fn compacts_breakpoints_are_what_a_client_without_its_own_reads_from_anthropics_
     };
     assert_eq!(openai(&bare), openai(&placed));
 }
+
+#[test]
+fn compacts_own_summary_requests_are_priced_under_both_prompts_apart_from_its_calls() {
+    let ts = vec![transcripts().remove(0)];
+    let ours = Policy::Compact(CallingMode::FedBack);
+    let at = |summary_prompts: bool| {
+        let opts = Options {
+            windows: vec![16_000],
+            threads: 2,
+            policies: vec![ours, Policy::Compact(CallingMode::RawResent)],
+            summary_prompts,
+            ..Options::quick()
+        };
+        (cost::run_all(&ts, &opts).expect("every run finishes"), opts)
+    };
+    let (plain, _) = at(false);
+    let (priced, opts) = at(true);
+    // Off by default, and pricing them changes none of the agent's calls.
+    assert!(find(&plain, 0, 16_000, ours).own_summaries.is_empty());
+    let tokens = |runs: &[Run]| -> Vec<_> {
+        find(runs, 0, 16_000, ours)
+            .calls
+            .iter()
+            .map(|c| c.tokens)
+            .collect()
+    };
+    assert_eq!(tokens(&plain), tokens(&priced));
+    let run = find(&priced, 0, 16_000, ours);
+    assert!(!run.own_summaries.is_empty());
+    assert!(run.own_summaries.len() <= run.calls.iter().filter(|c| c.compacted).count());
+    // Raw-resent histories are not what the provider received: not priced.
+    assert!(
+        find(&priced, 0, 16_000, Policy::Compact(CallingMode::RawResent))
+            .own_summaries
+            .is_empty()
+    );
+    for (fresh, prefixed) in &run.own_summaries {
+        // A fresh prompt is all plain input; so is the agent prefix on the
+        // Anthropic rules (the summarizer speaks chat completions only).
+        assert_eq!(fresh.tokens[OPENAI].cache_read, 0);
+        assert_eq!(prefixed.tokens[ANTHROPIC_5M], fresh.tokens[ANTHROPIC_5M]);
+        // On the OpenAI rule the agent prefix is the previous request's
+        // head: read from the cache by its 1,024/128 rule.
+        let p = prefixed.tokens[OPENAI];
+        assert_eq!(p.prompt(), prefixed.prompt);
+        assert!(p.cache_read > 0 && p.cache_read == openai_cached(p.cache_read));
+        assert_eq!(p.output, fresh.tokens[OPENAI].output);
+    }
+    let prices = [
+        opts.config.price_of(&opts.openai_model).expect("price"),
+        opts.config.price_of(&opts.anthropic_model).expect("price"),
+        opts.config.price_of(&opts.anthropic_model).expect("price"),
+    ];
+    let doc = cost::report::build(&ts, &priced, &opts, &prices);
+    let own = &doc["all"]["16000"]["compact_fed_back"]["own_summary"];
+    assert_eq!(own["calls"], run.own_summaries.len());
+    assert!(own["pricing"]["openai"]["agent_prefix_cache_hit_pct"].as_f64() > Some(0.0));
+    assert_eq!(own["pricing"]["anthropic_5m"]["saving_pct"], 0.0);
+    // The completion is the same under both prompts: what differs is input.
+    let openai = &own["pricing"]["openai"];
+    let delta = |total: &str, input: &str| {
+        openai[total].as_f64().unwrap_or(f64::NAN) - openai[input].as_f64().unwrap_or(f64::NAN)
+    };
+    let (a, b) = (
+        delta("fresh_cost_per_session", "fresh_input_cost_per_session"),
+        delta(
+            "agent_prefix_cost_per_session",
+            "agent_prefix_input_cost_per_session",
+        ),
+    );
+    assert!((a - b).abs() < 1e-5 && a > 0.0, "{a} vs {b}");
+    assert!(doc["all"]["16000"]["compact_raw_resent"]["own_summary"].is_null());
+    assert!(cost::report::table(&doc).contains("fresh vs agent_prefix"));
+}

@@ -238,6 +238,16 @@ pub struct SummaryCreated {
     pub prompt_tokens: Option<u64>,
     /// Completion tokens the summarizer's model reported, or `null`.
     pub completion_tokens: Option<u64>,
+    /// The prompt the summarizer's model was sent: `fresh` (a prompt of
+    /// its own) or `agent_prefix` (the agent's request prefix, served from
+    /// the provider's prompt cache). Left out when no model wrote it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// Prompt tokens the provider served from its prompt cache, when it
+    /// said (`usage.prompt_tokens_details.cached_tokens`). Left out
+    /// otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_prompt_tokens: Option<u64>,
     /// The summary text, redacted on export (the Ariadne inspector shows it).
     pub output_text: String,
     /// Facts of the session's ledger the summary shows (shrunk ones
@@ -853,6 +863,8 @@ mod tests {
             latency_ms: 2,
             prompt_tokens: None,
             completion_tokens: None,
+            prompt: Some("agent_prefix".into()),
+            cached_prompt_tokens: Some(11_264),
             output_text: "Goals: Refactor auth module...".into(),
             facts_kept: Some(41),
             facts_dropped: Some(2),
@@ -862,6 +874,8 @@ mod tests {
         };
         matches_the_docs(&p);
         let p = SummaryCreated {
+            prompt: None,
+            cached_prompt_tokens: None,
             facts_kept: None,
             facts_dropped: None,
             facts_shrunk: None,

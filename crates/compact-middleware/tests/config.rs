@@ -1485,3 +1485,32 @@ fn cache_breakpoints_take_yamls_bare_off_and_on() {
     let v = serde_json::to_value(&loaded.config.policy).expect("json");
     assert_eq!(v["cache_breakpoints"], "off");
 }
+
+#[test]
+fn summarizer_prompt_is_fresh_or_agent_prefix() {
+    use compact_middleware::config::SummaryPrompt;
+    for (yaml, want) in [
+        ("summarizer: {prompt: fresh}", SummaryPrompt::Fresh),
+        (
+            "summarizer: {prompt: agent_prefix}",
+            SummaryPrompt::AgentPrefix,
+        ),
+        ("summarizer: {}", SummaryPrompt::Fresh),
+    ] {
+        let c = Config::from_yaml_str(yaml).unwrap_or_else(|e| panic!("{yaml}: {e}"));
+        assert_eq!(c.summarizer.prompt, want, "{yaml}");
+    }
+    let errors = errors_of(Config::from_yaml_str("summarizer: {prompt: cached}"));
+    assert_eq!(errors[0].path, "summarizer.prompt");
+    assert!(
+        errors[0].message.contains("agent_prefix") && errors[0].message.contains("cached"),
+        "{}",
+        errors[0].message
+    );
+    let loaded = load(None, &env(&[("COMPACT_SUMMARIZER_PROMPT", "agent_prefix")])).expect("loads");
+    assert_eq!(loaded.config.summarizer.prompt, SummaryPrompt::AgentPrefix);
+    let errors = load_errors(None, &[("COMPACT_SUMMARIZER_PROMPT", "warm")]);
+    assert_eq!(errors[0].path, "summarizer.prompt");
+    let v = serde_json::to_value(&loaded.config.summarizer).expect("json");
+    assert_eq!(v["prompt"], "agent_prefix");
+}

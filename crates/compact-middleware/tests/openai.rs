@@ -87,6 +87,7 @@ fn request(strategy: Strategy, max_tokens: usize) -> SummaryRequest {
         max_tokens,
         count_tokens: o200k(),
         ledger: None,
+        agent_prefix: None,
     }
 }
 
@@ -435,6 +436,7 @@ async fn a_summary_not_smaller_than_what_it_replaces_is_not_committed() {
         max_tokens: 400,
         count_tokens: o200k(),
         ledger: None,
+        agent_prefix: None,
     };
     let server = FakeServer::start(vec![ok(
         "Goals: fix NET-77 in crates/net, keeping the API stable.",
@@ -514,6 +516,7 @@ async fn tool_outputs_are_clipped_and_a_large_span_is_split_and_folded() {
         max_tokens: 200,
         count_tokens: o200k(),
         ledger: None,
+        agent_prefix: None,
     };
     let parts = s.plan_parts(&req);
     assert!(parts.len() > 1, "the span must not fit one request");
@@ -1116,6 +1119,7 @@ async fn a_big_previous_summary_and_facts_list_are_cut_to_fit_never_the_instruct
         max_tokens: 1_500,
         count_tokens: o200k(),
         ledger: Some(ledger_of(&entries)),
+        agent_prefix: None,
     };
     let summary = s.summarize(&req).await.expect("summary");
     assert!(
@@ -1184,6 +1188,7 @@ async fn a_model_summary_that_omits_facts_is_kept_and_the_facts_are_added_by_ran
         max_tokens: 400,
         count_tokens: o200k(),
         ledger: Some(ledger_of(&entries)),
+        agent_prefix: None,
     };
     let out = summarize_with_fallbacks(&s, &req, replaced(&req), false).await;
     assert!(out.fallbacks.is_empty(), "{:?}", out.fallbacks);
@@ -1252,6 +1257,7 @@ async fn errors_refusals_and_empty_answers_still_fall_back_to_extractive() {
             max_tokens: 600,
             count_tokens: o200k(),
             ledger: Some(ledger_of(&entries)),
+            agent_prefix: None,
         };
         let out = summarize_with_fallbacks(&s, &req, replaced(&req), false).await;
         let (summary, by) = out.summary.expect("extractive");
@@ -1276,6 +1282,7 @@ fn facts_request(entries: &[SummaryEntry], max_tokens: usize) -> SummaryRequest 
         max_tokens,
         count_tokens: o200k(),
         ledger: Some(ledger_of(entries)),
+        agent_prefix: None,
     }
 }
 

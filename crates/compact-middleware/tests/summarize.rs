@@ -30,6 +30,7 @@ fn request(
         max_tokens,
         count_tokens: o200k(),
         ledger: None,
+        agent_prefix: None,
     }
 }
 

@@ -22,7 +22,11 @@
 //! A call's output is the model output of the next turn (the same for every
 //! policy). A peer's compaction also makes a summary request
 //! ([`peers::SummaryCall`]), priced on its own; compact's default
-//! summarizer is extractive and makes none.
+//! summarizer is extractive and makes none. With
+//! [`Options::summary_prompts`], each compaction of compact's that wrote a
+//! summary is also priced as the request a model summarizer would have
+//! made, under `summarizer.prompt: fresh` and `agent_prefix`
+//! ([`own_summary`]), apart from every other figure.
 //!
 //! The report ([`report::build`]) gives, per split (held out first), corpus,
 //! window and policy: cost per session and per call, cache hit %, prefix
@@ -30,6 +34,7 @@
 //! and retention (the retention harness's probes on the final context).
 
 pub mod cache;
+mod own_summary;
 pub mod peers;
 pub mod report;
 
@@ -160,6 +165,11 @@ pub struct Options {
     pub config: Config,
     /// Runs in parallel.
     pub threads: usize,
+    /// Also price compact's own summary requests as a model summarizer
+    /// would make them, under both `summarizer.prompt` values
+    /// ([`own_summary`]; calling mode `fed_back` only, where the agent's
+    /// history is what the provider received).
+    pub summary_prompts: bool,
 }
 
 impl Options {
@@ -177,6 +187,7 @@ impl Options {
             gap_secs: CALL_GAP_SECS,
             caller_breakpoints: true,
             config: Config::default(),
+            summary_prompts: false,
         }
     }
 
@@ -223,6 +234,9 @@ pub struct Run {
     pub calls: Vec<Call>,
     /// The summary requests compactions made.
     pub summaries: Vec<Call>,
+    /// compact's own summary requests as a model summarizer would make
+    /// them: (`fresh`, `agent_prefix`), with [`Options::summary_prompts`].
+    pub own_summaries: Vec<(Call, Call)>,
     /// Per fact of the transcript: retained in the final context.
     pub retained: Vec<bool>,
 }
@@ -431,10 +445,27 @@ pub fn run_one(
     }
     let mut calls: Vec<Call> = Vec::new();
     let mut summaries: Vec<Call> = Vec::new();
+    let mut own_summaries: Vec<(Call, Call)> = Vec::new();
+    let prompts = (opts.summary_prompts && policy == Policy::Compact(CallingMode::FedBack))
+        .then(|| own_summary::Prompts::new(&estimator, manager.config()));
     let context = match policy {
         Policy::Compact(mode) => {
             let id = format!("{}-{window}-{}", t.name, mode.name());
             rt.block_on(replay(&manager, &id, t, mode, |sent, result| {
+                // Priced before the call: the provider holds the previous
+                // request when the summary request is made.
+                if let (Some(prompts), Ok(o)) = (&prompts, result)
+                    && o.report.summarized > 0
+                    && let Some(pair) = own_summary::calls(
+                        &meter,
+                        sent,
+                        &o.messages,
+                        o.report.summary_tokens.unwrap_or(0),
+                        prompts,
+                    )
+                {
+                    own_summaries.push(pair);
+                }
                 let output = outputs.get(calls.len()).copied().unwrap_or(0);
                 // Breakpoints compact put on an Anthropic request do not
                 // change what the provider caches: the meter places them.
@@ -482,6 +513,7 @@ pub fn run_one(
         policy,
         calls,
         summaries,
+        own_summaries,
         retained,
     })
 }

@@ -289,6 +289,7 @@ fn summarize(previous: Option<&str>, span: &[Message], s: &Settings) -> String {
         max_tokens: s.summary_cap,
         count_tokens: s.count_fn(),
         ledger: None,
+        agent_prefix: None,
     };
     ExtractiveSummarizer::new().summarize_sync(&req).text
 }

@@ -37,6 +37,13 @@ struct Priced {
     cost: f64,
     input_cost: f64,
     summary_cost: f64,
+    /// compact's own summary requests under `fresh` and `agent_prefix`.
+    own_cost: [f64; 2],
+    /// The same, input only (the completion is the same under both).
+    own_input_cost: [f64; 2],
+    /// Their input tokens, and those read from the cache (`agent_prefix`).
+    own_prompt: [usize; 2],
+    own_read: usize,
 }
 
 /// The figures of a set of runs.
@@ -53,6 +60,8 @@ struct Cell {
     prompt: usize,
     output: usize,
     priced: [Priced; 3],
+    /// compact's own summary requests priced (`Options::summary_prompts`).
+    own_calls: usize,
     facts: Tally,
     user_assistant: Tally,
     tool: Tally,
@@ -88,6 +97,21 @@ impl Cell {
             for p in Pricing::ALL {
                 self.priced[p.index()].summary_cost +=
                     prices[p.index()].cost(&c.tokens[p.index()], p.ttl());
+            }
+        }
+        self.own_calls += run.own_summaries.len();
+        for (fresh, prefixed) in &run.own_summaries {
+            for p in Pricing::ALL {
+                let i = p.index();
+                let s = &mut self.priced[i];
+                for (k, c) in [fresh, prefixed].into_iter().enumerate() {
+                    let cost = prices[i].cost(&c.tokens[i], p.ttl());
+                    s.own_cost[k] += cost;
+                    s.own_input_cost[k] +=
+                        cost - c.tokens[i].output as f64 * prices[i].output / 1e6;
+                    s.own_prompt[k] += c.tokens[i].prompt();
+                }
+                s.own_read += prefixed.tokens[i].cache_read;
             }
         }
         for (i, f) in t.facts.iter().enumerate() {
@@ -138,7 +162,29 @@ impl Cell {
                 )
             })
             .collect();
-        json!({
+        let own: Map<String, Value> = Pricing::ALL
+            .iter()
+            .map(|p| {
+                let s = &self.priced[p.index()];
+                let [fresh, prefixed] = s.own_cost;
+                let [fresh_in, prefixed_in] = s.own_input_cost;
+                (
+                    p.name().to_string(),
+                    json!({
+                        "fresh_cost_per_session": round6(self.per_session(fresh)),
+                        "agent_prefix_cost_per_session": round6(self.per_session(prefixed)),
+                        "saving_pct": (fresh > 0.0).then(|| round1((1.0 - prefixed / fresh) * 100.0)),
+                        "fresh_input_cost_per_session": round6(self.per_session(fresh_in)),
+                        "agent_prefix_input_cost_per_session": round6(self.per_session(prefixed_in)),
+                        "input_saving_pct": (fresh_in > 0.0).then(|| round1((1.0 - prefixed_in / fresh_in) * 100.0)),
+                        "fresh_prompt_tokens": s.own_prompt[0],
+                        "agent_prefix_prompt_tokens": s.own_prompt[1],
+                        "agent_prefix_cache_hit_pct": pct(s.own_read, s.own_prompt[1]),
+                    }),
+                )
+            })
+            .collect();
+        let mut v = json!({
             "sessions": self.sessions,
             "calls": self.calls,
             "compactions": self.compactions,
@@ -157,7 +203,11 @@ impl Cell {
                 "tool_pct": self.tool.pct(),
                 "facts": self.facts.total,
             },
-        })
+        });
+        if self.own_calls > 0 {
+            v["own_summary"] = json!({"calls": self.own_calls, "pricing": own});
+        }
+        v
     }
 }
 
@@ -373,6 +423,7 @@ pub fn table(doc: &Value) -> String {
             );
         }
     }
+    own_rows(&mut out, doc);
     out.push_str("\n== per corpus, openai rule ==\n");
     let corpora: Vec<(String, &Value)> = doc["by_corpus"]
         .as_array()
@@ -435,4 +486,60 @@ fn rows(out: &mut String, label: &str, by_window: &Value, p: Pricing) {
             ));
         }
     }
+}
+
+/// compact's own summary requests as a model summarizer would make them
+/// (`Options::summary_prompts`), per split, window and pricing: nothing
+/// when they were not priced.
+fn own_rows(out: &mut String, doc: &Value) {
+    let mut lines = String::new();
+    for split in doc["by_split"].as_array().into_iter().flatten() {
+        let label = split["split"].as_str().unwrap_or("");
+        for (w, cells) in split["by_window"].as_object().into_iter().flatten() {
+            for (policy, c) in cells.as_object().into_iter().flatten() {
+                let own = &c["own_summary"];
+                if own.is_null() {
+                    continue;
+                }
+                for p in Pricing::ALL {
+                    let pr = &own["pricing"][p.name()];
+                    lines.push_str(&format!(
+                        "{:<9} {:>7} {:<19} {:<13} {:>6} {:>10} {:>10} {:>8} {:>10} {:>10} {:>8} {:>6}\n",
+                        label,
+                        w,
+                        policy,
+                        p.name(),
+                        own["calls"],
+                        money(&pr["fresh_cost_per_session"]),
+                        money(&pr["agent_prefix_cost_per_session"]),
+                        num(&pr["saving_pct"]),
+                        money(&pr["fresh_input_cost_per_session"]),
+                        money(&pr["agent_prefix_input_cost_per_session"]),
+                        num(&pr["input_saving_pct"]),
+                        num(&pr["agent_prefix_cache_hit_pct"]),
+                    ));
+                }
+            }
+        }
+    }
+    if lines.is_empty() {
+        return;
+    }
+    out.push_str("\n== compact's own summary requests, were the summarizer a model (summarizer.kind: openai): summarizer.prompt fresh vs agent_prefix ==\n");
+    out.push_str(&format!(
+        "{:<9} {:>7} {:<19} {:<13} {:>6} {:>10} {:>10} {:>8} {:>10} {:>10} {:>8} {:>6}\n",
+        "split",
+        "window",
+        "policy",
+        "rule",
+        "calls",
+        "fresh$/s",
+        "prefix$/s",
+        "saving%",
+        "fr.in$/s",
+        "pf.in$/s",
+        "in.sav%",
+        "hit%"
+    ));
+    out.push_str(&lines);
 }

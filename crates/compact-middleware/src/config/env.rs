@@ -98,6 +98,7 @@ pub(super) const LEAVES: &[Leaf] = &[
     leaf("summarizer.repair", Kind::Bool),
     leaf("summarizer.max_repairs", Kind::UInt),
     leaf("summarizer.repair_missing_pct", Kind::Float),
+    leaf("summarizer.prompt", Kind::Str),
     leaf("memory.injection", Kind::Bool),
     leaf("memory.store_path", Kind::Str),
     leaf("memory.files_dirs", Kind::List),

@@ -36,4 +36,6 @@ pub use schema::{
     CacheBreakpoints, CachePolicy, Config, ExporterKind, Mode, ModelOverride, OtlpProtocolKind,
     Policy, Redaction, Repair, Role, S3Settings, Storage, StorageAdapterKind, Telemetry,
 };
-pub use sections::{MemorySettings, RecallSettings, SummarizerKind, SummarizerSettings};
+pub use sections::{
+    MemorySettings, RecallSettings, SummarizerKind, SummarizerSettings, SummaryPrompt,
+};

@@ -18,6 +18,39 @@ pub enum SummarizerKind {
     Openai,
 }
 
+/// What the model-backed summarizer sends (`summarizer.prompt`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SummaryPrompt {
+    /// A prompt of its own: the summarizer's system message and the span
+    /// rendered into the strategy template (tool outputs clipped).
+    #[default]
+    Fresh,
+    /// The agent's own request up to the end of the span being folded
+    /// (its system, tools and messages, byte for byte), then one user
+    /// message asking for the summary: a provider that served the agent
+    /// serves that prefix from its prompt cache. Falls back to `fresh`
+    /// when it does not fit `context_window` or the agent's wire is not
+    /// chat completions.
+    AgentPrefix,
+}
+
+impl SummaryPrompt {
+    /// The configuration / event name (`fresh`, `agent_prefix`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SummaryPrompt::Fresh => "fresh",
+            SummaryPrompt::AgentPrefix => "agent_prefix",
+        }
+    }
+}
+
+impl std::fmt::Display for SummaryPrompt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// `summarizer:`: the model-backed summarizer's endpoint and limits.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Validate)]
 #[serde(default, deny_unknown_fields)]
@@ -80,6 +113,11 @@ pub struct SummarizerSettings {
     /// do not fit beside it).
     #[garde(custom(rules::fraction))]
     pub repair_missing_pct: f64,
+    /// `fresh` (default): a prompt of the summarizer's own; `agent_prefix`:
+    /// the agent's request prefix then the summary instruction, so the
+    /// provider's prompt cache serves the history (docs/summarizers.md).
+    #[garde(skip)]
+    pub prompt: SummaryPrompt,
 }
 
 /// Upper bound of `summarizer.max_repairs`: each repair is a model call
@@ -107,6 +145,7 @@ impl Default for SummarizerSettings {
             repair: true,
             max_repairs: 1,
             repair_missing_pct: 0.5,
+            prompt: SummaryPrompt::Fresh,
         }
     }
 }

@@ -33,6 +33,17 @@ pub(super) fn configured_summarizer(config: &Config) -> Result<Arc<dyn Summarize
             let s = OpenAiSummarizer::from_settings(&config.summarizer)
                 .map_err(|e| CompactError::Config(e.to_string()))?;
             tracing::info!(endpoint = s.endpoint(), model = %config.summarizer.model, "openai summarizer");
+            // The prefix is in the cache of the model that served the agent
+            // only; sent to another it costs more than the fresh prompt.
+            if config.summarizer.prompt == crate::config::SummaryPrompt::AgentPrefix
+                && config.summarizer.model != config.model
+            {
+                tracing::warn!(
+                    summarizer_model = %config.summarizer.model,
+                    model = %config.model,
+                    "summarizer.prompt is agent_prefix but summarizer.model is not the agent's model: the provider's prompt cache will not serve the prefix"
+                );
+            }
             Ok(Arc::new(s))
         }
     }

@@ -231,6 +231,8 @@ impl Trail {
                     latency_ms: s.latency_ms,
                     prompt_tokens: s.prompt_tokens,
                     completion_tokens: s.completion_tokens,
+                    prompt: s.prompt.map(|p| p.as_str().to_owned()),
+                    cached_prompt_tokens: s.cached_prompt_tokens,
                     output_text: s.body.clone(),
                     facts_kept: s.facts.as_ref().map(|f| f.kept as u64),
                     facts_dropped: s.facts.as_ref().map(|f| f.dropped as u64),

@@ -231,6 +231,7 @@ impl SlidingWindow {
             max_tokens: self.settings.max_tokens,
             count_tokens: self.settings.count_tokens.clone(),
             ledger: None,
+            agent_prefix: None,
         };
         let store = self.store.clone();
         let summarizer = self.summarizer.clone();

@@ -20,7 +20,9 @@ use serde_json::Value;
 use crate::config::{Mode, Policy};
 use crate::estimate::Estimator;
 use crate::model::Message;
-use crate::summarize::{FactLedger, FactsReport, Summarizer, SummaryEntry, SummaryRequest};
+use crate::summarize::{
+    AgentPrefix, FactLedger, FactsReport, Summarizer, SummaryEntry, SummaryRequest,
+};
 use crate::tokens::REPLY_PRIMING;
 use plan::{Class, Layout, Plan};
 use tiers::ToolFilter;
@@ -139,6 +141,13 @@ pub struct NewSummary {
     pub prompt_tokens: Option<u64>,
     /// Completion tokens billed by the provider; `None` if no model was called.
     pub completion_tokens: Option<u64>,
+    /// The prompt the model was sent (`summarizer.prompt`); `None` if no
+    /// model wrote the summary.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<crate::config::SummaryPrompt>,
+    /// Prompt tokens the provider served from its cache, when it said.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cached_prompt_tokens: Option<u64>,
     /// Wall-clock time of the whole fallback chain, in milliseconds.
     pub latency_ms: u64,
     /// What the summary kept of the fact ledger.
@@ -243,7 +252,13 @@ pub async fn run(
     est: &Estimator,
     summarizer: &dyn Summarizer,
 ) -> Result<Compaction, Insufficient> {
+    // The tool schemas go with the summary request only when the
+    // summarizer sends the agent's prefix (`summarizer.prompt`).
+    let prefix_tools = summarizer
+        .wants_agent_prefix()
+        .then(|| input.tools.to_vec());
     let mut w = Work::new(input, policy, est);
+    w.prefix_tools = prefix_tools;
     w.check_pinned()?;
     match policy.mode {
         Mode::None => {}
@@ -314,6 +329,8 @@ struct Work<'a> {
     /// Whether the ledger learned a fact in this run, by the item count it
     /// was computed at.
     grew: std::cell::Cell<Option<(usize, bool)>>,
+    /// The request's tools when the summarizer sends the agent's prefix.
+    prefix_tools: Option<Vec<Value>>,
 }
 
 /// The common prefix and suffix of `a` and `b`, in bytes of `a`, at char
@@ -455,6 +472,7 @@ impl<'a> Work<'a> {
             learnt: Default::default(),
             ledger_at_start: (0, 0, 0),
             grew: std::cell::Cell::new(None),
+            prefix_tools: None,
         }
     }
 
@@ -1074,6 +1092,17 @@ impl<'a> Work<'a> {
         }
         self.absorb(remainder.iter().copied());
         let counter = self.est.counter();
+        // The history as the agent sent it, up to the last message folded.
+        let agent_prefix = match (&self.prefix_tools, remainder.last()) {
+            (Some(tools), Some(&last)) => Some(Arc::new(AgentPrefix::build(
+                &self.original,
+                last,
+                tools,
+                self.summary_index,
+                self.est,
+            ))),
+            _ => None,
+        };
         let req = SummaryRequest {
             previous: self.previous_summary.clone(),
             entries,
@@ -1081,6 +1110,7 @@ impl<'a> Work<'a> {
             max_tokens: max_body,
             count_tokens: Arc::new(move |s: &str| counter.count(s)),
             ledger: Some(Arc::new(self.out.ledger.clone())),
+            agent_prefix,
         };
         let started = std::time::Instant::now();
         let replaced = input_tokens;
@@ -1136,6 +1166,8 @@ impl<'a> Work<'a> {
                 model: s.model,
                 prompt_tokens: s.prompt_tokens,
                 completion_tokens: s.completion_tokens,
+                prompt: s.prompt,
+                cached_prompt_tokens: s.cached_prompt_tokens,
                 latency_ms: started.elapsed().as_millis() as u64,
                 facts: s.facts,
             });
@@ -1184,6 +1216,7 @@ impl<'a> Work<'a> {
             max_tokens: max_body,
             count_tokens: Arc::new(move |s: &str| counter.count(s)),
             ledger: Some(Arc::new(self.out.ledger.clone())),
+            agent_prefix: None,
         };
         let started = std::time::Instant::now();
         let outcome =

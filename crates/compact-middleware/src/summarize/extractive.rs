@@ -748,6 +748,8 @@ fn fit(ledger: &Ledger, req: &SummaryRequest) -> Summary {
         prompt_tokens: None,
         completion_tokens: None,
         facts: Some(report),
+        prompt: None,
+        cached_prompt_tokens: None,
     }
 }
 

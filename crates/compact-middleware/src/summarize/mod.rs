@@ -16,6 +16,7 @@ mod fold;
 mod forms;
 mod guard;
 mod openai;
+mod prefix;
 mod render;
 mod templates;
 
@@ -43,6 +44,7 @@ pub fn fact_keys(line: &str) -> Vec<String> {
     facts::fact_keys(line)
 }
 pub use openai::{OpenAiConfig, OpenAiError, OpenAiSummarizer};
+pub use prefix::PREFIX_INTRO as AGENT_PREFIX_INTRO;
 pub use templates::{TemplateError, Templates};
 
 /// The summary styles (docs/design.md §6).
@@ -176,6 +178,30 @@ pub struct SummaryRequest {
     /// one: the extractive summarizer renders it; a model summarizer must
     /// keep its facts.
     pub ledger: Option<Arc<FactLedger>>,
+    /// The agent's request up to the end of the span, when the summarizer
+    /// asked for it ([`Summarizer::wants_agent_prefix`],
+    /// `summarizer.prompt: agent_prefix`); `None` otherwise.
+    pub agent_prefix: Option<Arc<AgentPrefix>>,
+}
+
+/// The agent's own request from its first message to the last one being
+/// folded, as the provider received it (our `meta` and `compacted` fields
+/// left out): what a summary request that starts with the same bytes gets
+/// from the provider's prompt cache (`summarizer.prompt: agent_prefix`).
+#[derive(Debug, Clone)]
+pub struct AgentPrefix {
+    /// The wire format of the agent's messages.
+    pub format: crate::model::Format,
+    /// The messages, each serialized as the provider saw it, in order.
+    pub messages: Vec<Box<serde_json::value::RawValue>>,
+    /// The request's tool schemas, as received.
+    pub tools: Vec<serde_json::Value>,
+    /// Tokens of `messages` and `tools` as the request's estimator counts
+    /// them (message framing included).
+    pub tokens: usize,
+    /// Whether our previous summary message is among `messages`: the
+    /// instruction then points at it instead of repeating it.
+    pub has_previous: bool,
 }
 
 impl fmt::Debug for SummaryRequest {
@@ -186,6 +212,10 @@ impl fmt::Debug for SummaryRequest {
             .field("entries", &self.entries.len())
             .field("strategy", &self.strategy)
             .field("max_tokens", &self.max_tokens)
+            .field(
+                "agent_prefix",
+                &self.agent_prefix.as_ref().map(|p| p.messages.len()),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -206,6 +236,14 @@ pub struct Summary {
     /// What the summary kept of the fact ledger, when it was rendered from one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub facts: Option<FactsReport>,
+    /// The prompt the model was sent (`fresh` after an `agent_prefix`
+    /// that did not fit); `None` when no model was called.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<crate::config::SummaryPrompt>,
+    /// Prompt tokens the provider served from its prompt cache
+    /// (`usage.prompt_tokens_details.cached_tokens`), when it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_prompt_tokens: Option<u64>,
 }
 
 /// A clause of a tool's output that read as orders to the agent (a prompt
@@ -494,6 +532,14 @@ impl SummarizeError {
 pub trait Summarizer: Send + Sync + fmt::Debug {
     /// A short, stable name for events and config: `extractive`, `openai`, ...
     fn name(&self) -> &str;
+
+    /// Whether requests should carry the agent's request prefix
+    /// ([`SummaryRequest::agent_prefix`]): building it costs a copy of the
+    /// history, so the pipeline builds it only for a summarizer that
+    /// sends it.
+    fn wants_agent_prefix(&self) -> bool {
+        false
+    }
 
     /// Summarize `req`. Implementations should return a body that fits
     /// `req.max_tokens`; the pipeline re-checks and rejects one that does not.

@@ -45,7 +45,7 @@ use serde_json::Value;
 
 use super::templates::{TemplateError, Templates};
 use super::{SummarizeError, Summarizer, Summary, SummaryEntry, SummaryRequest, TokenCountFn};
-use crate::config::SummarizerSettings;
+use crate::config::{SummarizerSettings, SummaryPrompt};
 
 /// Tokens kept free in the summarizer's window for message framing and the
 /// difference between our counter and the summarizer model's tokenizer.
@@ -56,12 +56,12 @@ const WINDOW_MARGIN_PCT: f64 = 0.05;
 const FRAMING_TOKENS: usize = 16;
 /// Tokens counted for each join of separately counted pieces (a newline):
 /// the sum of their counts then bounds the count of the whole.
-const JOIN_TOKENS: usize = 1;
+pub(super) const JOIN_TOKENS: usize = 1;
 /// Fewest tokens the window must leave beside the prompt templates for a
 /// request to be worth sending (completion, previous summary and span).
 const MIN_OPEN_TOKENS: usize = 96;
 /// Fewest completion tokens a request asks for.
-const MIN_COMPLETION_TOKENS: usize = 16;
+pub(super) const MIN_COMPLETION_TOKENS: usize = 16;
 /// Heads the facts the model must keep, in the previous-summary block.
 const FACTS_HEADER: &str = "Facts that must appear verbatim in the new summary:";
 /// Ends a previous summary trimmed to fit the window.
@@ -111,6 +111,9 @@ pub struct OpenAiConfig {
     /// Share of the facts to keep that may be missing before a repair is
     /// asked (one that does not fit beside the text always counts).
     pub repair_missing_pct: f64,
+    /// What a summary request sends (`summarizer.prompt`): a prompt of its
+    /// own, or the agent's request prefix then the instruction.
+    pub prompt: SummaryPrompt,
 }
 
 impl fmt::Debug for OpenAiConfig {
@@ -129,6 +132,7 @@ impl fmt::Debug for OpenAiConfig {
             .field("repair", &self.repair)
             .field("max_repairs", &self.max_repairs)
             .field("repair_missing_pct", &self.repair_missing_pct)
+            .field("prompt", &self.prompt)
             .finish_non_exhaustive()
     }
 }
@@ -180,6 +184,7 @@ impl OpenAiConfig {
             repair: s.repair,
             max_repairs: s.max_repairs,
             repair_missing_pct: s.repair_missing_pct,
+            prompt: s.prompt,
         })
     }
 }
@@ -198,9 +203,9 @@ struct ChatRequest<'a> {
 }
 
 #[derive(Debug, Serialize)]
-struct ChatMessage<'a> {
-    role: &'static str,
-    content: &'a str,
+pub(super) struct ChatMessage<'a> {
+    pub(super) role: &'static str,
+    pub(super) content: &'a str,
 }
 
 #[derive(Debug, Deserialize)]
@@ -239,27 +244,54 @@ struct Usage {
     prompt_tokens: Option<u64>,
     #[serde(default)]
     completion_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+}
+
+/// `usage.prompt_tokens_details`: what the prompt cache served.
+#[derive(Debug, Deserialize, Default, Clone, Copy)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
 }
 
 /// One answer that passed the protocol checks.
-struct Answer {
-    text: String,
-    model: String,
+pub(super) struct Answer {
+    pub(super) text: String,
+    pub(super) model: String,
     usage: Usage,
 }
 
 /// What a summary's requests cost, summed, and the model that wrote the
 /// text kept.
-struct Spent {
+pub(super) struct Spent {
     prompt_tokens: u64,
     completion_tokens: u64,
-    model: String,
+    /// `None` until a provider reports cached tokens.
+    cached_tokens: Option<u64>,
+    pub(super) model: String,
 }
 
 impl Spent {
-    fn add(&mut self, answer: &Answer) {
+    fn new(model: &str) -> Self {
+        Self {
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            cached_tokens: None,
+            model: model.to_owned(),
+        }
+    }
+
+    pub(super) fn add(&mut self, answer: &Answer) {
         self.prompt_tokens += answer.usage.prompt_tokens.unwrap_or(0);
         self.completion_tokens += answer.usage.completion_tokens.unwrap_or(0);
+        if let Some(cached) = answer
+            .usage
+            .prompt_tokens_details
+            .and_then(|d| d.cached_tokens)
+        {
+            *self.cached_tokens.get_or_insert(0) += cached;
+        }
     }
 }
 
@@ -328,7 +360,7 @@ impl OpenAiSummarizer {
     }
 
     /// `max_tokens` of a request for a body budget of `budget`.
-    fn completion_cap(&self, budget: usize) -> usize {
+    pub(super) fn completion_cap(&self, budget: usize) -> usize {
         budget.clamp(1, self.config.max_tokens.max(1))
     }
 
@@ -401,7 +433,7 @@ impl OpenAiSummarizer {
 
     /// Tokens a request may take in the summarizer's window, completion
     /// included: the window less its margin and the messages' framing.
-    fn window_room(&self) -> usize {
+    pub(super) fn window_room(&self) -> usize {
         let window = self.config.context_window as f64 * (1.0 - WINDOW_MARGIN_PCT);
         (window as usize).saturating_sub(FRAMING_TOKENS)
     }
@@ -740,7 +772,10 @@ impl OpenAiSummarizer {
     }
 
     /// One part: the primary model, then the fallback model.
-    async fn complete(&self, body_for: impl Fn(&str) -> Vec<u8>) -> Result<Answer, SummarizeError> {
+    pub(super) async fn complete(
+        &self,
+        body_for: impl Fn(&str) -> Vec<u8>,
+    ) -> Result<Answer, SummarizeError> {
         let primary = self
             .post_with_retries(&body_for(&self.config.model))
             .await
@@ -854,7 +889,11 @@ struct Plan {
 /// The facts list within `limit` tokens: its header, then the lines most
 /// important first (`lines` is in rank order) while they fit. `None` when
 /// not one fits.
-fn facts_block(lines: &[String], limit: usize, count: &TokenCountFn) -> (Option<String>, usize) {
+pub(super) fn facts_block(
+    lines: &[String],
+    limit: usize,
+    count: &TokenCountFn,
+) -> (Option<String>, usize) {
     let mut block = String::from(FACTS_HEADER);
     let mut used = count(FACTS_HEADER) + 2 * JOIN_TOKENS;
     let mut listed = 0usize;
@@ -967,9 +1006,85 @@ pub(crate) fn render_entries(entries: &[SummaryEntry]) -> String {
         .join("\n")
 }
 
+impl OpenAiSummarizer {
+    /// Today's request: a prompt of the summarizer's own, the span split
+    /// into parts that each fit the window. The answer of the last part.
+    async fn summarize_fresh(
+        &self,
+        req: &SummaryRequest,
+        spent: &mut Spent,
+    ) -> Result<String, SummarizeError> {
+        let plan = self.plan(req)?;
+        let mut previous = plan.previous.clone();
+        let n = plan.parts.len();
+        for (i, part) in plan.parts.iter().enumerate() {
+            // The facts the model must keep go with the last part, whose
+            // answer is the summary.
+            let block = match (previous.as_deref(), plan.facts.as_deref()) {
+                (Some(p), Some(f)) if i + 1 == n => Some(format!("{p}\n\n{f}")),
+                (None, Some(f)) if i + 1 == n => Some(f.to_owned()),
+                (p, _) => p.map(str::to_owned),
+            };
+            let conversation = render_entries(part);
+            let cap = self.fitted_cap(&req.count_tokens, plan.cap, |c| {
+                self.config
+                    .templates
+                    .render(req.strategy, c, block.as_deref(), &conversation)
+            })?;
+            let answer = self
+                .complete(|m| self.request_body(m, req.strategy, cap, block.as_deref(), part))
+                .await?;
+            tracing::debug!(part = i + 1, parts = n, model = %answer.model, "summary part written");
+            spent.add(&answer);
+            spent.model = answer.model;
+            // The next part's room counted this answer at `cap` tokens
+            // at most; a tokenizer that differs from ours may exceed it.
+            previous = Some(if i + 1 == n {
+                answer.text
+            } else {
+                trim_to_tokens(&answer.text, plan.cap, &req.count_tokens)
+            });
+        }
+        Ok(previous.unwrap_or_default())
+    }
+
+    /// The summary text and the prompt that wrote it: the agent's prefix
+    /// when `summarizer.prompt: agent_prefix` and it applies, else (or
+    /// when the endpoint rejects it) a fresh prompt.
+    async fn first_draft(
+        &self,
+        req: &SummaryRequest,
+        spent: &mut Spent,
+    ) -> Result<(String, SummaryPrompt), SummarizeError> {
+        if self.config.prompt == SummaryPrompt::AgentPrefix {
+            match self.prefix_layout(req) {
+                Ok(layout) => match self.summarize_prefixed(req, &layout, spent).await {
+                    Ok(text) => return Ok((text, SummaryPrompt::AgentPrefix)),
+                    // The endpoint would not take the agent's history (a
+                    // message shape it does not know), or the model called
+                    // a tool all the same: the fresh prompt has neither.
+                    Err(e) if super::prefix::retry_fresh(&e) => {
+                        tracing::warn!(error = %e, "the agent-prefix summary request failed; sending a fresh prompt");
+                    }
+                    Err(e) => return Err(e),
+                },
+                Err(reason) => {
+                    tracing::info!(%reason, "summarizer.prompt: agent_prefix does not apply to this summary; sending a fresh prompt");
+                }
+            }
+        }
+        let text = self.summarize_fresh(req, spent).await?;
+        Ok((text, SummaryPrompt::Fresh))
+    }
+}
+
 impl Summarizer for OpenAiSummarizer {
     fn name(&self) -> &str {
         "openai"
+    }
+
+    fn wants_agent_prefix(&self) -> bool {
+        self.config.prompt == SummaryPrompt::AgentPrefix
     }
 
     fn summarize<'a>(
@@ -977,43 +1092,8 @@ impl Summarizer for OpenAiSummarizer {
         req: &'a SummaryRequest,
     ) -> crate::BoxFuture<'a, Result<Summary, SummarizeError>> {
         Box::pin(async move {
-            let plan = self.plan(req)?;
-            let mut previous = plan.previous.clone();
-            let mut spent = Spent {
-                prompt_tokens: 0,
-                completion_tokens: 0,
-                model: self.config.model.clone(),
-            };
-            let n = plan.parts.len();
-            for (i, part) in plan.parts.iter().enumerate() {
-                // The facts the model must keep go with the last part, whose
-                // answer is the summary.
-                let block = match (previous.as_deref(), plan.facts.as_deref()) {
-                    (Some(p), Some(f)) if i + 1 == n => Some(format!("{p}\n\n{f}")),
-                    (None, Some(f)) if i + 1 == n => Some(f.to_owned()),
-                    (p, _) => p.map(str::to_owned),
-                };
-                let conversation = render_entries(part);
-                let cap = self.fitted_cap(&req.count_tokens, plan.cap, |c| {
-                    self.config
-                        .templates
-                        .render(req.strategy, c, block.as_deref(), &conversation)
-                })?;
-                let answer = self
-                    .complete(|m| self.request_body(m, req.strategy, cap, block.as_deref(), part))
-                    .await?;
-                tracing::debug!(part = i + 1, parts = n, model = %answer.model, "summary part written");
-                spent.add(&answer);
-                spent.model = answer.model;
-                // The next part's room counted this answer at `cap` tokens
-                // at most; a tokenizer that differs from ours may exceed it.
-                previous = Some(if i + 1 == n {
-                    answer.text
-                } else {
-                    trim_to_tokens(&answer.text, plan.cap, &req.count_tokens)
-                });
-            }
-            let mut text = previous.unwrap_or_default();
+            let mut spent = Spent::new(&self.config.model);
+            let (mut text, prompt) = self.first_draft(req, &mut spent).await?;
             if let Some(ledger) = &req.ledger {
                 text = self.repair(req, ledger, text, &mut spent).await;
             }
@@ -1024,6 +1104,8 @@ impl Summarizer for OpenAiSummarizer {
                 prompt_tokens: Some(spent.prompt_tokens),
                 completion_tokens: Some(spent.completion_tokens),
                 facts: None,
+                prompt: Some(prompt),
+                cached_prompt_tokens: spent.cached_tokens,
             })
         })
     }
