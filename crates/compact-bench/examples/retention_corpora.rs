@@ -93,46 +93,7 @@ fn main() {
                 .flat_map(move |&w| CallingMode::ALL.map(|m| (t, w, m)))
         })
         .collect();
-    let next = AtomicUsize::new(0);
-    let done: Mutex<Vec<(usize, usize, CallingMode, RunOutcome)>> = Mutex::new(Vec::new());
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| {
-                let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                else {
-                    return;
-                };
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(&(t, w, mode)) = jobs.get(i) else {
-                        break;
-                    };
-                    let Ok(m) = CompactManager::builder(config_for(w))
-                        .without_config_exporters()
-                        .without_storage()
-                        .build()
-                    else {
-                        continue;
-                    };
-                    let id = format!("{}-{w}-{}", transcripts[t].name, mode.name());
-                    let mut o = rt.block_on(measure(&m, &id, &transcripts[t], mode));
-                    o.context.clear();
-                    eprintln!(
-                        "{id}: {}/{}",
-                        o.retained.iter().filter(|&&k| k).count(),
-                        o.retained.len()
-                    );
-                    if let Ok(mut d) = done.lock() {
-                        d.push((t, w, mode, o));
-                    }
-                }
-            });
-        }
-    });
-    let done = done.into_inner().unwrap_or_default();
+    let done = run_jobs(&transcripts, &jobs);
     // (corpus, split, window) → cell
     let mut cells: BTreeMap<(String, Split, usize), Cell> = BTreeMap::new();
     for (t, w, _, o) in &done {
@@ -191,4 +152,52 @@ fn main() {
             kinds.join(", ")
         );
     }
+}
+
+/// Replays every job (transcript, window, calling mode) on a manager of
+/// its own, on all cores: what each kept (its context dropped).
+fn run_jobs(
+    transcripts: &[Transcript],
+    jobs: &[(usize, usize, CallingMode)],
+) -> Vec<(usize, usize, CallingMode, RunOutcome)> {
+    let next = AtomicUsize::new(0);
+    let done: Mutex<Vec<(usize, usize, CallingMode, RunOutcome)>> = Mutex::new(Vec::new());
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                else {
+                    return;
+                };
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&(t, w, mode)) = jobs.get(i) else {
+                        break;
+                    };
+                    let Ok(m) = CompactManager::builder(config_for(w))
+                        .without_config_exporters()
+                        .without_storage()
+                        .build()
+                    else {
+                        continue;
+                    };
+                    let id = format!("{}-{w}-{}", transcripts[t].name, mode.name());
+                    let mut o = rt.block_on(measure(&m, &id, &transcripts[t], mode));
+                    o.context.clear();
+                    eprintln!(
+                        "{id}: {}/{}",
+                        o.retained.iter().filter(|&&k| k).count(),
+                        o.retained.len()
+                    );
+                    if let Ok(mut d) = done.lock() {
+                        d.push((t, w, mode, o));
+                    }
+                }
+            });
+        }
+    });
+    done.into_inner().unwrap_or_default()
 }

@@ -59,66 +59,7 @@ fn main() {
         .cloned();
 
     // (transcript, group)
-    let mut ts: Vec<(Transcript, &'static str)> = Vec::new();
-    for seed in [1, 2] {
-        for agent in Agent::ALL {
-            for wire in [Format::Chat, Format::Responses] {
-                if let Ok(t) = corpus::generate(seed, agent, wire, &SessionShape::FULL).transcript()
-                {
-                    ts.push((t, "tune"));
-                }
-            }
-        }
-    }
-    if let Ok(f) = corpus::fixtures::all() {
-        ts.extend(f.into_iter().map(|t| (t, "tune")));
-    }
-    for c in corpus::corpora() {
-        for &wire in c.wires {
-            for &seed in &seeds {
-                let group = if SEED_SPLIT.tune.contains(&seed) {
-                    "tune"
-                } else {
-                    "dev"
-                };
-                if let Ok(t) = c.corpus.generate(seed, wire).transcript() {
-                    ts.push((t, group));
-                }
-            }
-        }
-    }
-    // The shared trajectories, and any other directory of them (`--traj
-    // DIR`, repeatable: its runs count under the directory's name).
-    let mut dirs: Vec<(std::path::PathBuf, String)> = Vec::new();
-    match corpus::trajectories::dir() {
-        Some(d) => dirs.push((d, "real-trajectories".into())),
-        None => eprintln!("skipped: ../shared/real-trajectories not found"),
-    }
-    for (i, a) in args.iter().enumerate() {
-        if a == "--traj"
-            && let Some(d) = args.get(i + 1)
-        {
-            let d = std::path::PathBuf::from(d);
-            let name = d
-                .file_name()
-                .map_or("trajectories".into(), |n| n.to_string_lossy().into_owned());
-            dirs.push((d, name));
-        }
-    }
-    for (d, name) in dirs {
-        match corpus::trajectories::load_dir(&d) {
-            Ok(all) => ts.extend(all.into_iter().filter(|t| t.split == Split::Tune).map(
-                |mut t| {
-                    t.source = name.clone();
-                    (t, "tune")
-                },
-            )),
-            Err(e) => eprintln!("{e}"),
-        }
-    }
-    ts.retain(|(t, _)| {
-        t.split == Split::Tune || !corpus::trajectories::HELD_OUT.contains(&t.name.as_str())
-    });
+    let ts = transcripts(&args, &seeds);
 
     let jobs: Vec<(usize, usize, CallingMode)> = (0..ts.len())
         .flat_map(|t| {
@@ -185,8 +126,7 @@ fn main() {
     });
     let results = results.into_inner().unwrap_or_default();
 
-    // (corpus, group, window) -> (ua kept, ua all, tool kept, tool all, by kind)
-    type Cell = (usize, usize, usize, usize, BTreeMap<String, (usize, usize)>);
+    // (corpus, group, window) -> cell
     let mut cells: BTreeMap<(String, &str, usize), Cell> = BTreeMap::new();
     let mut total: BTreeMap<usize, Cell> = BTreeMap::new();
     for (&(t, w, _), r) in jobs.iter().zip(&results) {
@@ -213,6 +153,85 @@ fn main() {
             }
         }
     }
+    print_table(&cells, &total, insufficient.load(Ordering::Relaxed));
+}
+
+/// (ua kept, ua all, tool kept, tool all, by kind)
+type Cell = (usize, usize, usize, usize, BTreeMap<String, (usize, usize)>);
+
+/// The sessions to replay, each with its group: the generated agents and
+/// the fixtures, the named corpora at `seeds`, and the tuning part of the
+/// real trajectories (and of each `--traj DIR`).
+fn transcripts(args: &[String], seeds: &[u64]) -> Vec<(Transcript, &'static str)> {
+    let mut ts: Vec<(Transcript, &'static str)> = Vec::new();
+    for seed in [1, 2] {
+        for agent in Agent::ALL {
+            for wire in [Format::Chat, Format::Responses] {
+                if let Ok(t) = corpus::generate(seed, agent, wire, &SessionShape::FULL).transcript()
+                {
+                    ts.push((t, "tune"));
+                }
+            }
+        }
+    }
+    if let Ok(f) = corpus::fixtures::all() {
+        ts.extend(f.into_iter().map(|t| (t, "tune")));
+    }
+    for c in corpus::corpora() {
+        for &wire in c.wires {
+            for &seed in seeds {
+                let group = if SEED_SPLIT.tune.contains(&seed) {
+                    "tune"
+                } else {
+                    "dev"
+                };
+                if let Ok(t) = c.corpus.generate(seed, wire).transcript() {
+                    ts.push((t, group));
+                }
+            }
+        }
+    }
+    // The shared trajectories, and any other directory of them (`--traj
+    // DIR`, repeatable: its runs count under the directory's name).
+    let mut dirs: Vec<(std::path::PathBuf, String)> = Vec::new();
+    match corpus::trajectories::dir() {
+        Some(d) => dirs.push((d, "real-trajectories".into())),
+        None => eprintln!("skipped: ../shared/real-trajectories not found"),
+    }
+    for (i, a) in args.iter().enumerate() {
+        if a == "--traj"
+            && let Some(d) = args.get(i + 1)
+        {
+            let d = std::path::PathBuf::from(d);
+            let name = d
+                .file_name()
+                .map_or("trajectories".into(), |n| n.to_string_lossy().into_owned());
+            dirs.push((d, name));
+        }
+    }
+    for (d, name) in dirs {
+        match corpus::trajectories::load_dir(&d) {
+            Ok(all) => ts.extend(all.into_iter().filter(|t| t.split == Split::Tune).map(
+                |mut t| {
+                    t.source = name.clone();
+                    (t, "tune")
+                },
+            )),
+            Err(e) => eprintln!("{e}"),
+        }
+    }
+    ts.retain(|(t, _)| {
+        t.split == Split::Tune || !corpus::trajectories::HELD_OUT.contains(&t.name.as_str())
+    });
+    ts
+}
+
+/// The table: per corpus, group and window, then all at each window.
+fn print_table(
+    cells: &BTreeMap<(String, &str, usize), Cell>,
+    total: &BTreeMap<usize, Cell>,
+    insufficient: usize,
+) {
     let mut out = std::io::stdout().lock();
     let pct = |k: usize, n: usize| {
         if n == 0 {
@@ -226,7 +245,7 @@ fn main() {
         "{:<20} {:<5} {:>7} {:>6} {:>6} | by kind",
         "corpus", "group", "window", "u+a", "tool"
     );
-    for ((c, g, w), cell) in &cells {
+    for ((c, g, w), cell) in cells {
         let kinds: Vec<String> = cell
             .4
             .iter()
@@ -240,7 +259,7 @@ fn main() {
             kinds.join(", ")
         );
     }
-    for (w, cell) in &total {
+    for (w, cell) in total {
         let _ = writeln!(
             out,
             "ALL                  -     {w:>7} {:>6} {:>6} | all {}",
@@ -249,9 +268,5 @@ fn main() {
             pct(cell.0 + cell.2, cell.1 + cell.3)
         );
     }
-    let _ = writeln!(
-        out,
-        "insufficient budget: {}",
-        insufficient.load(Ordering::Relaxed)
-    );
+    let _ = writeln!(out, "insufficient budget: {}", insufficient);
 }

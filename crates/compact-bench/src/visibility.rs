@@ -142,33 +142,7 @@ pub(crate) async fn run(base_url: &str) -> Result<Value, String> {
         .build()
         .map_err(|e| e.to_string())?;
 
-    let full = history(TURNS, 2_500);
-    let run_id = std::process::id();
-    let mut agents = Vec::new();
-    for s in 0..SESSIONS {
-        let (manager, full) = (manager.clone(), full.clone());
-        let session = format!("visibility-{run_id}-{s}");
-        agents.push(tokio::spawn(async move {
-            // Start the sessions out of step, as independent agents are.
-            tokio::time::sleep(PACE * s as u32 / SESSIONS as u32).await;
-            let mut ends = Vec::with_capacity(TURNS);
-            for t in 1..=TURNS {
-                let messages = received(&full[..1 + 4 * t]);
-                manager
-                    .preflight(&session, messages)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                ends.push(base.elapsed().as_micros() as u64);
-                tokio::time::sleep(PACE).await;
-            }
-            Ok::<_, String>((session, ends))
-        }));
-    }
-    let mut ends: HashMap<String, Vec<u64>> = HashMap::new();
-    for a in agents {
-        let (session, e) = a.await.map_err(|e| e.to_string())??;
-        ends.insert(session, e);
-    }
+    let ends = drive_agents(&manager, base).await?;
     // Every preflight span, or a hang guard (a lost event shows as missing).
     let expected = SESSIONS * TURNS;
     let mut got = 0;
@@ -231,6 +205,42 @@ pub(crate) async fn run(base_url: &str) -> Result<Value, String> {
         },
         "note": "preflight returned -> its compact.preflight span parsed by an /events subscriber; dispatcher, HTTP exporter, durable commit and SSE included. hops: dispatch = preflight returned -> its batch handed to the exporter; export = the POST until the 200; delivered = the 200 -> seen on the stream (negative: the stream was first)",
     }))
+}
+
+/// Runs the agents, `SESSIONS` sessions of `TURNS` paced turns each:
+/// when each preflight returned, in µs since `base`, by session.
+async fn drive_agents(
+    manager: &CompactManager,
+    base: Instant,
+) -> Result<HashMap<String, Vec<u64>>, String> {
+    let full = history(TURNS, 2_500);
+    let run_id = std::process::id();
+    let mut agents = Vec::new();
+    for s in 0..SESSIONS {
+        let (manager, full) = (manager.clone(), full.clone());
+        let session = format!("visibility-{run_id}-{s}");
+        agents.push(tokio::spawn(async move {
+            // Start the sessions out of step, as independent agents are.
+            tokio::time::sleep(PACE * s as u32 / SESSIONS as u32).await;
+            let mut ends = Vec::with_capacity(TURNS);
+            for t in 1..=TURNS {
+                let messages = received(&full[..1 + 4 * t]);
+                manager
+                    .preflight(&session, messages)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                ends.push(base.elapsed().as_micros() as u64);
+                tokio::time::sleep(PACE).await;
+            }
+            Ok::<_, String>((session, ends))
+        }));
+    }
+    let mut ends: HashMap<String, Vec<u64>> = HashMap::new();
+    for a in agents {
+        let (session, e) = a.await.map_err(|e| e.to_string())??;
+        ends.insert(session, e);
+    }
+    Ok(ends)
 }
 
 /// Reads `/events` until told to stop, noting when each session's
