@@ -18,11 +18,10 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use compact_bench::corpus::{self, Agent, Location, SEED_SPLIT, SessionShape, Split, Transcript};
-use compact_bench::retention::{CallingMode, config_for, measure};
+use compact_bench::retention::{CallingMode, config_for, measure, on_threads};
 use compact_middleware::CompactManager;
 use compact_middleware::model::Format;
 
@@ -68,63 +67,41 @@ fn main() {
                 .flat_map(move |&w| modes.iter().map(move |&m| (t, w, m)))
         })
         .collect();
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Vec<bool>>>> = Mutex::new(vec![None; jobs.len()]);
     let insufficient = AtomicUsize::new(0);
-    std::thread::scope(|s| {
-        for _ in 0..std::thread::available_parallelism().map_or(1, |n| n.get()) {
-            s.spawn(|| {
-                let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                else {
-                    return;
-                };
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(&(t, window, mode)) = jobs.get(i) else {
-                        break;
-                    };
-                    let mut config = config_for(window);
-                    if let Some(pct) = summary_pct {
-                        config.policy.summary_max_pct = pct;
-                    }
-                    let Ok(m) = CompactManager::builder(config)
-                        .without_config_exporters()
-                        .without_storage()
-                        .build()
-                    else {
-                        continue;
-                    };
-                    let id = format!("{}-{window}-{}", ts[t].0.name, mode.name());
-                    let out = rt.block_on(measure(&m, &id, &ts[t].0, mode));
-                    insufficient.fetch_add(out.insufficient_budget, Ordering::Relaxed);
-                    if let Some(f) = &lost_filter
-                        && ts[t].0.name.contains(f.as_str())
-                    {
-                        for (fact, kept) in ts[t].0.facts.iter().zip(&out.retained) {
-                            if !kept {
-                                // A reader that went away (`| head`) ends the output, not the run.
-                                let _ = writeln!(
-                                    std::io::stdout(),
-                                    "LOST {window} {} {:?} {:?} t{} {:?}",
-                                    ts[t].0.name,
-                                    fact.kind,
-                                    fact.location,
-                                    fact.turn,
-                                    fact.probes
-                                );
-                            }
-                        }
-                    }
-                    if let Ok(mut r) = results.lock() {
-                        r[i] = Some(out.retained);
-                    }
-                }
-            });
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let results = on_threads(&jobs, threads, |rt, &(t, window, mode)| {
+        let mut config = config_for(window);
+        if let Some(pct) = summary_pct {
+            config.policy.summary_max_pct = pct;
         }
+        let m = CompactManager::builder(config)
+            .without_config_exporters()
+            .without_storage()
+            .build()
+            .ok()?;
+        let id = format!("{}-{window}-{}", ts[t].0.name, mode.name());
+        let out = rt.block_on(measure(&m, &id, &ts[t].0, mode));
+        insufficient.fetch_add(out.insufficient_budget, Ordering::Relaxed);
+        if let Some(f) = &lost_filter
+            && ts[t].0.name.contains(f.as_str())
+        {
+            for (fact, kept) in ts[t].0.facts.iter().zip(&out.retained) {
+                if !kept {
+                    // A reader that went away (`| head`) ends the output, not the run.
+                    let _ = writeln!(
+                        std::io::stdout(),
+                        "LOST {window} {} {:?} {:?} t{} {:?}",
+                        ts[t].0.name,
+                        fact.kind,
+                        fact.location,
+                        fact.turn,
+                        fact.probes
+                    );
+                }
+            }
+        }
+        Some(out.retained)
     });
-    let results = results.into_inner().unwrap_or_default();
 
     // (corpus, group, window) -> cell
     let mut cells: BTreeMap<(String, &str, usize), Cell> = BTreeMap::new();
