@@ -9,7 +9,7 @@
 mod support;
 
 use compact_middleware::config::{Config, Mode, Policy, Role as CfgRole};
-use compact_middleware::model::{Format, Message, Request};
+use compact_middleware::model::Message;
 use compact_middleware::pipeline::Tier;
 use compact_middleware::summarize::Strategy as SumStrategy;
 use compact_middleware::trigger::Forced;
@@ -18,7 +18,7 @@ use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use serde_json::{Value, json};
 use support::invariants::{Tracker, check_call, is_summary_shaped};
-use support::{Wire, arb_rich_history, cache, rt, turn_boundary};
+use support::{Wire, arb_rich_history, cache, decode, rt, turn_boundary};
 
 const TOOLS: [&str; 5] = [
     "get_weather",
@@ -163,17 +163,6 @@ fn arb_next() -> impl Strategy<Value = (Next, usize)> {
         ],
         0usize..4,
     )
-}
-
-fn decode(items: &[Value], wire: Wire) -> Vec<Message> {
-    let f = match wire {
-        Wire::Chat => Format::Chat,
-        Wire::Responses => Format::Responses,
-        Wire::Anthropic => Format::Anthropic,
-    };
-    Request::from_value(Value::Array(items.to_vec()), f)
-        .expect("generated history decodes")
-        .messages
 }
 
 fn arb_tools_schema() -> impl Strategy<Value = Vec<Value>> {

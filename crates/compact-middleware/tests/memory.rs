@@ -20,7 +20,7 @@ use compact_middleware::summarize::{
 };
 use compact_middleware::{CompactManager, Message};
 use fake_openai::{FakeServer, Reply, ok, status};
-use memory_support::{seed_002_evolution, settings};
+use memory_support::{router_history, seed_002_evolution, settings};
 use serde_json::json;
 use tokio::sync::Notify;
 
@@ -423,16 +423,7 @@ async fn cross_session_memory_is_persisted_and_injected_into_a_new_session() {
 
     // Session A: a summary is produced and persisted under the user's key.
     manager.bind_memory_key("a", "user-42").await;
-    let mut history = vec![Message::system("You are a support agent.")];
-    for i in 0..4 {
-        history.push(Message::user(format!(
-            "My router RT-{i} drops Wi-Fi every 10 min; firmware 2.{i}."
-        )));
-        history.push(Message::assistant(format!(
-            "Decided: reset RT-{i} to factory settings."
-        )));
-    }
-    history.push(Message::user("Anything else?"));
+    let history = router_history();
     let out = manager
         .manual_compact("a", history, "test")
         .await

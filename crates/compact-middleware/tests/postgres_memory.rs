@@ -15,7 +15,7 @@ use compact_middleware::config::{Config, Mode, StateStoreKind};
 use compact_middleware::memory::{MemoryStatus, MemoryStore, PostgresMemoryStore, SlidingWindow};
 use compact_middleware::summarize::{ExtractiveSummarizer, SummaryEntry};
 use compact_middleware::{CompactManager, Message};
-use memory_support::{seed_002_evolution, settings};
+use memory_support::{router_history, seed_002_evolution, settings};
 
 /// Seq 2k is round k+1's user message, 2k+1 its assistant reply.
 fn conversation(n: usize) -> Vec<SummaryEntry> {
@@ -212,16 +212,7 @@ async fn managers_pick_it_with_the_session_store_and_share_cross_session_memory(
     assert!(!format!("{store:?}").contains("secret"));
 
     a.bind_memory_key("a", "user-42").await;
-    let mut history = vec![Message::system("You are a support agent.")];
-    for i in 0..4 {
-        history.push(Message::user(format!(
-            "My router RT-{i} drops Wi-Fi every 10 min; firmware 2.{i}."
-        )));
-        history.push(Message::assistant(format!(
-            "Decided: reset RT-{i} to factory settings."
-        )));
-    }
-    history.push(Message::user("Anything else?"));
+    let history = router_history();
     let out = a
         .manual_compact("a", history, "test")
         .await

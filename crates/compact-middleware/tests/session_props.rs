@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use compact_middleware::config::{Config, Mode};
 use compact_middleware::invariants::{check_error, check_output};
-use compact_middleware::model::{Format, Message, Request};
+use compact_middleware::model::Message;
 use compact_middleware::state::{SessionStore, SqliteSessionStore};
 use compact_middleware::trigger::Forced;
 use compact_middleware::{CompactError, CompactManager, PreflightOutcome, PreflightRequest};
@@ -23,7 +23,7 @@ use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use serde_json::Value;
 use support::invariants::Tracker;
-use support::{Wire, arb_history, cache, decorate, rt, turn_boundary};
+use support::{Wire, arb_history, cache, decode, decorate, rt, turn_boundary};
 
 /// The summary header; a message holding it twice nests a summary.
 const HEADER: &str = "COMPACT-SUMMARY v";
@@ -94,17 +94,6 @@ fn arb_session(wire: Wire) -> impl Strategy<Value = Vec<Value>> {
         ),
     )
         .prop_map(move |(items, marks)| decorate(items, &marks, wire))
-}
-
-fn decode(items: &[Value], wire: Wire) -> Vec<Message> {
-    let f = match wire {
-        Wire::Chat => Format::Chat,
-        Wire::Responses => Format::Responses,
-        Wire::Anthropic => Format::Anthropic,
-    };
-    Request::from_value(Value::Array(items.to_vec()), f)
-        .expect("generated history decodes")
-        .messages
 }
 
 fn manager(config: &Config, store: Option<Arc<dyn SessionStore>>) -> CompactManager {

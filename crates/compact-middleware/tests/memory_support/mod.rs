@@ -1,11 +1,13 @@
-//! What the sliding-window tests on SQLite (memory.rs) and on PostgreSQL
-//! (postgres_memory.rs) share: the window's settings and the seed-002
-//! evolution of the memory table, which both stores must reproduce.
+//! What the memory tests on SQLite (memory.rs) and on PostgreSQL
+//! (postgres_memory.rs) share: the window's settings, the seed-002
+//! evolution of the memory table, which both stores must reproduce, and
+//! the history the cross-session memory tests compact.
 #![allow(dead_code)]
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use compact_middleware::Message;
 use compact_middleware::memory::{MemoryStatus, MemoryStore, SlidingWindow, WindowSettings};
 use compact_middleware::summarize::{ExtractiveSummarizer, Strategy, SummaryEntry, TokenCountFn};
 
@@ -73,4 +75,20 @@ pub(crate) async fn seed_002_evolution(store: Arc<dyn MemoryStore>, messages: &[
             (5, 6, 19, Some(4), C),
         ]
     );
+}
+
+/// A support session of four router rounds and a closing question: what
+/// the cross-session memory tests compact under user `user-42`'s key.
+pub(crate) fn router_history() -> Vec<Message> {
+    let mut history = vec![Message::system("You are a support agent.")];
+    for i in 0..4 {
+        history.push(Message::user(format!(
+            "My router RT-{i} drops Wi-Fi every 10 min; firmware 2.{i}."
+        )));
+        history.push(Message::assistant(format!(
+            "Decided: reset RT-{i} to factory settings."
+        )));
+    }
+    history.push(Message::user("Anything else?"));
+    history
 }

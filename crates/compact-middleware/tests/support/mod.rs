@@ -7,6 +7,7 @@ pub(crate) mod invariants;
 
 use std::sync::{Arc, OnceLock};
 
+use compact_middleware::model::{Format, Message, Request};
 use compact_middleware::tokens::CountCache;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
@@ -240,6 +241,18 @@ pub(crate) fn render(wire: Wire, system: bool, plans: &[TurnPlan]) -> Vec<Value>
         }
     }
     out
+}
+
+/// A generated history decoded in its wire format.
+pub(crate) fn decode(items: &[Value], wire: Wire) -> Vec<Message> {
+    let f = match wire {
+        Wire::Chat => Format::Chat,
+        Wire::Responses => Format::Responses,
+        Wire::Anthropic => Format::Anthropic,
+    };
+    Request::from_value(Value::Array(items.to_vec()), f)
+        .expect("generated history decodes")
+        .messages
 }
 
 /// A JSON object from `json!` (panics in tests only).
