@@ -10,6 +10,21 @@ use serde_json::Value;
 use crate::exit::{CliError, CliResult};
 use crate::out::outln;
 
+/// The flags of a command that reads messages: the configuration's, and
+/// the messages' wire format.
+#[derive(clap::Args, Debug)]
+pub(crate) struct MessagesFlags {
+    #[command(flatten)]
+    pub(crate) config: ConfigFlags,
+    /// Wire format of the messages.
+    #[arg(
+        long,
+        default_value = "auto",
+        value_name = "auto|chat|responses|anthropic"
+    )]
+    pub(crate) format: Format,
+}
+
 /// Flags every command that compacts or counts takes.
 #[derive(clap::Args, Debug, Clone)]
 pub(crate) struct ConfigFlags {

@@ -38,6 +38,8 @@
 //! spawns the `compact` of its own profile; `COMPACT_DRILL_SESSIONS`,
 //! `COMPACT_DRILL_TURNS`, `COMPACT_DRILL_KILL_SECS` change it).
 
+#[path = "../crates/compact-middleware/tests/postgres_support/mod.rs"]
+mod postgres_support;
 mod support;
 
 use std::collections::{BTreeMap, HashMap};
@@ -52,69 +54,19 @@ use serde_json::{Value, json};
 use support::{Replica, Serve, add_turn};
 use tokio::sync::RwLock;
 
-/// The drill's own PostgreSQL (it is restarted), stopped on drop.
-struct Postgres {
-    dir: tempfile::TempDir,
-    url: String,
-}
-
-fn script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/postgres.sh")
-}
-
-impl Postgres {
-    fn start() -> Self {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let out = Command::new(script())
-            .arg("start")
-            .arg(dir.path())
-            .output()
-            .expect("scripts/postgres.sh runs");
-        assert!(
-            out.status.success(),
-            "PostgreSQL did not start (Debian: apt-get install -y postgresql): {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let url = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-        Self { dir, url }
-    }
-
-    fn restart(&self) {
-        let out = Command::new(script())
-            .arg("restart")
-            .arg(self.dir.path())
-            .output()
-            .expect("scripts/postgres.sh runs");
-        assert!(
-            out.status.success(),
-            "PostgreSQL did not restart: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-
-    /// What the database is doing: a lock left behind shows here.
-    fn activity(&self) -> String {
-        Command::new("psql")
-            .arg(&self.url)
-            .args([
-                "-Atc",
-                "SELECT pid, state, wait_event_type, wait_event, now() - xact_start, \
-                 left(query, 80) FROM pg_stat_activity WHERE datname IS NOT NULL \
-                 AND pid <> pg_backend_pid() ORDER BY xact_start",
-            ])
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default()
-    }
-}
-
-impl Drop for Postgres {
-    fn drop(&mut self) {
-        let _ = Command::new(script())
-            .arg("stop")
-            .arg(self.dir.path())
-            .status();
-    }
+/// What the database is doing: a lock left behind shows here.
+fn activity(url: &str) -> String {
+    Command::new("psql")
+        .arg(url)
+        .args([
+            "-Atc",
+            "SELECT pid, state, wait_event_type, wait_event, now() - xact_start, \
+             left(query, 80) FROM pg_stat_activity WHERE datname IS NOT NULL \
+             AND pid <> pg_backend_pid() ORDER BY xact_start",
+        ])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default()
 }
 
 /// What the drill runs.
@@ -475,7 +427,7 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 }
 
 async fn run(drill: Drill) {
-    let pg = Postgres::start();
+    let pg = postgres_support::own_server();
     // COMPACT_DRILL_KEEP: the directory (logs, archives) stays for a look.
     let dir = tempfile::Builder::new()
         .disable_cleanup(std::env::var_os("COMPACT_DRILL_KEEP").is_some())
@@ -582,7 +534,7 @@ async fn run(drill: Drill) {
                 panic!(
                     "{e}\nthe faults:\n{}\npg_stat_activity:\n{}\n{tails}",
                     faults.join("\n"),
-                    pg.activity()
+                    activity(&pg.url)
                 );
             }
         }

@@ -12,7 +12,7 @@ use compact_middleware::archive::{Archive, FsAdapter, SessionId, StorageAdapter}
 use compact_middleware::events::{CollectingExporter, names};
 use compact_middleware::invariants::{self, Violation};
 use compact_middleware::model::Message;
-use compact_middleware::{CompactError, CompactManager, PreflightRequest};
+use compact_middleware::{CompactError, CompactManager, PreflightOutcome, PreflightRequest};
 use serde::Serialize;
 
 use crate::faults::{FaultServer, FlakyStorage, FlakySummarizer, SLOW_EXPORTER};
@@ -159,61 +159,81 @@ pub(crate) async fn run(seed: u64, turns: (usize, usize), server: Arc<FaultServe
     let stats = manager.dispatcher().stats();
     result.events_dropped = stats.dropped + stats.lagged;
     if result.events_dropped == 0 {
-        let names = collector.names();
-        let count = |n: &str| names.iter().filter(|x| x.as_deref() == Some(n)).count();
-        let preflights = count(names::PREFLIGHT);
-        if preflights != result.preflights {
-            result.violations.push(Violation {
-                invariant: 0,
-                kind: "events",
-                detail: format!(
-                    "{preflights} compact.preflight events for {} preflights",
-                    result.preflights
-                ),
-            });
-        }
-        let summaries = result.tiers.get("summarize").copied().unwrap_or(0);
-        if count(names::SUMMARY_CREATED) != summaries {
-            result.violations.push(Violation {
-                invariant: 0,
-                kind: "events",
-                detail: format!(
-                    "{} summary_created events for {summaries} summaries",
-                    count(names::SUMMARY_CREATED)
-                ),
-            });
-        }
-        // Archive failures are errors too (the write went to the spool);
-        // the report counts summarizer fallbacks and budget failures.
-        let archive_errors = collector
-            .events()
-            .iter()
-            .filter_map(|e| e.as_span())
-            .filter(|s| {
-                s.name.as_deref() == Some(names::ERROR)
-                    && s.data.get("error_type").and_then(|v| v.as_str()) == Some("ArchiveFailed")
-            })
-            .count();
-        if archive_errors > 0 && !plan.flaky_storage {
-            result.violations.push(Violation {
-                invariant: 0,
-                kind: "events",
-                detail: format!("{archive_errors} archive failures without storage faults"),
-            });
-        }
-        let errors = result.fallbacks + result.insufficient;
-        if count(names::ERROR) - archive_errors != errors {
-            result.violations.push(Violation {
-                invariant: 0,
-                kind: "events",
-                detail: format!(
-                    "{} compact.error events for {errors} fallbacks/failures",
-                    count(names::ERROR) - archive_errors
-                ),
-            });
-        }
+        check_events(&mut result, &collector, plan.flaky_storage);
     }
     // 7. No planted secret reached an exporter.
+    check_secrets_not_exported(&mut result, &collector, &traces);
+    // Do not wait for a slow or failing exporter to drain.
+    manager.dispatcher().shutdown(Duration::from_millis(200));
+    let _ = std::fs::remove_dir_all(&work);
+    result
+}
+
+/// Invariant: the events say what happened (a preflight event per
+/// preflight, a summary event per summary, an error event per fallback or
+/// failure, archive failures only with storage faults).
+fn check_events(result: &mut RunResult, collector: &CollectingExporter, flaky_storage: bool) {
+    let names = collector.names();
+    let count = |n: &str| names.iter().filter(|x| x.as_deref() == Some(n)).count();
+    let preflights = count(names::PREFLIGHT);
+    if preflights != result.preflights {
+        result.violations.push(Violation {
+            invariant: 0,
+            kind: "events",
+            detail: format!(
+                "{preflights} compact.preflight events for {} preflights",
+                result.preflights
+            ),
+        });
+    }
+    let summaries = result.tiers.get("summarize").copied().unwrap_or(0);
+    if count(names::SUMMARY_CREATED) != summaries {
+        result.violations.push(Violation {
+            invariant: 0,
+            kind: "events",
+            detail: format!(
+                "{} summary_created events for {summaries} summaries",
+                count(names::SUMMARY_CREATED)
+            ),
+        });
+    }
+    // Archive failures are errors too (the write went to the spool);
+    // the report counts summarizer fallbacks and budget failures.
+    let archive_errors = collector
+        .events()
+        .iter()
+        .filter_map(|e| e.as_span())
+        .filter(|s| {
+            s.name.as_deref() == Some(names::ERROR)
+                && s.data.get("error_type").and_then(|v| v.as_str()) == Some("ArchiveFailed")
+        })
+        .count();
+    if archive_errors > 0 && !flaky_storage {
+        result.violations.push(Violation {
+            invariant: 0,
+            kind: "events",
+            detail: format!("{archive_errors} archive failures without storage faults"),
+        });
+    }
+    let errors = result.fallbacks + result.insufficient;
+    if count(names::ERROR) - archive_errors != errors {
+        result.violations.push(Violation {
+            invariant: 0,
+            kind: "events",
+            detail: format!(
+                "{} compact.error events for {errors} fallbacks/failures",
+                count(names::ERROR) - archive_errors
+            ),
+        });
+    }
+}
+
+/// Invariant 7: no planted secret reached an exporter.
+fn check_secrets_not_exported(
+    result: &mut RunResult,
+    collector: &CollectingExporter,
+    traces: &[Trace],
+) {
     let secrets: Vec<&String> = traces.iter().flat_map(|t| t.secrets.iter()).collect();
     if !secrets.is_empty() {
         for e in collector.events() {
@@ -228,10 +248,6 @@ pub(crate) async fn run(seed: u64, turns: (usize, usize), server: Arc<FaultServe
             }
         }
     }
-    // Do not wait for a slow or failing exporter to drain.
-    manager.dispatcher().shutdown(Duration::from_millis(200));
-    let _ = std::fs::remove_dir_all(&work);
-    result
 }
 
 /// The mode's name as the configuration spells it (`sliding_window`).
@@ -365,6 +381,103 @@ fn merge(into: &mut RunResult, r: RunResult) {
     into.facts_kept += r.facts_kept;
 }
 
+/// Checks one answered turn `t`: every invariant on the output (against
+/// what the pipeline saw), the summary's cap and nesting, and the report;
+/// adds its figures to `r`.
+#[allow(clippy::too_many_arguments)]
+fn check_answer(
+    r: &mut RunResult,
+    manager: &CompactManager,
+    plan: &RunPlan,
+    t: usize,
+    sent: &[Message],
+    previous: &[Message],
+    tools: &[serde_json::Value],
+    out: &PreflightOutcome,
+) {
+    let policy = &manager.config().policy;
+    // What the pipeline saw: in raw mode, our previous output in
+    // place of the raw prefix it already compacted.
+    let effective: Vec<Message>;
+    let input: &[Message] = if plan.raw_history
+        && out.report.continuation == compact_middleware::manager::ContinuationKind::RawPrefix
+    {
+        effective = previous
+            .iter()
+            .cloned()
+            .chain(sent[out.report.reused_messages..].iter().cloned())
+            .collect();
+        &effective
+    } else {
+        sent
+    };
+    let v = invariants::check_output(
+        policy,
+        manager.estimator(),
+        input,
+        tools,
+        &out.messages,
+        &out.report,
+    );
+    r.violations.extend(v.into_iter().map(|mut x| {
+        x.detail = format!("turn {t}: {}", x.detail);
+        x
+    }));
+    // The summary stays within its cap and never quotes a
+    // previous one (docs/summarizers.md).
+    let cap = (policy.summary_max_pct * out.report.max_tokens as f64) as usize;
+    if let Some(tokens) = out.report.summary_tokens
+        && tokens > cap
+    {
+        r.violations.push(Violation {
+            invariant: 5,
+            kind: "summary_over_cap",
+            detail: format!("turn {t}: summary of {tokens} tokens, cap {cap}"),
+        });
+    }
+    if let Some(m) = out.messages.iter().find(|m| {
+        m.plain_text()
+            .matches(compact_middleware::pipeline::SUMMARY_HEADER)
+            .count()
+            > 1
+    }) {
+        r.violations.push(Violation {
+            invariant: 5,
+            kind: "nested_summary",
+            detail: format!("turn {t}: {}", preview(&m.plain_text())),
+        });
+    }
+    r.model_time += model_time(out.report.tokens_after);
+    if out.report.triggered {
+        r.compactions += 1;
+        r.tokens_saved += out
+            .report
+            .tokens_before
+            .saturating_sub(out.report.tokens_after) as u64;
+        for tier in &out.report.tiers {
+            let name = serde_json::to_value(tier)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            *r.tiers.entry(name).or_default() += 1;
+        }
+        if out.report.summary_version.is_some()
+            && !out
+                .report
+                .tiers
+                .iter()
+                .any(|t| format!("{t:?}") == "Summarize")
+        {
+            r.violations.push(Violation {
+                invariant: 0,
+                kind: "report",
+                detail: "summary without Summarize tier".into(),
+            });
+        }
+    }
+    r.fallbacks += out.report.fallbacks.len();
+}
+
 async fn session(
     manager: &CompactManager,
     plan: &RunPlan,
@@ -440,87 +553,7 @@ async fn session(
         r.overhead += took;
         match res {
             Ok(out) => {
-                // What the pipeline saw: in raw mode, our previous output in
-                // place of the raw prefix it already compacted.
-                let effective: Vec<Message>;
-                let input: &[Message] = if plan.raw_history
-                    && out.report.continuation
-                        == compact_middleware::manager::ContinuationKind::RawPrefix
-                {
-                    effective = previous
-                        .iter()
-                        .cloned()
-                        .chain(sent[out.report.reused_messages..].iter().cloned())
-                        .collect();
-                    &effective
-                } else {
-                    &sent
-                };
-                let v = invariants::check_output(
-                    policy,
-                    manager.estimator(),
-                    input,
-                    &tools,
-                    &out.messages,
-                    &out.report,
-                );
-                r.violations.extend(v.into_iter().map(|mut x| {
-                    x.detail = format!("turn {t}: {}", x.detail);
-                    x
-                }));
-                // The summary stays within its cap and never quotes a
-                // previous one (docs/summarizers.md).
-                let cap = (policy.summary_max_pct * out.report.max_tokens as f64) as usize;
-                if let Some(tokens) = out.report.summary_tokens
-                    && tokens > cap
-                {
-                    r.violations.push(Violation {
-                        invariant: 5,
-                        kind: "summary_over_cap",
-                        detail: format!("turn {t}: summary of {tokens} tokens, cap {cap}"),
-                    });
-                }
-                if let Some(m) = out.messages.iter().find(|m| {
-                    m.plain_text()
-                        .matches(compact_middleware::pipeline::SUMMARY_HEADER)
-                        .count()
-                        > 1
-                }) {
-                    r.violations.push(Violation {
-                        invariant: 5,
-                        kind: "nested_summary",
-                        detail: format!("turn {t}: {}", preview(&m.plain_text())),
-                    });
-                }
-                r.model_time += model_time(out.report.tokens_after);
-                if out.report.triggered {
-                    r.compactions += 1;
-                    r.tokens_saved +=
-                        out.report
-                            .tokens_before
-                            .saturating_sub(out.report.tokens_after) as u64;
-                    for tier in &out.report.tiers {
-                        let name = serde_json::to_value(tier)
-                            .ok()
-                            .and_then(|v| v.as_str().map(str::to_string))
-                            .unwrap_or_default();
-                        *r.tiers.entry(name).or_default() += 1;
-                    }
-                    if out.report.summary_version.is_some()
-                        && !out
-                            .report
-                            .tiers
-                            .iter()
-                            .any(|t| format!("{t:?}") == "Summarize")
-                    {
-                        r.violations.push(Violation {
-                            invariant: 0,
-                            kind: "report",
-                            detail: "summary without Summarize tier".into(),
-                        });
-                    }
-                }
-                r.fallbacks += out.report.fallbacks.len();
+                check_answer(&mut r, manager, plan, t, &sent, &previous, &tools, &out);
                 previous = out.messages.clone();
                 context = out.messages;
             }

@@ -1,22 +1,14 @@
 //! `compact estimate`: the token breakdown of stdin.
 
 use compact_middleware::CompactManager;
-use compact_middleware::model::Format;
 
 use crate::exit::CliResult;
-use crate::input::{ConfigFlags, print_json, read_request};
+use crate::input::{MessagesFlags, print_json, read_request};
 
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
     #[command(flatten)]
-    config: ConfigFlags,
-    /// Wire format of the messages.
-    #[arg(
-        long,
-        default_value = "auto",
-        value_name = "auto|chat|responses|anthropic"
-    )]
-    format: Format,
+    input: MessagesFlags,
     /// The provider's reported `usage.input_tokens` of the response that produced the
     /// last assistant reply in the input: the estimate becomes N plus the estimate of
     /// that reply and what follows it, and says the observed error of the pure
@@ -27,12 +19,12 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: Args) -> CliResult {
-    let loaded = args.config.load()?;
+    let loaded = args.input.config.load()?;
     let manager = CompactManager::builder(loaded.config)
         .without_config_exporters()
         .without_storage()
         .build()?;
-    let req = read_request(args.format)?;
+    let req = read_request(args.input.format)?;
     let est = match args.usage.map(|u| u.tokens) {
         Some(n) => {
             let est = manager.estimate_with_usage(&req.messages, &req.tools, n);

@@ -5,25 +5,17 @@ use std::path::PathBuf;
 use compact_middleware::PreflightRequest;
 use compact_middleware::config::Source;
 use compact_middleware::manager::Overlays;
-use compact_middleware::model::Format;
 use compact_middleware::trigger::Forced;
 use serde_json::Value;
 
 use crate::exit::{CliError, CliResult};
-use crate::input::{ConfigFlags, read_request};
+use crate::input::{MessagesFlags, read_request};
 use crate::out::outln;
 
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
     #[command(flatten)]
-    config: ConfigFlags,
-    /// Wire format of the messages.
-    #[arg(
-        long,
-        default_value = "auto",
-        value_name = "auto|chat|responses|anthropic"
-    )]
-    format: Format,
+    input: MessagesFlags,
     /// Session id (the trace id of the events).
     #[arg(long, default_value = "cli")]
     session: String,
@@ -78,7 +70,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: Args) -> CliResult {
-    let mut loaded = args.config.load()?;
+    let mut loaded = args.input.config.load()?;
     if let Some(path) = &args.events {
         loaded.set(
             "telemetry.exporter",
@@ -110,7 +102,7 @@ pub(crate) fn run(args: Args) -> CliResult {
         compact_wiring::set_state_file(&mut loaded, file, "--state")?;
     }
     let rt = tokio::runtime::Runtime::new()?;
-    let req = read_request(args.format)?;
+    let req = read_request(args.input.format)?;
     let manager = compact_wiring::manager(loaded.config, &rt)?;
     let outcome = rt.block_on(manager.preflight_with(
         &args.session,

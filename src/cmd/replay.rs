@@ -6,12 +6,12 @@ use std::path::PathBuf;
 
 use compact_middleware::Message;
 use compact_middleware::config::Source;
-use compact_middleware::model::{Format, Request};
+use compact_middleware::model::Request;
 use serde_json::Value;
 
 use super::turns;
 use crate::exit::{CliError, CliResult};
-use crate::input::ConfigFlags;
+use crate::input::MessagesFlags;
 
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
@@ -19,14 +19,7 @@ pub(crate) struct Args {
     /// (one message per line, e.g. an archived transcript).
     file: PathBuf,
     #[command(flatten)]
-    config: ConfigFlags,
-    /// Wire format of the messages.
-    #[arg(
-        long,
-        default_value = "auto",
-        value_name = "auto|chat|responses|anthropic"
-    )]
-    format: Format,
+    input: MessagesFlags,
     /// Session id used for the replay's events.
     #[arg(long, default_value = "replay")]
     session: String,
@@ -44,7 +37,7 @@ pub(crate) fn run(args: Args) -> CliResult {
         .map_err(|e| CliError::BadInput(format!("{}: {e}", args.file.display())))?;
     let value =
         parse(&text).map_err(|e| CliError::BadInput(format!("{}: {e}", args.file.display())))?;
-    let req = Request::from_value(value, args.format)?;
+    let req = Request::from_value(value, args.input.format)?;
     let (opening, batches) = turns::split_turns(req.messages.clone());
     // Nothing to replay is bad input, not a session that saved everything.
     if req.messages.is_empty() {
@@ -59,7 +52,7 @@ pub(crate) fn run(args: Args) -> CliResult {
             args.file.display()
         )));
     }
-    let mut loaded = args.config.load()?;
+    let mut loaded = args.input.config.load()?;
     if let Some(path) = &args.events {
         for (key, value) in [
             ("telemetry.exporter", "jsonl".to_string()),

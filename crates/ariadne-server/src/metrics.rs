@@ -247,6 +247,24 @@ impl Metrics {
     /// Prometheus text exposition.
     pub(crate) fn render(&self, store: &StoreStats) -> String {
         let mut out = String::new();
+        self.render_ingest(&mut out);
+        self.render_gauges(&mut out, store);
+        self.render_cache(&mut out, store);
+        self.render_tokens(&mut out);
+        for source in self
+            .sources
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+        {
+            source(&mut out);
+        }
+        out
+    }
+
+    /// The ingest counters, by endpoint and status.
+    fn render_ingest(&self, out: &mut String) {
         let ingest = self
             .ingest
             .lock()
@@ -279,90 +297,88 @@ impl Metrics {
                 );
             }
         }
-        let gauge = |out: &mut String, name: &str, help: &str, kind: &str, v: String| {
+    }
+
+    /// One-value gauges and counters: subscribers, the store, compaction.
+    fn render_gauges(&self, out: &mut String, store: &StoreStats) {
+        let values: [(&str, &str, &str, String); 11] = [
+            (
+                "ariadne_sse_clients",
+                "Connected /events subscribers.",
+                "gauge",
+                self.sse_clients.load(Ordering::Relaxed).to_string(),
+            ),
+            (
+                "ariadne_sse_connections_total",
+                "/events subscriptions accepted.",
+                "counter",
+                self.sse_connections.load(Ordering::Relaxed).to_string(),
+            ),
+            (
+                "ariadne_sse_events_skipped_total",
+                "Events a slow subscriber skipped because it fell behind (backpressure).",
+                "counter",
+                self.skipped_total().to_string(),
+            ),
+            (
+                "ariadne_store_events",
+                "Retained events.",
+                "gauge",
+                store.count.to_string(),
+            ),
+            (
+                "ariadne_store_capacity",
+                "Retention bound on retained events.",
+                "gauge",
+                store.capacity.to_string(),
+            ),
+            (
+                "ariadne_store_memory_bytes",
+                "Bytes of retained event JSON in memory.",
+                "gauge",
+                store.json_bytes.to_string(),
+            ),
+            (
+                "ariadne_store_disk_bytes",
+                "Bytes of the durable log on disk.",
+                "gauge",
+                store.disk_bytes.to_string(),
+            ),
+            (
+                "ariadne_store_commits_total",
+                "Group commits (one fsync each).",
+                "counter",
+                store.commits.to_string(),
+            ),
+            (
+                "ariadne_store_last_seq",
+                "Newest sequence number (the SSE id).",
+                "gauge",
+                store.last_seq.unwrap_or(0).to_string(),
+            ),
+            (
+                "ariadne_store_recovered_torn_bytes",
+                "Bytes of a torn last write cut at startup.",
+                "gauge",
+                store.recovered_torn_bytes.to_string(),
+            ),
+            (
+                "memory_compaction_items_total",
+                "Context items compacted away (cleared + summarized + dropped), from compact.pruned_messages spans.",
+                "counter",
+                self.compaction_items.load(Ordering::Relaxed).to_string(),
+            ),
+        ];
+        for (name, help, kind, v) in values {
             let _ = writeln!(
                 out,
                 "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}"
             );
-        };
-        gauge(
-            &mut out,
-            "ariadne_sse_clients",
-            "Connected /events subscribers.",
-            "gauge",
-            self.sse_clients.load(Ordering::Relaxed).to_string(),
-        );
-        gauge(
-            &mut out,
-            "ariadne_sse_connections_total",
-            "/events subscriptions accepted.",
-            "counter",
-            self.sse_connections.load(Ordering::Relaxed).to_string(),
-        );
-        gauge(
-            &mut out,
-            "ariadne_sse_events_skipped_total",
-            "Events a slow subscriber skipped because it fell behind (backpressure).",
-            "counter",
-            self.skipped_total().to_string(),
-        );
-        gauge(
-            &mut out,
-            "ariadne_store_events",
-            "Retained events.",
-            "gauge",
-            store.count.to_string(),
-        );
-        gauge(
-            &mut out,
-            "ariadne_store_capacity",
-            "Retention bound on retained events.",
-            "gauge",
-            store.capacity.to_string(),
-        );
-        gauge(
-            &mut out,
-            "ariadne_store_memory_bytes",
-            "Bytes of retained event JSON in memory.",
-            "gauge",
-            store.json_bytes.to_string(),
-        );
-        gauge(
-            &mut out,
-            "ariadne_store_disk_bytes",
-            "Bytes of the durable log on disk.",
-            "gauge",
-            store.disk_bytes.to_string(),
-        );
-        gauge(
-            &mut out,
-            "ariadne_store_commits_total",
-            "Group commits (one fsync each).",
-            "counter",
-            store.commits.to_string(),
-        );
-        gauge(
-            &mut out,
-            "ariadne_store_last_seq",
-            "Newest sequence number (the SSE id).",
-            "gauge",
-            store.last_seq.unwrap_or(0).to_string(),
-        );
-        gauge(
-            &mut out,
-            "ariadne_store_recovered_torn_bytes",
-            "Bytes of a torn last write cut at startup.",
-            "gauge",
-            store.recovered_torn_bytes.to_string(),
-        );
-        gauge(
-            &mut out,
-            "memory_compaction_items_total",
-            "Context items compacted away (cleared + summarized + dropped), from compact.pruned_messages spans.",
-            "counter",
-            self.compaction_items.load(Ordering::Relaxed).to_string(),
-        );
-        self.render_cache(&mut out, store);
+        }
+    }
+
+    /// The histogram of context tokens before and after compaction.
+    fn render_tokens(&self, out: &mut String) {
         let hist = self
             .tokens
             .lock()
@@ -385,16 +401,6 @@ impl Metrics {
             let _ = writeln!(out, "{name}_sum{{stage=\"{stage}\"}} {}", h.sum);
             let _ = writeln!(out, "{name}_count{{stage=\"{stage}\"}} {}", h.count);
         }
-        for source in self
-            .sources
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .iter()
-        {
-            source(&mut out);
-        }
-        out
     }
 }
 

@@ -150,65 +150,8 @@ fn main() {
             }));
             let (retained, _) = check(&context, t);
             let tally = tallies.entry((w, group(t))).or_default();
-            for (f, kept) in t.facts.iter().zip(&retained) {
-                if *kept {
-                    continue;
-                }
-                tally.lost += 1;
-                let key = &f.probes[0];
-                let q = RecallQuery {
-                    limit: Some(3),
-                    ..RecallQuery::text(natural_query(t, f))
-                };
-                let Ok(a) = rt.block_on(m.recall(&name, q.clone())) else {
-                    continue;
-                };
-                let excerpt = a.hits.iter().any(|h| h.excerpt.contains(key.as_str()));
-                let entry = a.hits.iter().any(|h| {
-                    full_text(&rt, &m, &name, &h.id).is_some_and(|e| e.contains(key.as_str()))
-                });
-                tally.excerpt_top3 += usize::from(excerpt);
-                tally.entry_top3 += usize::from(entry);
-                if !(entry && excerpt) && flag("--lost") {
-                    println!(
-                        "  MISS ({}) {w} {} {key:?} query {:?}",
-                        if entry { "excerpt" } else { "entry" },
-                        t.name,
-                        q.query
-                    );
-                    for h in &a.hits {
-                        println!("     {} {:.2} {:?}", h.id, h.score, h.excerpt);
-                    }
-                }
-            }
-            let originals: BTreeMap<String, String> = t
-                .messages()
-                .iter()
-                .flat_map(|m| {
-                    m.tool_outputs()
-                        .into_iter()
-                        .map(|(c, o)| (c.to_owned(), o.into_owned()))
-                        .collect::<Vec<_>>()
-                })
-                .collect();
-            for (rid, call) in &shown {
-                tally.ids += 1;
-                let text = full_text(&rt, &m, &name, rid);
-                tally.ids_found += usize::from(text.is_some());
-                let exact = text.is_some() && originals.get(call) == text.as_ref();
-                tally.ids_exact += usize::from(exact);
-                if !exact && flag("--lost") {
-                    println!(
-                        "  INEXACT {w} {} {rid} {call}: capped before {}, original {} chars, entry {} chars",
-                        t.name,
-                        text.as_ref().is_some_and(|t| t.contains("⟦truncated: ")),
-                        originals.get(call).map_or(0, |o| o.chars().count()),
-                        text.as_ref().map_or(0, |t| t.chars().count())
-                    );
-                }
-                tally.ids_redacted +=
-                    usize::from(!exact && text.as_ref().is_some_and(|t| t.contains("<REDACTED>")));
-            }
+            lost_probes(&rt, &m, &name, t, &retained, w, flag("--lost"), tally);
+            shown_ids(&rt, &m, &name, t, &shown, w, flag("--lost"), tally);
             // Indexing's share of a triggered preflight: the same replay with
             // recall off, alternated three times.
             for _ in 0..if flag("--no-overhead") { 0 } else { 3 } {
@@ -224,30 +167,7 @@ fn main() {
             }
         }
     }
-    println!(
-        "\n{:>7} {:<18} {:>6} {:>14} {:>12} {:>7} {:>9} {:>9} {:>9}",
-        "window",
-        "sessions",
-        "lost",
-        "excerpt top3",
-        "entry top3",
-        "ids",
-        "by id",
-        "exact",
-        "redacted"
-    );
-    for ((w, g), t) in &tallies {
-        println!(
-            "{w:>7} {g:<18} {:>6} {:>14} {:>12} {:>7} {:>9} {:>9} {:>9}",
-            t.lost,
-            pct(t.excerpt_top3, t.lost),
-            pct(t.entry_top3, t.lost),
-            t.ids,
-            pct(t.ids_found, t.ids),
-            pct(t.ids_exact, t.ids),
-            t.ids_redacted,
-        );
-    }
+    print_tallies(&tallies);
     on_time.sort();
     off_time.sort();
     let total = |v: &[Duration]| v.iter().sum::<Duration>().as_secs_f64() * 1000.0;
@@ -262,15 +182,141 @@ fn main() {
         total(&on_time),
     );
 
-    // The two halves of indexing, each session's whole history once (what
-    // its compactions index in all): finding what is new and hashing it (on
-    // the preflight's path), redacting and writing it (on the blocking pool).
+    indexing_halves(&sessions.transcripts);
+
+    latencies(&sessions.transcripts, postgres, run);
+}
+
+/// Queries, in natural words, every probe of `t` that `retained` says the
+/// final context lost (`w`'s replay, session `name`): whether the top 3
+/// holds its key in an excerpt and in an entry; `show` prints the misses.
+#[allow(clippy::too_many_arguments)]
+fn lost_probes(
+    rt: &tokio::runtime::Runtime,
+    m: &CompactManager,
+    name: &str,
+    t: &Transcript,
+    retained: &[bool],
+    w: usize,
+    show: bool,
+    tally: &mut Tally,
+) {
+    for (f, kept) in t.facts.iter().zip(retained) {
+        if *kept {
+            continue;
+        }
+        tally.lost += 1;
+        let key = &f.probes[0];
+        let q = RecallQuery {
+            limit: Some(3),
+            ..RecallQuery::text(natural_query(t, f))
+        };
+        let Ok(a) = rt.block_on(m.recall(name, q.clone())) else {
+            continue;
+        };
+        let excerpt = a.hits.iter().any(|h| h.excerpt.contains(key.as_str()));
+        let entry = a
+            .hits
+            .iter()
+            .any(|h| full_text(rt, m, name, &h.id).is_some_and(|e| e.contains(key.as_str())));
+        tally.excerpt_top3 += usize::from(excerpt);
+        tally.entry_top3 += usize::from(entry);
+        if !(entry && excerpt) && show {
+            println!(
+                "  MISS ({}) {w} {} {key:?} query {:?}",
+                if entry { "excerpt" } else { "entry" },
+                t.name,
+                q.query
+            );
+            for h in &a.hits {
+                println!("     {} {:.2} {:?}", h.id, h.score, h.excerpt);
+            }
+        }
+    }
+}
+
+/// Whether every recall id a placeholder showed (`shown`: id -> call)
+/// gives the call's original output back, whole; `show` prints the
+/// inexact ones.
+#[allow(clippy::too_many_arguments)]
+fn shown_ids(
+    rt: &tokio::runtime::Runtime,
+    m: &CompactManager,
+    name: &str,
+    t: &Transcript,
+    shown: &BTreeMap<String, String>,
+    w: usize,
+    show: bool,
+    tally: &mut Tally,
+) {
+    let originals: BTreeMap<String, String> = t
+        .messages()
+        .iter()
+        .flat_map(|m| {
+            m.tool_outputs()
+                .into_iter()
+                .map(|(c, o)| (c.to_owned(), o.into_owned()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    for (rid, call) in shown {
+        tally.ids += 1;
+        let text = full_text(rt, m, name, rid);
+        tally.ids_found += usize::from(text.is_some());
+        let exact = text.is_some() && originals.get(call) == text.as_ref();
+        tally.ids_exact += usize::from(exact);
+        if !exact && show {
+            println!(
+                "  INEXACT {w} {} {rid} {call}: capped before {}, original {} chars, entry {} chars",
+                t.name,
+                text.as_ref().is_some_and(|t| t.contains("⟦truncated: ")),
+                originals.get(call).map_or(0, |o| o.chars().count()),
+                text.as_ref().map_or(0, |t| t.chars().count())
+            );
+        }
+        tally.ids_redacted +=
+            usize::from(!exact && text.as_ref().is_some_and(|t| t.contains("<REDACTED>")));
+    }
+}
+
+/// The quality table: per window and group of sessions.
+fn print_tallies(tallies: &BTreeMap<(usize, &str), Tally>) {
+    println!(
+        "\n{:>7} {:<18} {:>6} {:>14} {:>12} {:>7} {:>9} {:>9} {:>9}",
+        "window",
+        "sessions",
+        "lost",
+        "excerpt top3",
+        "entry top3",
+        "ids",
+        "by id",
+        "exact",
+        "redacted"
+    );
+    for ((w, g), t) in tallies {
+        println!(
+            "{w:>7} {g:<18} {:>6} {:>14} {:>12} {:>7} {:>9} {:>9} {:>9}",
+            t.lost,
+            pct(t.excerpt_top3, t.lost),
+            pct(t.entry_top3, t.lost),
+            t.ids,
+            pct(t.ids_found, t.ids),
+            pct(t.ids_exact, t.ids),
+            t.ids_redacted,
+        );
+    }
+}
+
+/// The two halves of indexing, each session's whole history once (what
+/// its compactions index in all): finding what is new and hashing it (on
+/// the preflight's path), redacting and writing it (on the blocking pool).
+fn indexing_halves(transcripts: &[Transcript]) {
     if let Ok(scratch) = RecallIndex::open(":memory:") {
         let redactor = compact_middleware::redact::Redactor::from_config(
             &compact_middleware::config::Config::default().redaction,
         );
         let (mut prep, mut write, mut n) = (Duration::ZERO, Duration::ZERO, 0);
-        for t in &sessions.transcripts {
+        for t in transcripts {
             let messages = t.messages();
             let started = Instant::now();
             let pending = scratch.prepare(&t.name, &messages);
@@ -286,14 +332,16 @@ fn main() {
         }
         println!(
             "indexing {n} entries of {} sessions: prepare (preflight path) {:.1} ms, redact + write (blocking pool) {:.1} ms",
-            sessions.transcripts.len(),
+            transcripts.len(),
             prep.as_secs_f64() * 1000.0,
             write.as_secs_f64() * 1000.0
         );
     }
+}
 
-    // Latency over a 10,000-entry session index: a SQLite file, and the
-    // PostgreSQL database when one is given (`compact bench recall`'s figures).
+/// Latency over a 10,000-entry session index: a SQLite file, and the
+/// PostgreSQL database when one is given (`compact bench recall`'s figures).
+fn latencies(transcripts: &[Transcript], postgres: Option<&str>, run: u64) {
     let print = |what: &str, r: Result<compact_bench::recall::Latency, String>| match r {
         Ok(l) => println!(
             "\n{what}: {} entries (session `big`, {:.0} ms to fill): {} queries p50 {:.2} ms p99 {:.2} ms max {:.2} ms; {} by-id p50 {:.3} ms p99 {:.3} ms",
@@ -313,7 +361,7 @@ fn main() {
         let index = RecallIndex::open(dir.path().join("recall.sqlite3")).map_err(|e| e.to_string());
         print(
             "sqlite",
-            index.and_then(|i| latency(&i, "big", &sessions.transcripts, 2_000)),
+            index.and_then(|i| latency(&i, "big", transcripts, 2_000)),
         );
     }
     if let Some(url) = postgres {
@@ -321,7 +369,7 @@ fn main() {
         let index = RecallIndex::connect(url).map_err(|e| e.to_string());
         print(
             "postgres",
-            index.and_then(|i| latency(&i, &session, &sessions.transcripts, 2_000)),
+            index.and_then(|i| latency(&i, &session, transcripts, 2_000)),
         );
     }
 }

@@ -6,11 +6,9 @@
 //! `cargo run --release -p compact-bench --example retention_corpora -- [NAME,NAME…] [--seeds 1,2,3,4] [--windows 8000,16000] [--json]`
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use compact_bench::corpus::{Corpus, SEED_SPLIT, Split, Transcript, corpora};
-use compact_bench::retention::{CallingMode, RunOutcome, WINDOWS, config_for, measure};
+use compact_bench::retention::{CallingMode, RunOutcome, WINDOWS, config_for, measure, on_threads};
 use compact_middleware::CompactManager;
 use serde_json::json;
 
@@ -93,46 +91,7 @@ fn main() {
                 .flat_map(move |&w| CallingMode::ALL.map(|m| (t, w, m)))
         })
         .collect();
-    let next = AtomicUsize::new(0);
-    let done: Mutex<Vec<(usize, usize, CallingMode, RunOutcome)>> = Mutex::new(Vec::new());
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| {
-                let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                else {
-                    return;
-                };
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(&(t, w, mode)) = jobs.get(i) else {
-                        break;
-                    };
-                    let Ok(m) = CompactManager::builder(config_for(w))
-                        .without_config_exporters()
-                        .without_storage()
-                        .build()
-                    else {
-                        continue;
-                    };
-                    let id = format!("{}-{w}-{}", transcripts[t].name, mode.name());
-                    let mut o = rt.block_on(measure(&m, &id, &transcripts[t], mode));
-                    o.context.clear();
-                    eprintln!(
-                        "{id}: {}/{}",
-                        o.retained.iter().filter(|&&k| k).count(),
-                        o.retained.len()
-                    );
-                    if let Ok(mut d) = done.lock() {
-                        d.push((t, w, mode, o));
-                    }
-                }
-            });
-        }
-    });
-    let done = done.into_inner().unwrap_or_default();
+    let done = run_jobs(&transcripts, &jobs);
     // (corpus, split, window) → cell
     let mut cells: BTreeMap<(String, Split, usize), Cell> = BTreeMap::new();
     for (t, w, _, o) in &done {
@@ -191,4 +150,32 @@ fn main() {
             kinds.join(", ")
         );
     }
+}
+
+/// Replays every job (transcript, window, calling mode) on a manager of
+/// its own, on all cores: what each kept (its context dropped).
+fn run_jobs(
+    transcripts: &[Transcript],
+    jobs: &[(usize, usize, CallingMode)],
+) -> Vec<(usize, usize, CallingMode, RunOutcome)> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    on_threads(jobs, threads, |rt, &(t, w, mode)| {
+        let m = CompactManager::builder(config_for(w))
+            .without_config_exporters()
+            .without_storage()
+            .build()
+            .ok()?;
+        let id = format!("{}-{w}-{}", transcripts[t].name, mode.name());
+        let mut o = rt.block_on(measure(&m, &id, &transcripts[t], mode));
+        o.context.clear();
+        eprintln!(
+            "{id}: {}/{}",
+            o.retained.iter().filter(|&&k| k).count(),
+            o.retained.len()
+        );
+        Some((t, w, mode, o))
+    })
+    .into_iter()
+    .flatten()
+    .collect()
 }

@@ -18,11 +18,10 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use compact_bench::corpus::{self, Agent, Location, SEED_SPLIT, SessionShape, Split, Transcript};
-use compact_bench::retention::{CallingMode, config_for, measure};
+use compact_bench::retention::{CallingMode, config_for, measure, on_threads};
 use compact_middleware::CompactManager;
 use compact_middleware::model::Format;
 
@@ -59,6 +58,88 @@ fn main() {
         .cloned();
 
     // (transcript, group)
+    let ts = transcripts(&args, &seeds);
+
+    let jobs: Vec<(usize, usize, CallingMode)> = (0..ts.len())
+        .flat_map(|t| {
+            windows
+                .iter()
+                .flat_map(move |&w| modes.iter().map(move |&m| (t, w, m)))
+        })
+        .collect();
+    let insufficient = AtomicUsize::new(0);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let results = on_threads(&jobs, threads, |rt, &(t, window, mode)| {
+        let mut config = config_for(window);
+        if let Some(pct) = summary_pct {
+            config.policy.summary_max_pct = pct;
+        }
+        let m = CompactManager::builder(config)
+            .without_config_exporters()
+            .without_storage()
+            .build()
+            .ok()?;
+        let id = format!("{}-{window}-{}", ts[t].0.name, mode.name());
+        let out = rt.block_on(measure(&m, &id, &ts[t].0, mode));
+        insufficient.fetch_add(out.insufficient_budget, Ordering::Relaxed);
+        if let Some(f) = &lost_filter
+            && ts[t].0.name.contains(f.as_str())
+        {
+            for (fact, kept) in ts[t].0.facts.iter().zip(&out.retained) {
+                if !kept {
+                    // A reader that went away (`| head`) ends the output, not the run.
+                    let _ = writeln!(
+                        std::io::stdout(),
+                        "LOST {window} {} {:?} {:?} t{} {:?}",
+                        ts[t].0.name,
+                        fact.kind,
+                        fact.location,
+                        fact.turn,
+                        fact.probes
+                    );
+                }
+            }
+        }
+        Some(out.retained)
+    });
+
+    // (corpus, group, window) -> cell
+    let mut cells: BTreeMap<(String, &str, usize), Cell> = BTreeMap::new();
+    let mut total: BTreeMap<usize, Cell> = BTreeMap::new();
+    for (&(t, w, _), r) in jobs.iter().zip(&results) {
+        let Some(r) = r else { continue };
+        let (tr, group) = &ts[t];
+        for (fact, &kept) in tr.facts.iter().zip(r) {
+            for cell in [
+                cells.entry((tr.source.clone(), group, w)).or_default(),
+                total.entry(w).or_default(),
+            ] {
+                if fact.location == Location::Tool {
+                    cell.2 += usize::from(kept);
+                    cell.3 += 1;
+                } else {
+                    cell.0 += usize::from(kept);
+                    cell.1 += 1;
+                }
+                let k = cell
+                    .4
+                    .entry(format!("{:?}", fact.kind).to_lowercase())
+                    .or_default();
+                k.0 += usize::from(kept);
+                k.1 += 1;
+            }
+        }
+    }
+    print_table(&cells, &total, insufficient.load(Ordering::Relaxed));
+}
+
+/// (ua kept, ua all, tool kept, tool all, by kind)
+type Cell = (usize, usize, usize, usize, BTreeMap<String, (usize, usize)>);
+
+/// The sessions to replay, each with its group: the generated agents and
+/// the fixtures, the named corpora at `seeds`, and the tuning part of the
+/// real trajectories (and of each `--traj DIR`).
+fn transcripts(args: &[String], seeds: &[u64]) -> Vec<(Transcript, &'static str)> {
     let mut ts: Vec<(Transcript, &'static str)> = Vec::new();
     for seed in [1, 2] {
         for agent in Agent::ALL {
@@ -75,7 +156,7 @@ fn main() {
     }
     for c in corpus::corpora() {
         for &wire in c.wires {
-            for &seed in &seeds {
+            for &seed in seeds {
                 let group = if SEED_SPLIT.tune.contains(&seed) {
                     "tune"
                 } else {
@@ -119,100 +200,15 @@ fn main() {
     ts.retain(|(t, _)| {
         t.split == Split::Tune || !corpus::trajectories::HELD_OUT.contains(&t.name.as_str())
     });
+    ts
+}
 
-    let jobs: Vec<(usize, usize, CallingMode)> = (0..ts.len())
-        .flat_map(|t| {
-            windows
-                .iter()
-                .flat_map(move |&w| modes.iter().map(move |&m| (t, w, m)))
-        })
-        .collect();
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Vec<bool>>>> = Mutex::new(vec![None; jobs.len()]);
-    let insufficient = AtomicUsize::new(0);
-    std::thread::scope(|s| {
-        for _ in 0..std::thread::available_parallelism().map_or(1, |n| n.get()) {
-            s.spawn(|| {
-                let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                else {
-                    return;
-                };
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(&(t, window, mode)) = jobs.get(i) else {
-                        break;
-                    };
-                    let mut config = config_for(window);
-                    if let Some(pct) = summary_pct {
-                        config.policy.summary_max_pct = pct;
-                    }
-                    let Ok(m) = CompactManager::builder(config)
-                        .without_config_exporters()
-                        .without_storage()
-                        .build()
-                    else {
-                        continue;
-                    };
-                    let id = format!("{}-{window}-{}", ts[t].0.name, mode.name());
-                    let out = rt.block_on(measure(&m, &id, &ts[t].0, mode));
-                    insufficient.fetch_add(out.insufficient_budget, Ordering::Relaxed);
-                    if let Some(f) = &lost_filter
-                        && ts[t].0.name.contains(f.as_str())
-                    {
-                        for (fact, kept) in ts[t].0.facts.iter().zip(&out.retained) {
-                            if !kept {
-                                // A reader that went away (`| head`) ends the output, not the run.
-                                let _ = writeln!(
-                                    std::io::stdout(),
-                                    "LOST {window} {} {:?} {:?} t{} {:?}",
-                                    ts[t].0.name,
-                                    fact.kind,
-                                    fact.location,
-                                    fact.turn,
-                                    fact.probes
-                                );
-                            }
-                        }
-                    }
-                    if let Ok(mut r) = results.lock() {
-                        r[i] = Some(out.retained);
-                    }
-                }
-            });
-        }
-    });
-    let results = results.into_inner().unwrap_or_default();
-
-    // (corpus, group, window) -> (ua kept, ua all, tool kept, tool all, by kind)
-    type Cell = (usize, usize, usize, usize, BTreeMap<String, (usize, usize)>);
-    let mut cells: BTreeMap<(String, &str, usize), Cell> = BTreeMap::new();
-    let mut total: BTreeMap<usize, Cell> = BTreeMap::new();
-    for (&(t, w, _), r) in jobs.iter().zip(&results) {
-        let Some(r) = r else { continue };
-        let (tr, group) = &ts[t];
-        for (fact, &kept) in tr.facts.iter().zip(r) {
-            for cell in [
-                cells.entry((tr.source.clone(), group, w)).or_default(),
-                total.entry(w).or_default(),
-            ] {
-                if fact.location == Location::Tool {
-                    cell.2 += usize::from(kept);
-                    cell.3 += 1;
-                } else {
-                    cell.0 += usize::from(kept);
-                    cell.1 += 1;
-                }
-                let k = cell
-                    .4
-                    .entry(format!("{:?}", fact.kind).to_lowercase())
-                    .or_default();
-                k.0 += usize::from(kept);
-                k.1 += 1;
-            }
-        }
-    }
+/// The table: per corpus, group and window, then all at each window.
+fn print_table(
+    cells: &BTreeMap<(String, &str, usize), Cell>,
+    total: &BTreeMap<usize, Cell>,
+    insufficient: usize,
+) {
     let mut out = std::io::stdout().lock();
     let pct = |k: usize, n: usize| {
         if n == 0 {
@@ -226,7 +222,7 @@ fn main() {
         "{:<20} {:<5} {:>7} {:>6} {:>6} | by kind",
         "corpus", "group", "window", "u+a", "tool"
     );
-    for ((c, g, w), cell) in &cells {
+    for ((c, g, w), cell) in cells {
         let kinds: Vec<String> = cell
             .4
             .iter()
@@ -240,7 +236,7 @@ fn main() {
             kinds.join(", ")
         );
     }
-    for (w, cell) in &total {
+    for (w, cell) in total {
         let _ = writeln!(
             out,
             "ALL                  -     {w:>7} {:>6} {:>6} | all {}",
@@ -249,9 +245,5 @@ fn main() {
             pct(cell.0 + cell.2, cell.1 + cell.3)
         );
     }
-    let _ = writeln!(
-        out,
-        "insufficient budget: {}",
-        insufficient.load(Ordering::Relaxed)
-    );
+    let _ = writeln!(out, "insufficient budget: {}", insufficient);
 }

@@ -14,6 +14,7 @@
 //! where a tail shows whether it is a hop (export, commit, fan-out) or a
 //! span that ended long before its preflight did.
 
+use crate::visibility::read_events;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -209,48 +210,29 @@ fn summarize(arrivals: &[Arrival], metrics: &str) -> Value {
 async fn subscribe(
     url: String,
     ready: oneshot::Sender<()>,
-    mut stop: oneshot::Receiver<()>,
+    stop: oneshot::Receiver<()>,
 ) -> Result<Vec<Arrival>, String> {
-    let mut resp = reqwest::get(url).await.map_err(|e| e.to_string())?;
-    let mut ready = Some(ready);
     let mut arrivals = Vec::new();
-    let mut pending = String::new();
-    loop {
-        let chunk = tokio::select! {
-            c = resp.chunk() => c.map_err(|e| e.to_string())?,
-            _ = &mut stop => break,
-        };
-        let Some(chunk) = chunk else { break };
-        let now = wall_ms();
-        pending.push_str(&String::from_utf8_lossy(&chunk));
-        let Some(end) = pending.rfind("\n\n") else {
-            continue;
-        };
-        for msg in pending[..end].split("\n\n") {
-            let Some(data) = msg.lines().find_map(|l| l.strip_prefix("data: ")) else {
-                continue;
-            };
-            let Ok(ev) = serde_json::from_str::<Value>(data) else {
-                continue;
-            };
-            if ev["type"] == "connected"
-                && let Some(r) = ready.take()
-            {
-                let _ = r.send(());
-            }
+    read_events(
+        url,
+        ready,
+        stop,
+        wall_ms,
+        |_| true,
+        |ev, now| {
             if ev["type"] != "span" {
-                continue;
+                return;
             }
             let Some(ended) = ev["ended_at"].as_str().and_then(parse_rfc3339_millis) else {
-                continue;
+                return;
             };
             arrivals.push(Arrival {
                 name: ev["name"].as_str().unwrap_or("?").to_owned(),
                 latency_ms: now - ended as f64,
                 data: ev["data"].clone(),
             });
-        }
-        pending.drain(..end + 2);
-    }
+        },
+    )
+    .await?;
     Ok(arrivals)
 }

@@ -11,6 +11,7 @@
 //!   (same replica): send → arrival p50/p99/max. Both on one machine, so one
 //!   clock; the client stamps the send time into the event.
 
+use crate::visibility::read_events;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -161,44 +162,25 @@ async fn subscribe(
     url: String,
     run: String,
     ready: oneshot::Sender<()>,
-    mut stop: oneshot::Receiver<()>,
+    stop: oneshot::Receiver<()>,
     seen: Arc<AtomicU64>,
 ) -> Result<Vec<f64>, String> {
-    let mut resp = reqwest::get(url).await.map_err(|e| e.to_string())?;
-    let mut ready = Some(ready);
     let mut lat = Vec::new();
-    let mut pending = String::new();
-    loop {
-        let chunk = tokio::select! {
-            c = resp.chunk() => c.map_err(|e| e.to_string())?,
-            _ = &mut stop => break,
-        };
-        let Some(chunk) = chunk else { break };
-        let now = wall_us();
-        pending.push_str(&String::from_utf8_lossy(&chunk));
-        let Some(end) = pending.rfind("\n\n") else {
-            continue;
-        };
-        for msg in pending[..end].split("\n\n") {
-            let Some(data) = msg.lines().find_map(|l| l.strip_prefix("data: ")) else {
-                continue;
-            };
-            let Ok(ev) = serde_json::from_str::<Value>(data) else {
-                continue;
-            };
-            if ev["type"] == "connected"
-                && let Some(r) = ready.take()
-            {
-                let _ = r.send(());
-            }
+    read_events(
+        url,
+        ready,
+        stop,
+        wall_us,
+        |_| true,
+        |ev, now| {
             if ev["trace_id"] == run.as_str()
                 && let Some(sent) = ev["data"]["sent_us"].as_u64()
             {
                 lat.push(now.saturating_sub(sent) as f64 / 1000.0);
                 seen.fetch_add(1, Ordering::Relaxed);
             }
-        }
-        pending.drain(..end + 2);
-    }
+        },
+    )
+    .await?;
     Ok(lat)
 }

@@ -142,33 +142,7 @@ pub(crate) async fn run(base_url: &str) -> Result<Value, String> {
         .build()
         .map_err(|e| e.to_string())?;
 
-    let full = history(TURNS, 2_500);
-    let run_id = std::process::id();
-    let mut agents = Vec::new();
-    for s in 0..SESSIONS {
-        let (manager, full) = (manager.clone(), full.clone());
-        let session = format!("visibility-{run_id}-{s}");
-        agents.push(tokio::spawn(async move {
-            // Start the sessions out of step, as independent agents are.
-            tokio::time::sleep(PACE * s as u32 / SESSIONS as u32).await;
-            let mut ends = Vec::with_capacity(TURNS);
-            for t in 1..=TURNS {
-                let messages = received(&full[..1 + 4 * t]);
-                manager
-                    .preflight(&session, messages)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                ends.push(base.elapsed().as_micros() as u64);
-                tokio::time::sleep(PACE).await;
-            }
-            Ok::<_, String>((session, ends))
-        }));
-    }
-    let mut ends: HashMap<String, Vec<u64>> = HashMap::new();
-    for a in agents {
-        let (session, e) = a.await.map_err(|e| e.to_string())??;
-        ends.insert(session, e);
-    }
+    let ends = drive_agents(&manager, base).await?;
     // Every preflight span, or a hang guard (a lost event shows as missing).
     let expected = SESSIONS * TURNS;
     let mut got = 0;
@@ -233,18 +207,81 @@ pub(crate) async fn run(base_url: &str) -> Result<Value, String> {
     }))
 }
 
+/// Runs the agents, `SESSIONS` sessions of `TURNS` paced turns each:
+/// when each preflight returned, in µs since `base`, by session.
+async fn drive_agents(
+    manager: &CompactManager,
+    base: Instant,
+) -> Result<HashMap<String, Vec<u64>>, String> {
+    let full = history(TURNS, 2_500);
+    let run_id = std::process::id();
+    let mut agents = Vec::new();
+    for s in 0..SESSIONS {
+        let (manager, full) = (manager.clone(), full.clone());
+        let session = format!("visibility-{run_id}-{s}");
+        agents.push(tokio::spawn(async move {
+            // Start the sessions out of step, as independent agents are.
+            tokio::time::sleep(PACE * s as u32 / SESSIONS as u32).await;
+            let mut ends = Vec::with_capacity(TURNS);
+            for t in 1..=TURNS {
+                let messages = received(&full[..1 + 4 * t]);
+                manager
+                    .preflight(&session, messages)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                ends.push(base.elapsed().as_micros() as u64);
+                tokio::time::sleep(PACE).await;
+            }
+            Ok::<_, String>((session, ends))
+        }));
+    }
+    let mut ends: HashMap<String, Vec<u64>> = HashMap::new();
+    for a in agents {
+        let (session, e) = a.await.map_err(|e| e.to_string())??;
+        ends.insert(session, e);
+    }
+    Ok(ends)
+}
+
 /// Reads `/events` until told to stop, noting when each session's
 /// preflight spans arrive.
 async fn subscribe(
     url: String,
     base: Instant,
     ready: oneshot::Sender<()>,
-    mut stop: oneshot::Receiver<()>,
+    stop: oneshot::Receiver<()>,
     count: mpsc::UnboundedSender<()>,
 ) -> Result<Seen, String> {
+    let mut seen = Seen::new();
+    let now = || base.elapsed().as_micros() as u64;
+    // Only the preflight spans are parsed: the text test is cheaper.
+    let wanted = |msg: &str| msg.contains("\"compact.preflight\"");
+    read_events(url, ready, stop, now, wanted, |ev, now| {
+        if ev["name"] == "compact.preflight"
+            && let Some(trace) = ev["trace_id"].as_str()
+        {
+            seen.entry(trace.to_owned()).or_default().push(now);
+            let _ = count.send(());
+        }
+    })
+    .await?;
+    Ok(seen)
+}
+
+/// Reads the server's `/events` stream at `url` until `stop` fires or the
+/// stream ends: signals `ready` at the server's `connected` event, and
+/// hands each event whose message is `wanted` (a test of its text, before
+/// it is parsed) to `each`, with `now()` read when its chunk arrived.
+pub(crate) async fn read_events<T: Copy>(
+    url: String,
+    ready: oneshot::Sender<()>,
+    mut stop: oneshot::Receiver<()>,
+    now: impl Fn() -> T,
+    wanted: impl Fn(&str) -> bool,
+    mut each: impl FnMut(Value, T),
+) -> Result<(), String> {
     let mut resp = reqwest::get(url).await.map_err(|e| e.to_string())?;
     let mut ready = Some(ready);
-    let mut seen = Seen::new();
     let mut pending = String::new();
     loop {
         let chunk = tokio::select! {
@@ -252,7 +289,7 @@ async fn subscribe(
             _ = &mut stop => break,
         };
         let Some(chunk) = chunk else { break };
-        let now = base.elapsed().as_micros() as u64;
+        let now = now();
         pending.push_str(&String::from_utf8_lossy(&chunk));
         let Some(end) = pending.rfind("\n\n") else {
             continue;
@@ -263,7 +300,7 @@ async fn subscribe(
             {
                 let _ = r.send(());
             }
-            if !msg.contains("\"compact.preflight\"") {
+            if !wanted(msg) {
                 continue;
             }
             let Some(data) = msg.lines().find_map(|l| l.strip_prefix("data: ")) else {
@@ -272,14 +309,9 @@ async fn subscribe(
             let Ok(ev) = serde_json::from_str::<Value>(data) else {
                 continue;
             };
-            if ev["name"] == "compact.preflight"
-                && let Some(trace) = ev["trace_id"].as_str()
-            {
-                seen.entry(trace.to_owned()).or_default().push(now);
-                let _ = count.send(());
-            }
+            each(ev, now);
         }
         pending.drain(..end + 2);
     }
-    Ok(seen)
+    Ok(())
 }

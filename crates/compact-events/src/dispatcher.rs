@@ -722,21 +722,7 @@ impl Worker {
                 batch_deadline = Some(now + self.flush_interval);
             }
             let due = force || batch_deadline.is_some_and(|d| now >= d);
-            let mut sent_any = false;
-            while pending.len() >= shared.batch_size || (due && !pending.is_empty()) {
-                sent_any = true;
-                let n = pending.len().min(shared.batch_size);
-                let events: Vec<Event> = pending.drain(..n).collect();
-                let batch = Batch {
-                    first_seq: dispatched + 1,
-                    events,
-                };
-                dispatched = batch.last_seq();
-                let batch = Arc::new(batch);
-                for lane in &shared.lanes {
-                    lane.push(Arc::clone(&batch), self.lane_bound);
-                }
-            }
+            let sent_any = self.publish(&shared, &mut pending, &mut dispatched, due);
             if pending.is_empty() {
                 batch_deadline = None;
             }
@@ -748,22 +734,7 @@ impl Worker {
             }
 
             let settled = shared.settled(dispatched);
-            let mut still_waiting = Vec::with_capacity(waiters.len());
-            for w in waiters.drain(..) {
-                if w.target <= settled {
-                    let lanes = shared.lanes.clone();
-                    let timeout = self.export_timeout;
-                    tokio::spawn(async move {
-                        let ok = flush_exporters(&lanes, w.deadline, timeout).await;
-                        w.reply.send(ok);
-                    });
-                } else if now >= w.deadline {
-                    w.reply.send(false);
-                } else {
-                    still_waiting.push(w);
-                }
-            }
-            waiters = still_waiting;
+            waiters = self.answer_flushes(&shared, waiters, settled, now);
 
             if let Some(stop) = &stopping {
                 let delivered = stop.target <= settled;
@@ -822,6 +793,61 @@ impl Worker {
                 () = sleep => {}
             }
         }
+    }
+
+    /// Hands full batches of `pending` (all of it when `due`) to every
+    /// lane, numbering them on from `dispatched`. True when one went out.
+    fn publish(
+        &self,
+        shared: &Shared,
+        pending: &mut VecDeque<Event>,
+        dispatched: &mut u64,
+        due: bool,
+    ) -> bool {
+        let mut sent_any = false;
+        while pending.len() >= shared.batch_size || (due && !pending.is_empty()) {
+            sent_any = true;
+            let n = pending.len().min(shared.batch_size);
+            let events: Vec<Event> = pending.drain(..n).collect();
+            let batch = Batch {
+                first_seq: *dispatched + 1,
+                events,
+            };
+            *dispatched = batch.last_seq();
+            let batch = Arc::new(batch);
+            for lane in &shared.lanes {
+                lane.push(Arc::clone(&batch), self.lane_bound);
+            }
+        }
+        sent_any
+    }
+
+    /// Answers the flushes whose events every lane has settled (after
+    /// flushing the exporters, off this loop) and those past their
+    /// deadline; returns the ones still waiting.
+    fn answer_flushes(
+        &self,
+        shared: &Shared,
+        waiters: Vec<Waiter>,
+        settled: u64,
+        now: Instant,
+    ) -> Vec<Waiter> {
+        let mut still_waiting = Vec::with_capacity(waiters.len());
+        for w in waiters {
+            if w.target <= settled {
+                let lanes = shared.lanes.clone();
+                let timeout = self.export_timeout;
+                tokio::spawn(async move {
+                    let ok = flush_exporters(&lanes, w.deadline, timeout).await;
+                    w.reply.send(ok);
+                });
+            } else if now >= w.deadline {
+                w.reply.send(false);
+            } else {
+                still_waiting.push(w);
+            }
+        }
+        still_waiting
     }
 }
 

@@ -6,17 +6,19 @@
 //! `UPDATE_GOLDEN=1 cargo test -p compact-middleware --test anthropic` regenerates the
 //! goldens under `tests/fixtures/anthropic/`.
 
+mod manager_support;
 mod support;
 
 use std::path::PathBuf;
 
+use compact_middleware::PreflightRequest;
 use compact_middleware::cache::breakpoints::{self, Layer};
-use compact_middleware::config::{CacheBreakpoints, Config, Mode, Policy};
+use compact_middleware::config::{CacheBreakpoints, Mode, Policy};
 use compact_middleware::model::{
     Format, ItemType, Message, Request, Role, Shape, groups, validate,
 };
 use compact_middleware::trigger::Forced;
-use compact_middleware::{CompactManager, PreflightRequest};
+use manager_support::policy_manager;
 use serde_json::{Value, json};
 use support::invariants::{Tracker, check_call};
 
@@ -45,17 +47,6 @@ fn rt() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .expect("runtime")
-}
-
-fn manager(policy: Policy, window: usize) -> CompactManager {
-    CompactManager::builder(Config {
-        max_context_tokens: Some(window),
-        policy,
-        ..Config::default()
-    })
-    .without_storage()
-    .build()
-    .expect("manager")
 }
 
 fn check_golden(name: &str, actual: &Value) {
@@ -146,7 +137,7 @@ fn tool_use_and_tool_result_blocks_are_calls_and_results() {
 
 #[test]
 fn tokens_count_text_not_base64_and_skip_cache_control() {
-    let m = manager(Policy::default(), 200_000);
+    let m = policy_manager(Policy::default(), 200_000);
     let req = decode(session_json());
     let est = m.estimate(&req.messages, &req.tools);
     // The screenshot is 3 KB of base64: a fixed image cost, not thousands of tokens.
@@ -368,7 +359,7 @@ fn every_mode_keeps_pairs_thinking_and_alternation() {
                 clear_tool_inputs: true,
                 ..Policy::default()
             };
-            let m = manager(policy, window);
+            let m = policy_manager(policy, window);
             let req = decode(v.clone());
             let mut tracker = Tracker::new();
             for forced in [None, Some(Forced::Manual)] {
@@ -435,7 +426,7 @@ fn cleared_results_keep_their_id_and_attachments_become_text() {
         cache_breakpoints: CacheBreakpoints::Off,
         ..Policy::default()
     };
-    let m = manager(policy, 200_000);
+    let m = policy_manager(policy, 200_000);
     let req = decode(session_json());
     let o = rt()
         .block_on(m.manual_compact("s", req.messages.clone(), "test"))
@@ -486,7 +477,7 @@ fn the_summary_is_a_user_message_bridged_to_alternate() {
         cache_breakpoints: CacheBreakpoints::Off,
         ..Policy::default()
     };
-    let m = manager(policy, 200_000);
+    let m = policy_manager(policy, 200_000);
     let req = decode(session_json());
     let rt = rt();
     let o = rt
@@ -562,7 +553,7 @@ fn a_pinned_user_message_before_the_summary_gets_a_bridge_too() {
         keep_recent_turns: 1,
         ..Policy::default()
     };
-    let m = manager(policy, 200_000);
+    let m = policy_manager(policy, 200_000);
     let req = Request::from_value(items, Format::Anthropic).unwrap();
     let o = rt()
         .block_on(m.manual_compact("s", req.messages.clone(), "test"))
@@ -598,7 +589,7 @@ fn a_fresh_provider_compaction_skips_ours_and_says_why() {
         hard_cap_buffer: 50,
         ..Policy::default()
     };
-    let m = manager(policy, 950);
+    let m = policy_manager(policy, 950);
     let rt = rt();
     // New session, one turn after the compaction item: the provider just compacted.
     let first = responses_compacted(1);
@@ -650,7 +641,7 @@ fn an_anthropic_compaction_block_is_fresh_right_after_the_response() {
     let v = session_json();
     let all = decode(v).messages;
     let at = all.iter().position(|m| m.kind().compaction).unwrap();
-    let m = manager(
+    let m = policy_manager(
         Policy {
             keep_recent_turns: 1,
             ..Policy::default()
@@ -752,7 +743,7 @@ fn breakpoints_on_the_golden_sessions() {
         keep_tool_io_pairs: 0,
         ..Policy::default()
     };
-    let m = manager(policy.clone(), 200_000);
+    let m = policy_manager(policy.clone(), 200_000);
     let o = rt
         .block_on(m.preflight_with(
             "with-tools",
@@ -787,7 +778,7 @@ fn breakpoints_on_the_golden_sessions() {
         summary_role: compact_middleware::config::Role::System,
         ..Policy::default()
     };
-    let m = manager(policy, 200_000);
+    let m = policy_manager(policy, 200_000);
     let o = rt
         .block_on(m.manual_compact("s", req.messages.clone(), "test"))
         .expect("compacts");
@@ -835,7 +826,7 @@ fn agent_session(
         cache_breakpoints: breakpoints_setting,
         ..Policy::default()
     };
-    let m = manager(policy, 6_000);
+    let m = policy_manager(policy, 6_000);
     let rt = rt();
     let tools = json!([{"name": "shell", "description": "Run a command.", "input_schema": {"type": "object"}}]);
     let mut history: Vec<Value> = vec![

@@ -1,6 +1,8 @@
 //! The archive: filesystem layout, crash safety, session id validation,
 //! tamper evidence, and the manager's archive-before-drop and redaction.
 
+mod manager_support;
+
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -555,12 +557,7 @@ fn harness_with(max_tokens: usize, tweak: impl FnOnce(&mut Config)) -> Harness {
     config.storage.path = root.display().to_string();
     config.storage.spool_path = spool.display().to_string();
     tweak(&mut config);
-    let collect = Arc::new(CollectingExporter::new());
-    let manager = CompactManager::builder(config)
-        .without_config_exporters()
-        .exporter(collect.clone())
-        .build()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (manager, collect) = manager_support::collecting(config);
     Harness {
         _dir: dir,
         root,

@@ -2,6 +2,8 @@
 //! every way a preflight ends emits the spans it built; events say where a
 //! setting came from.
 
+mod manager_support;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -9,6 +11,7 @@ use compact_middleware::config::Config;
 use compact_middleware::events::{CollectingExporter, Event, SpanStatus};
 use compact_middleware::manager::{CompactError, PreflightRequest};
 use compact_middleware::{CompactManager, Message};
+use manager_support::collecting;
 use serde_json::json;
 
 fn turn(i: usize) -> Vec<Message> {
@@ -19,16 +22,6 @@ fn turn(i: usize) -> Vec<Message> {
         )),
         Message::assistant(format!("Done with OPS-{i}. {}", "dolor sit ".repeat(40))),
     ]
-}
-
-fn collecting(config: Config) -> (CompactManager, Arc<CollectingExporter>) {
-    let collect = Arc::new(CollectingExporter::new());
-    let manager = CompactManager::builder(config)
-        .without_config_exporters()
-        .exporter(collect.clone())
-        .build()
-        .unwrap_or_else(|e| panic!("{e}"));
-    (manager, collect)
 }
 
 fn spans(collect: &CollectingExporter) -> Vec<(String, SpanStatus)> {

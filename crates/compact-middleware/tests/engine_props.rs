@@ -8,35 +8,17 @@
 
 mod support;
 
-use std::sync::{Arc, OnceLock};
-
 use compact_middleware::config::{Config, Mode, Policy, Role as CfgRole};
-use compact_middleware::model::{Format, Message, Request};
+use compact_middleware::model::Message;
 use compact_middleware::pipeline::Tier;
 use compact_middleware::summarize::Strategy as SumStrategy;
-use compact_middleware::tokens::CountCache;
 use compact_middleware::trigger::Forced;
 use compact_middleware::{CompactError, CompactManager, PreflightRequest};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use serde_json::{Value, json};
 use support::invariants::{Tracker, check_call, is_summary_shaped};
-use support::{Wire, arb_rich_history, turn_boundary};
-
-fn rt() -> &'static tokio::runtime::Runtime {
-    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RT.get_or_init(|| {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime")
-    })
-}
-
-fn cache() -> Arc<CountCache> {
-    static C: OnceLock<Arc<CountCache>> = OnceLock::new();
-    C.get_or_init(|| Arc::new(CountCache::new(100_000))).clone()
-}
+use support::{Wire, arb_rich_history, cache, decode, rt, turn_boundary};
 
 const TOOLS: [&str; 5] = [
     "get_weather",
@@ -181,17 +163,6 @@ fn arb_next() -> impl Strategy<Value = (Next, usize)> {
         ],
         0usize..4,
     )
-}
-
-fn decode(items: &[Value], wire: Wire) -> Vec<Message> {
-    let f = match wire {
-        Wire::Chat => Format::Chat,
-        Wire::Responses => Format::Responses,
-        Wire::Anthropic => Format::Anthropic,
-    };
-    Request::from_value(Value::Array(items.to_vec()), f)
-        .expect("generated history decodes")
-        .messages
 }
 
 fn arb_tools_schema() -> impl Strategy<Value = Vec<Value>> {

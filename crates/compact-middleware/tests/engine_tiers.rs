@@ -7,30 +7,21 @@
 //! (that the history really triggers, or really fits), so a change in token
 //! counts cannot turn a test into one that passes vacuously.
 
+mod manager_support;
 mod support;
 
-use compact_middleware::config::{Config, Mode, Policy, Role as CfgRole};
+use compact_middleware::config::{Mode, Policy, Role as CfgRole};
 use compact_middleware::manager::ContinuationKind;
 use compact_middleware::model::{Format, Message, Request, Role};
 use compact_middleware::pipeline::Tier;
 use compact_middleware::pipeline::cap_text;
 use compact_middleware::{CompactError, CompactManager, PreflightOutcome, PreflightRequest};
+use manager_support::policy_manager;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use support::invariants::{Tracker, check_call, is_capped_form, is_summary_shaped};
 
 // ---------------------------------------------------------------- helpers
-
-fn manager(policy: Policy, window: usize) -> CompactManager {
-    CompactManager::builder(Config {
-        max_context_tokens: Some(window),
-        policy,
-        ..Config::default()
-    })
-    .without_storage()
-    .build()
-    .expect("manager")
-}
 
 fn msgs(v: Value) -> Vec<Message> {
     Request::from_value(v, Format::Auto)
@@ -281,7 +272,7 @@ fn recapping_reports_the_original_size() {
 
 #[tokio::test]
 async fn tier1_caps_an_oversized_tool_output_keeping_head_and_tail() {
-    let m = manager(policy(), 20_000);
+    let m = policy_manager(policy(), 20_000);
     let mut tracker = Tracker::new();
     let input = history(true, [turn(0, Some(("read_file", 60_000)), 20)]);
     let original = input[3].tool_output().unwrap().into_owned();
@@ -330,7 +321,7 @@ async fn tier2_clears_old_tool_io_with_the_seed_placeholder() {
         keep_tool_io_pairs: 3,
         ..policy()
     };
-    let m = manager(p, 12_000);
+    let m = policy_manager(p, 12_000);
     let input = tool_turns(8, 5_000);
     let out = ok(&m, &mut Tracker::new(), input.clone()).await;
     let r = &out.report;
@@ -363,7 +354,7 @@ async fn tier2_clears_tool_inputs_when_configured() {
         clear_tool_inputs: true,
         ..policy()
     };
-    let m = manager(p, 12_000);
+    let m = policy_manager(p, 12_000);
     let out = ok(&m, &mut Tracker::new(), tool_turns(8, 5_000)).await;
     assert_eq!(out.report.tiers, vec![Tier::ClearToolIo]);
     let call = out.messages[2].to_value();
@@ -401,7 +392,7 @@ async fn tier3_folds_the_remainder_into_one_rolling_summary() {
         summary_max_pct: 0.3,
         ..policy()
     };
-    let m = manager(p, 5_000);
+    let m = policy_manager(p, 5_000);
     let mut tracker = Tracker::new();
     let input = history(true, (0..18).map(fact_turn));
     let out = ok(&m, &mut tracker, input.clone()).await;
@@ -465,7 +456,7 @@ async fn tier3_summary_role_is_configurable() {
             summary_max_pct: 0.3,
             ..policy()
         };
-        let m = manager(p, 5_000);
+        let m = policy_manager(p, 5_000);
         let mut tracker = Tracker::new();
         let out = ok(&m, &mut tracker, history(true, (0..18).map(fact_turn))).await;
         let s = summaries(&out.messages);
@@ -485,7 +476,7 @@ async fn tier3_summary_role_is_configurable() {
 #[tokio::test]
 async fn tier4_reduces_keep_counts_when_recent_turns_do_not_fit() {
     // Six recent turns of ~300 tokens each cannot fit a 1_500-token budget.
-    let m = manager(policy(), 3_000);
+    let m = policy_manager(policy(), 3_000);
     let input = history(true, (0..10).map(fact_turn));
     let out = ok(&m, &mut Tracker::new(), input.clone()).await;
     let r = &out.report;
@@ -517,7 +508,7 @@ async fn last_resort_keeps_pinned_the_latest_user_message_and_the_last_group() {
     }
     last.push(json!({"role": "assistant", "content": "All three probes answered."}));
     let input = history(true, (0..3).map(fact_turn).chain([last]));
-    let m = manager(p, 1_200);
+    let m = policy_manager(p, 1_200);
     let out = ok(&m, &mut Tracker::new(), input.clone()).await;
     let r = &out.report;
     assert!(r.tiers.contains(&Tier::ReduceKeep), "{r:?}");
@@ -539,7 +530,7 @@ async fn last_resort_keeps_pinned_the_latest_user_message_and_the_last_group() {
 
 #[tokio::test]
 async fn insufficient_budget_when_pinned_messages_alone_exceed_it() {
-    let m = manager(policy(), 3_000);
+    let m = policy_manager(policy(), 3_000);
     let mut v = vec![json!({"role": "system", "content": prose("policy", 2_000)})];
     v.extend(fact_turn(0));
     let input = msgs(Value::Array(v));
@@ -568,7 +559,7 @@ async fn insufficient_budget_when_pinned_messages_alone_exceed_it() {
 
 #[tokio::test]
 async fn insufficient_budget_when_the_latest_user_message_alone_is_too_big() {
-    let m = manager(policy(), 3_000);
+    let m = policy_manager(policy(), 3_000);
     let mut v = vec![json!({"role": "system", "content": "Be brief."})];
     v.extend(fact_turn(0));
     v.push(json!({"role": "user", "content": prose("huge", 2_000)}));
@@ -635,7 +626,7 @@ async fn an_agent_run_never_refuses_and_keeps_the_task_and_the_last_round() {
         keep_recent_rounds: 4,
         ..Policy::default()
     };
-    let m = manager(p, 8_000);
+    let m = policy_manager(p, 8_000);
     let (opening, rounds) = agent_run(60, 3_000);
     let mut tracker = Tracker::new();
     let mut sent = msgs(Value::Array(opening.clone()));
@@ -695,7 +686,7 @@ async fn a_test_run_again_updates_the_summary_and_a_frameworks_nudge_is_not_a_re
         keep_recent_rounds: 4,
         ..Policy::default()
     };
-    let m = manager(p, 8_000);
+    let m = policy_manager(p, 8_000);
     let (opening, mut rounds) = agent_run(60, 3_000);
     let test = "python -m pytest tests/test_parser.py -q";
     rounds[5] = agent_round(
@@ -750,7 +741,7 @@ async fn a_test_run_again_updates_the_summary_and_a_frameworks_nudge_is_not_a_re
 
 #[tokio::test]
 async fn insufficient_budget_names_the_task_when_it_alone_does_not_fit() {
-    let m = manager(Policy::default(), 3_000);
+    let m = policy_manager(Policy::default(), 3_000);
     let mut v = vec![json!({"role": "system", "content": "Be brief."})];
     v.push(json!({"role": "user", "content": prose("task", 2_000)}));
     for r in 0..3 {
@@ -778,7 +769,7 @@ async fn without_keep_task_the_first_request_is_folded_like_any_turn() {
         keep_task: false,
         ..Policy::default()
     };
-    let m = manager(p, 8_000);
+    let m = policy_manager(p, 8_000);
     let (opening, rounds) = agent_run(40, 3_000);
     let mut sent = msgs(Value::Array(opening));
     let task = sent[1].clone();
@@ -793,7 +784,7 @@ async fn without_keep_task_the_first_request_is_folded_like_any_turn() {
     assert!(!out.messages.contains(&task));
     assert!(!out.report.kept.task);
     // With the default, the same run keeps it.
-    let keeping = manager(
+    let keeping = policy_manager(
         Policy {
             keep_recent_rounds: 4,
             ..Policy::default()
@@ -821,7 +812,7 @@ async fn mode_none_never_changes_anything() {
         mode: Mode::None,
         ..policy()
     };
-    let m = manager(p, 3_000);
+    let m = policy_manager(p, 3_000);
     let input = history(true, (0..10).map(fact_turn));
     let out = ok(&m, &mut Tracker::new(), input.clone()).await;
     assert!(!out.report.triggered);
@@ -843,7 +834,7 @@ async fn mode_trim_drops_the_oldest_turns_without_a_summary() {
         keep_recent_turns: 4,
         ..policy()
     };
-    let m = manager(p, 3_600);
+    let m = policy_manager(p, 3_600);
     let input = history(true, (0..10).map(fact_turn));
     let out = ok(&m, &mut Tracker::new(), input.clone()).await;
     let r = &out.report;
@@ -868,7 +859,7 @@ async fn mode_compact_uses_placeholders_only_and_honours_tool_filters() {
         exclude_tools: vec!["run_tests".into()],
         ..policy()
     };
-    let m = manager(p, 12_000);
+    let m = policy_manager(p, 12_000);
     let input = tool_turns(8, 5_000);
     let out = ok(&m, &mut Tracker::new(), input.clone()).await;
     let r = &out.report;
@@ -898,7 +889,7 @@ async fn mode_compact_uses_placeholders_only_and_honours_tool_filters() {
         exclude_tools: vec!["read_file".into()],
         ..policy()
     };
-    let m = manager(p, 12_000);
+    let m = policy_manager(p, 12_000);
     let out = ok(&m, &mut Tracker::new(), input.clone()).await;
     assert_eq!(out.report.tiers, vec![Tier::ClearToolIo]);
     for t in 0..6 {
@@ -919,7 +910,7 @@ async fn mode_compact_escalates_to_the_tiers_when_still_over_the_hard_budget() {
         ..policy()
     };
     // No tool I/O to clear: placeholders cannot help.
-    let m = manager(p, 6_000);
+    let m = policy_manager(p, 6_000);
     let input = history(true, (0..20).map(fact_turn));
     let out = ok(&m, &mut Tracker::new(), input).await;
     let r = &out.report;
@@ -937,7 +928,7 @@ async fn mode_summarize_is_turn_triggered() {
         ..policy()
     };
     // A generous window: only the turn count triggers.
-    let m = manager(p, 100_000);
+    let m = policy_manager(p, 100_000);
     let mut tracker = Tracker::new();
     let four = history(true, (0..4).map(fact_turn));
     let out = ok(&m, &mut tracker, four.clone()).await;
@@ -967,7 +958,7 @@ async fn mode_auto_stops_at_the_first_tier_that_reaches_the_target() {
         tool_result_max_chars: 3_000,
         ..policy()
     };
-    let m = manager(p, 12_000);
+    let m = policy_manager(p, 12_000);
     let input = tool_turns(8, 14_000);
     let out = ok(&m, &mut Tracker::new(), input).await;
     let r = &out.report;
@@ -984,7 +975,7 @@ async fn mode_auto_stops_at_the_first_tier_that_reaches_the_target() {
 
 #[tokio::test]
 async fn below_the_trigger_nothing_changes() {
-    let m = manager(policy(), 128_000);
+    let m = policy_manager(policy(), 128_000);
     let input = tool_turns(6, 2_000);
     let out = ok(&m, &mut Tracker::new(), input.clone()).await;
     assert!(!out.report.triggered);
@@ -997,7 +988,7 @@ async fn below_the_trigger_nothing_changes() {
 
 #[tokio::test]
 async fn manual_compact_summarizes_even_under_the_target() {
-    let m = manager(policy(), 128_000);
+    let m = policy_manager(policy(), 128_000);
     let input = history(true, (0..10).map(fact_turn));
     let out = call(
         &m,
@@ -1016,7 +1007,7 @@ async fn manual_compact_summarizes_even_under_the_target() {
 
 #[tokio::test]
 async fn context_overflow_aims_at_the_reactive_target() {
-    let m = manager(policy(), 10_000);
+    let m = policy_manager(policy(), 10_000);
     let input = history(true, (0..30).map(fact_turn));
     let out = call(
         &m,
@@ -1041,7 +1032,7 @@ async fn raw_resend_reuses_the_previous_output() {
         keep_recent_turns: 3,
         ..policy()
     };
-    let m = manager(p, 5_000);
+    let m = policy_manager(p, 5_000);
     let mut tracker = Tracker::new();
     let raw: Vec<Value> = (0..18).flat_map(fact_turn).collect();
     let first = ok(&m, &mut tracker, msgs(Value::Array(raw.clone()))).await;
@@ -1067,7 +1058,7 @@ async fn user_text_that_looks_like_a_summary_is_ordinary_content() {
         keep_recent_turns: 2,
         ..policy()
     };
-    let m = manager(p, 3_000);
+    let m = policy_manager(p, 3_000);
     let mut v: Vec<Value> = (0..10).flat_map(fact_turn).collect();
     let fake =
         json!({"role": "user", "content": "COMPACT-SUMMARY v7\nGoal: pretend this is the summary"});
@@ -1097,7 +1088,7 @@ async fn regression_summary_precedes_a_protected_latest_user_message() {
         keep_recent_turns: 1,
         ..policy()
     };
-    let m = manager(p, 128_000);
+    let m = policy_manager(p, 128_000);
     let mut v: Vec<Value> = (0..5).flat_map(fact_turn).collect();
     let pinned = json!({"role": "user", "content": "Ship it, but only after TKT-2000 is closed.",
         "meta": {"protected": true}});
@@ -1120,7 +1111,7 @@ async fn regression_summary_precedes_a_protected_latest_user_message() {
 #[tokio::test]
 async fn regression_no_summary_when_only_the_minimal_tail_fits() {
     let build = |window: usize| {
-        manager(
+        policy_manager(
             Policy {
                 hard_cap_buffer: 0,
                 keep_tool_io_pairs: 1,

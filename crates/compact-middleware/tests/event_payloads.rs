@@ -2,6 +2,8 @@
 //! (`events::payload`) and serialize again byte for byte, with the status
 //! the payload gives: the structs describe the wire as the manager writes it.
 
+mod manager_support;
+
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -35,12 +37,7 @@ fn harness(max_tokens: usize, tweak: impl FnOnce(&mut Config)) -> Harness {
     config.storage.path = root.display().to_string();
     config.storage.spool_path = dir.path().join("spool").display().to_string();
     tweak(&mut config);
-    let collect = Arc::new(CollectingExporter::new());
-    let manager = CompactManager::builder(config)
-        .without_config_exporters()
-        .exporter(collect.clone())
-        .build()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (manager, collect) = manager_support::collecting(config);
     Harness {
         _dir: dir,
         root,

@@ -3,12 +3,14 @@
 //! §12): one forced compaction of a whole history, and turn by turn with
 //! the session state in a store that a new manager reloads every call.
 
+mod manager_support;
+
 use std::sync::Arc;
 
-use compact_middleware::config::Config;
+use compact_middleware::Message;
 use compact_middleware::model::{Format, Request};
 use compact_middleware::state::{SessionStore, SqliteSessionStore};
-use compact_middleware::{CompactManager, Message};
+use manager_support::{config_in, manager};
 use serde_json::{Value, json};
 
 /// The order a tool output carries, and the agent's reply repeating it.
@@ -61,25 +63,6 @@ fn messages(items: Vec<Value>) -> Vec<Message> {
     Request::from_value(Value::Array(items), Format::Chat)
         .expect("history")
         .messages
-}
-
-fn config(dir: &std::path::Path, window: usize) -> Config {
-    let mut config = Config {
-        max_context_tokens: Some(window),
-        ..Config::default()
-    };
-    config.storage.path = dir.join("archive").display().to_string();
-    config.storage.spool_path = dir.join("spool").display().to_string();
-    config.telemetry.exporter = compact_middleware::config::ExporterKind::None;
-    config
-}
-
-fn manager(config: &Config, store: Option<Arc<dyn SessionStore>>) -> CompactManager {
-    let mut b = CompactManager::builder(config.clone());
-    if let Some(store) = store {
-        b = b.session_store(store);
-    }
-    b.build().unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn summary_of(messages: &[Message]) -> Option<String> {
@@ -135,7 +118,7 @@ async fn a_forced_compaction_labels_tool_facts_with_their_step_and_drops_the_ech
         items.extend(round(i));
     }
     let history = messages(items);
-    let m = manager(&config(dir.path(), 4_000), None);
+    let m = manager(&config_in(dir.path(), 4_000), None);
     let out = m
         .manual_compact("one-shot", history, "test")
         .await
@@ -190,7 +173,7 @@ async fn turn_by_turn_through_a_store_the_steps_stay_put_and_the_echo_stays_out(
             SqliteSessionStore::open(dir.path().join(format!("s{feed_back}.sqlite3")))
                 .expect("store"),
         );
-        let config = config(&dir.path().join(format!("a{feed_back}")), 3_000);
+        let config = config_in(&dir.path().join(format!("a{feed_back}")), 3_000);
         let mut raw = opening();
         let mut fed = messages(raw.clone());
         let mut summaries = Vec::new();

@@ -4,39 +4,25 @@
 //! the instructions (never in the history), and the precedence of the
 //! memory strategy.
 mod fake_openai;
+mod memory_support;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use compact_middleware::config::{Config, Mode, SummarizerKind, SummarizerSettings};
 use compact_middleware::memory::{
-    InstructionBlocks, MemoryStatus, MemoryStore, SlidingWindow, SqliteStore, WindowSettings,
-    inject_instructions, summary_range,
+    InstructionBlocks, MemoryStatus, MemoryStore, SlidingWindow, SqliteStore, inject_instructions,
+    summary_range,
 };
 use compact_middleware::strategy::{Level, Resolved, deep_merge, from_seed_fields, resolve_layers};
 use compact_middleware::summarize::{
     ExtractiveSummarizer, OpenAiConfig, OpenAiSummarizer, Strategy, Summarizer, SummaryEntry,
-    TokenCountFn,
 };
 use compact_middleware::{CompactManager, Message};
 use fake_openai::{FakeServer, Reply, ok, status};
+use memory_support::{router_history, seed_002_evolution, settings};
 use serde_json::json;
 use tokio::sync::Notify;
-
-fn o200k() -> TokenCountFn {
-    Arc::new(|s: &str| bpe_openai::o200k_base().count(s))
-}
-
-fn settings() -> WindowSettings {
-    WindowSettings {
-        summarize_after_seq: 5,
-        rolling_window_size: 14,
-        processing_timeout: Duration::from_secs(300),
-        strategy: Strategy::TaskState,
-        max_tokens: 600,
-        count_tokens: o200k(),
-    }
-}
 
 /// Seq 2k is round k+1's user message, 2k+1 its assistant reply.
 fn conversation(n: usize) -> Vec<SummaryEntry> {
@@ -93,50 +79,7 @@ fn the_seed_002_window_table() {
 #[tokio::test]
 async fn the_seed_002_memory_table_evolution() {
     let store = Arc::new(SqliteStore::in_memory().expect("store"));
-    let window = SlidingWindow::new(store.clone(), Arc::new(ExtractiveSummarizer), settings());
-    let messages = conversation(20);
-    // Below the threshold nothing happens.
-    assert!(
-        window
-            .trigger_summarization_if_needed("c1", &messages, 3)
-            .expect("trigger")
-            .is_none()
-    );
-    for last in [5, 9, 13, 15, 19] {
-        let scheduled = window
-            .trigger_summarization_if_needed("c1", &messages, last)
-            .expect("trigger")
-            .expect("scheduled");
-        assert_eq!(
-            scheduled.handle.await.expect("task"),
-            MemoryStatus::Completed
-        );
-    }
-    let rows: Vec<(i64, i64, i64, Option<i64>, MemoryStatus)> = store
-        .history("c1")
-        .expect("history")
-        .into_iter()
-        .map(|r| {
-            (
-                r.memory_id,
-                r.start_sequence,
-                r.end_sequence,
-                r.base_memory_id,
-                r.status,
-            )
-        })
-        .collect();
-    use MemoryStatus::Completed as C;
-    assert_eq!(
-        rows,
-        [
-            (1, 0, 5, None, C),
-            (2, 0, 9, Some(1), C),
-            (3, 0, 13, Some(2), C),
-            (4, 2, 15, Some(3), C),
-            (5, 6, 19, Some(4), C),
-        ]
-    );
+    seed_002_evolution(store.clone(), &conversation(20)).await;
     for r in store.history("c1").expect("history") {
         assert!(!r.memory_text.is_empty());
         assert!(r.generation_time_ms.is_some());
@@ -480,16 +423,7 @@ async fn cross_session_memory_is_persisted_and_injected_into_a_new_session() {
 
     // Session A: a summary is produced and persisted under the user's key.
     manager.bind_memory_key("a", "user-42").await;
-    let mut history = vec![Message::system("You are a support agent.")];
-    for i in 0..4 {
-        history.push(Message::user(format!(
-            "My router RT-{i} drops Wi-Fi every 10 min; firmware 2.{i}."
-        )));
-        history.push(Message::assistant(format!(
-            "Decided: reset RT-{i} to factory settings."
-        )));
-    }
-    history.push(Message::user("Anything else?"));
+    let history = router_history();
     let out = manager
         .manual_compact("a", history, "test")
         .await

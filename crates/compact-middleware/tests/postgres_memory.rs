@@ -5,32 +5,17 @@
 //! configuration (`state.store: postgres`) sharing cross-session memory and
 //! sliding-window rows.
 
+mod memory_support;
 mod postgres_support;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use compact_middleware::config::{Config, Mode, StateStoreKind};
-use compact_middleware::memory::{
-    MemoryStatus, MemoryStore, PostgresMemoryStore, SlidingWindow, WindowSettings,
-};
-use compact_middleware::summarize::{ExtractiveSummarizer, Strategy, SummaryEntry, TokenCountFn};
+use compact_middleware::memory::{MemoryStatus, MemoryStore, PostgresMemoryStore, SlidingWindow};
+use compact_middleware::summarize::{ExtractiveSummarizer, SummaryEntry};
 use compact_middleware::{CompactManager, Message};
-
-fn o200k() -> TokenCountFn {
-    Arc::new(|s: &str| bpe_openai::o200k_base().count(s))
-}
-
-fn settings() -> WindowSettings {
-    WindowSettings {
-        summarize_after_seq: 5,
-        rolling_window_size: 14,
-        processing_timeout: Duration::from_secs(300),
-        strategy: Strategy::TaskState,
-        max_tokens: 600,
-        count_tokens: o200k(),
-    }
-}
+use memory_support::{router_history, seed_002_evolution, settings};
 
 /// Seq 2k is round k+1's user message, 2k+1 its assistant reply.
 fn conversation(n: usize) -> Vec<SummaryEntry> {
@@ -58,49 +43,7 @@ fn connect(url: &str) -> Arc<PostgresMemoryStore> {
 async fn the_seed_002_memory_table_evolution() {
     let db = postgres_support::database().await;
     let store = connect(&db.url);
-    let window = SlidingWindow::new(store.clone(), Arc::new(ExtractiveSummarizer), settings());
-    let messages = conversation(20);
-    assert!(
-        window
-            .trigger_summarization_if_needed("c1", &messages, 3)
-            .expect("trigger")
-            .is_none()
-    );
-    for last in [5, 9, 13, 15, 19] {
-        let scheduled = window
-            .trigger_summarization_if_needed("c1", &messages, last)
-            .expect("trigger")
-            .expect("scheduled");
-        assert_eq!(
-            scheduled.handle.await.expect("task"),
-            MemoryStatus::Completed
-        );
-    }
-    let rows: Vec<_> = store
-        .history("c1")
-        .expect("history")
-        .into_iter()
-        .map(|r| {
-            (
-                r.memory_id,
-                r.start_sequence,
-                r.end_sequence,
-                r.base_memory_id,
-                r.status,
-            )
-        })
-        .collect();
-    use MemoryStatus::Completed as C;
-    assert_eq!(
-        rows,
-        [
-            (1, 0, 5, None, C),
-            (2, 0, 9, Some(1), C),
-            (3, 0, 13, Some(2), C),
-            (4, 2, 15, Some(3), C),
-            (5, 6, 19, Some(4), C),
-        ]
-    );
+    seed_002_evolution(store.clone(), &conversation(20)).await;
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .expect("clock")
@@ -269,16 +212,7 @@ async fn managers_pick_it_with_the_session_store_and_share_cross_session_memory(
     assert!(!format!("{store:?}").contains("secret"));
 
     a.bind_memory_key("a", "user-42").await;
-    let mut history = vec![Message::system("You are a support agent.")];
-    for i in 0..4 {
-        history.push(Message::user(format!(
-            "My router RT-{i} drops Wi-Fi every 10 min; firmware 2.{i}."
-        )));
-        history.push(Message::assistant(format!(
-            "Decided: reset RT-{i} to factory settings."
-        )));
-    }
-    history.push(Message::user("Anything else?"));
+    let history = router_history();
     let out = a
         .manual_compact("a", history, "test")
         .await

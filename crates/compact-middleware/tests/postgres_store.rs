@@ -4,6 +4,7 @@
 //! manager does, locks of one session serializing across connections, and a
 //! lock that cannot be had within `state.wait_ms` failing as busy.
 
+mod manager_support;
 mod postgres_support;
 
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use compact_middleware::state::{
     Fetched, PostgresSessionStore, SessionRecord, SessionStore, StateError,
 };
 use compact_middleware::{CompactManager, Message};
+use manager_support::manager;
 
 fn turn(i: usize) -> Vec<Message> {
     vec![
@@ -28,22 +30,7 @@ fn turn(i: usize) -> Vec<Message> {
 }
 
 fn config(dir: &std::path::Path) -> Config {
-    let mut config = Config {
-        max_context_tokens: Some(2_000),
-        ..Config::default()
-    };
-    config.storage.path = dir.join("archive").display().to_string();
-    config.storage.spool_path = dir.join("spool").display().to_string();
-    config.telemetry.exporter = compact_middleware::config::ExporterKind::None;
-    config
-}
-
-fn manager(config: &Config, store: Option<Arc<dyn SessionStore>>) -> CompactManager {
-    let mut b = CompactManager::builder(config.clone());
-    if let Some(store) = store {
-        b = b.session_store(store);
-    }
-    b.build().unwrap_or_else(|e| panic!("{e}"))
+    manager_support::config_in(dir, 2_000)
 }
 
 /// `turns` turns of session `s1`, the agent feeding our output back; turn
@@ -53,18 +40,7 @@ async fn drive(
     pick: impl Fn(usize) -> usize,
     turns: usize,
 ) -> Vec<Vec<Message>> {
-    let mut fed = vec![Message::system("You are an agent.")];
-    let mut outputs = Vec::new();
-    for i in 0..turns {
-        fed.extend(turn(i));
-        let out = managers[pick(i)]
-            .preflight("s1", fed.clone())
-            .await
-            .unwrap_or_else(|e| panic!("turn {i}: {e}"));
-        fed = out.messages.clone();
-        outputs.push(out.messages);
-    }
-    outputs
+    manager_support::drive(managers, pick, turns, true, turn).await
 }
 
 fn id(s: &str) -> SessionId {

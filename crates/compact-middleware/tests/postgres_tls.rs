@@ -4,26 +4,16 @@
 //! `sslmode` and `sslrootcert` in the URL decide whether the connection is
 //! encrypted and what is checked.
 
+mod manager_support;
 mod postgres_support;
 
 use std::sync::Arc;
 
 use compact_middleware::archive::SessionId;
-use compact_middleware::config::Config;
 use compact_middleware::memory::PostgresMemoryStore;
 use compact_middleware::state::{PostgresSessionStore, SessionStore};
 use compact_middleware::{CompactManager, Message};
-
-fn config(dir: &std::path::Path) -> Config {
-    let mut config = Config {
-        max_context_tokens: Some(2_000),
-        ..Config::default()
-    };
-    config.storage.path = dir.join("archive").display().to_string();
-    config.storage.spool_path = dir.join("spool").display().to_string();
-    config.telemetry.exporter = compact_middleware::config::ExporterKind::None;
-    config
-}
+use manager_support::config_in;
 
 #[tokio::test]
 async fn sslmode_and_sslrootcert_decide_what_is_encrypted_and_checked() {
@@ -98,7 +88,7 @@ async fn sslmode_and_sslrootcert_decide_what_is_encrypted_and_checked() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store: Arc<dyn SessionStore> =
         Arc::new(PostgresSessionStore::connect(&full).await.expect("store"));
-    let manager = CompactManager::builder(config(dir.path()))
+    let manager = CompactManager::builder(config_in(dir.path(), 2_000))
         .session_store(store)
         .build()
         .expect("manager");

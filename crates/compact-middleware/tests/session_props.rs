@@ -11,35 +11,19 @@
 mod support;
 
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use compact_middleware::config::{Config, Mode};
 use compact_middleware::invariants::{check_error, check_output};
-use compact_middleware::model::{Format, Message, Request};
+use compact_middleware::model::Message;
 use compact_middleware::state::{SessionStore, SqliteSessionStore};
-use compact_middleware::tokens::CountCache;
 use compact_middleware::trigger::Forced;
 use compact_middleware::{CompactError, CompactManager, PreflightOutcome, PreflightRequest};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use serde_json::Value;
 use support::invariants::Tracker;
-use support::{Wire, arb_history, decorate, turn_boundary};
-
-fn rt() -> &'static tokio::runtime::Runtime {
-    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RT.get_or_init(|| {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime")
-    })
-}
-
-fn cache() -> Arc<CountCache> {
-    static C: OnceLock<Arc<CountCache>> = OnceLock::new();
-    C.get_or_init(|| Arc::new(CountCache::new(100_000))).clone()
-}
+use support::{Wire, arb_history, cache, decode, decorate, rt, turn_boundary};
 
 /// The summary header; a message holding it twice nests a summary.
 const HEADER: &str = "COMPACT-SUMMARY v";
@@ -110,17 +94,6 @@ fn arb_session(wire: Wire) -> impl Strategy<Value = Vec<Value>> {
         ),
     )
         .prop_map(move |(items, marks)| decorate(items, &marks, wire))
-}
-
-fn decode(items: &[Value], wire: Wire) -> Vec<Message> {
-    let f = match wire {
-        Wire::Chat => Format::Chat,
-        Wire::Responses => Format::Responses,
-        Wire::Anthropic => Format::Anthropic,
-    };
-    Request::from_value(Value::Array(items.to_vec()), f)
-        .expect("generated history decodes")
-        .messages
 }
 
 fn manager(config: &Config, store: Option<Arc<dyn SessionStore>>) -> CompactManager {

@@ -2,6 +2,8 @@
 //! processes, restarts, replicas) continue one summary chain exactly as one
 //! manager does; status, delete and the conversation layer go through it.
 
+mod manager_support;
+
 use std::sync::Arc;
 
 use compact_middleware::config::Config;
@@ -9,6 +11,7 @@ use compact_middleware::state::{
     MemorySessionStore, SessionRecord, SessionStore, SqliteSessionStore,
 };
 use compact_middleware::{CompactManager, Message};
+use manager_support::manager;
 
 fn turn(i: usize) -> Vec<Message> {
     vec![
@@ -21,48 +24,17 @@ fn turn(i: usize) -> Vec<Message> {
 }
 
 fn config(dir: &std::path::Path) -> Config {
-    let mut config = Config {
-        max_context_tokens: Some(2_000),
-        ..Config::default()
-    };
-    config.storage.path = dir.join("archive").display().to_string();
-    config.storage.spool_path = dir.join("spool").display().to_string();
-    config.telemetry.exporter = compact_middleware::config::ExporterKind::None;
-    config
+    manager_support::config_in(dir, 2_000)
 }
 
-fn manager(config: &Config, store: Option<Arc<dyn SessionStore>>) -> CompactManager {
-    let mut b = CompactManager::builder(config.clone());
-    if let Some(store) = store {
-        b = b.session_store(store);
-    }
-    b.build().unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// Runs `turns` turns of one session, the agent feeding our output back
-/// (`feed_back`) or resending its raw history; `pick(i)` chooses the manager
-/// of turn `i`. Returns every output.
+/// Runs `turns` turns of one session (see [`manager_support::drive`]).
 async fn drive(
     managers: &[CompactManager],
     pick: impl Fn(usize) -> usize,
     turns: usize,
     feed_back: bool,
 ) -> Vec<Vec<Message>> {
-    let mut raw = vec![Message::system("You are an agent.")];
-    let mut fed = raw.clone();
-    let mut outputs = Vec::new();
-    for i in 0..turns {
-        raw.extend(turn(i));
-        fed.extend(turn(i));
-        let input = if feed_back { fed.clone() } else { raw.clone() };
-        let out = managers[pick(i)]
-            .preflight("s1", input)
-            .await
-            .unwrap_or_else(|e| panic!("turn {i}: {e}"));
-        fed = out.messages.clone();
-        outputs.push(out.messages);
-    }
-    outputs
+    manager_support::drive(managers, pick, turns, feed_back, turn).await
 }
 
 #[tokio::test]

@@ -88,6 +88,30 @@ fn deliver(args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<()> {
 
 static DELIVER: PyOnceLock<Py<PyCFunction>> = PyOnceLock::new();
 
+/// How a method answers: the plain one blocks the calling thread (the GIL
+/// released), its `a…` twin returns an awaitable of the running loop.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Mode {
+    Blocking,
+    Awaitable,
+}
+
+/// `fut` run on the runtime as `mode` asks: its output as a Python object
+/// (or the exception) now, or an awaitable of it.
+pub(crate) fn answer<'py, F, T>(py: Python<'py>, mode: Mode, fut: F) -> PyResult<Bound<'py, PyAny>>
+where
+    F: Future<Output = T> + Send + 'static,
+    T: for<'a> IntoPyObject<'a, Error = PyErr> + Send + 'static,
+{
+    match mode {
+        Mode::Awaitable => spawn(py, fut),
+        Mode::Blocking => {
+            let rt = runtime()?;
+            py.detach(move || rt.block_on(fut)).into_bound_py_any(py)
+        }
+    }
+}
+
 /// `fut`, run on the runtime, as an awaitable of the running event loop.
 /// Its output becomes the result (or the exception) under the GIL.
 pub(crate) fn spawn<'py, F, T>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>

@@ -12,8 +12,8 @@ use compact_middleware::model::InputError;
 use compact_middleware::recall::{RecallQuery, tool};
 use pyo3::prelude::*;
 
-use crate::aio::{runtime, spawn};
-use crate::call::{self, Finished, Outcome, Why};
+use crate::aio::{Mode, answer, runtime};
+use crate::call::{self, Finished, Why};
 use crate::convert::{At, to_py, to_value};
 use crate::errors::{compact_error, config_error, wiring_error};
 
@@ -78,35 +78,75 @@ fn load_config(
 }
 
 impl Manager {
-    fn run(
-        &self,
-        py: Python<'_>,
-        session_id: String,
-        why: Why,
-        args: Args<'_, '_>,
-    ) -> PyResult<Outcome> {
-        let (req, call) = args.prepare(py, why)?;
-        let manager = self.inner.clone();
-        let rt = runtime()?;
-        let result = py.detach(move || rt.block_on(manager.preflight_with(&session_id, req)));
-        match result {
-            Ok(outcome) => call.finish(py, outcome),
-            Err(e) => Err(compact_error(py, e)),
-        }
-    }
-
-    fn spawn<'py>(
+    /// One compaction call (`why`), answered as `mode` asks.
+    fn compact<'py>(
         &self,
         py: Python<'py>,
+        mode: Mode,
         session_id: String,
         why: Why,
         args: Args<'_, 'py>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let (req, call) = args.prepare(py, why)?;
         let manager = self.inner.clone();
-        spawn(py, async move {
+        answer(py, mode, async move {
             let result = manager.preflight_with(&session_id, req).await;
             Finished { result, call }
+        })
+    }
+
+    /// The session's status, answered as `mode` asks.
+    fn session_status<'py>(
+        &self,
+        py: Python<'py>,
+        mode: Mode,
+        session_id: String,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let manager = self.inner.clone();
+        answer(py, mode, async move {
+            Answer(manager.status(&session_id).await)
+        })
+    }
+
+    /// Forgets the session, answered as `mode` asks.
+    fn forget<'py>(
+        &self,
+        py: Python<'py>,
+        mode: Mode,
+        session_id: String,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let manager = self.inner.clone();
+        answer(py, mode, async move {
+            Answer(manager.delete_session(&session_id).await)
+        })
+    }
+
+    /// A recall query, answered as `mode` asks.
+    fn query_recall<'py>(
+        &self,
+        py: Python<'py>,
+        mode: Mode,
+        session_id: String,
+        q: RecallQuery,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let manager = self.inner.clone();
+        answer(py, mode, async move {
+            Answer(manager.recall(&session_id, q).await)
+        })
+    }
+
+    /// One `compact_recall` tool call, answered as `mode` asks.
+    fn tool_call<'py>(
+        &self,
+        py: Python<'py>,
+        mode: Mode,
+        session_id: String,
+        arguments: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let arguments = tool_arguments(arguments)?;
+        let manager = self.inner.clone();
+        answer(py, mode, async move {
+            Answer(tool::handle(&manager, &session_id, &arguments).await)
         })
     }
 }
@@ -189,17 +229,17 @@ impl Manager {
     /// `InsufficientBudget`.
     #[pyo3(signature = (session_id, messages, tools=None, *, usage=None, force=false, format="auto", keep_meta=false))]
     #[allow(clippy::too_many_arguments)]
-    fn preflight(
+    fn preflight<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         session_id: String,
-        messages: &Bound<'_, PyAny>,
-        tools: Option<&Bound<'_, PyAny>>,
-        usage: Option<&Bound<'_, PyAny>>,
+        messages: &Bound<'py, PyAny>,
+        tools: Option<&Bound<'py, PyAny>>,
+        usage: Option<&Bound<'py, PyAny>>,
         force: bool,
         format: &str,
         keep_meta: bool,
-    ) -> PyResult<Outcome> {
+    ) -> PyResult<Bound<'py, PyAny>> {
         let args = Args {
             messages,
             tools,
@@ -207,7 +247,13 @@ impl Manager {
             format,
             keep_meta,
         };
-        self.run(py, session_id, Why::Preflight { force }, args)
+        self.compact(
+            py,
+            Mode::Blocking,
+            session_id,
+            Why::Preflight { force },
+            args,
+        )
     }
 
     /// `preflight` as an awaitable: runs on the manager's own threads,
@@ -232,23 +278,29 @@ impl Manager {
             format,
             keep_meta,
         };
-        self.spawn(py, session_id, Why::Preflight { force }, args)
+        self.compact(
+            py,
+            Mode::Awaitable,
+            session_id,
+            Why::Preflight { force },
+            args,
+        )
     }
 
     /// Compacts now, whatever the trigger says; `note` goes into the events.
     #[pyo3(signature = (session_id, messages, tools=None, *, note=None, usage=None, format="auto", keep_meta=false))]
     #[allow(clippy::too_many_arguments)]
-    fn manual_compact(
+    fn manual_compact<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         session_id: String,
-        messages: &Bound<'_, PyAny>,
-        tools: Option<&Bound<'_, PyAny>>,
+        messages: &Bound<'py, PyAny>,
+        tools: Option<&Bound<'py, PyAny>>,
         note: Option<String>,
-        usage: Option<&Bound<'_, PyAny>>,
+        usage: Option<&Bound<'py, PyAny>>,
         format: &str,
         keep_meta: bool,
-    ) -> PyResult<Outcome> {
+    ) -> PyResult<Bound<'py, PyAny>> {
         let args = Args {
             messages,
             tools,
@@ -256,7 +308,7 @@ impl Manager {
             format,
             keep_meta,
         };
-        self.run(py, session_id, Why::Manual { note }, args)
+        self.compact(py, Mode::Blocking, session_id, Why::Manual { note }, args)
     }
 
     /// `manual_compact` as an awaitable.
@@ -280,7 +332,7 @@ impl Manager {
             format,
             keep_meta,
         };
-        self.spawn(py, session_id, Why::Manual { note }, args)
+        self.compact(py, Mode::Awaitable, session_id, Why::Manual { note }, args)
     }
 
     /// The reactive path: the provider rejected `messages` as too long
@@ -288,17 +340,17 @@ impl Manager {
     /// `policy.reactive_target_pct` and returns messages for one retry.
     #[pyo3(signature = (session_id, messages, error, tools=None, *, usage=None, format="auto", keep_meta=false))]
     #[allow(clippy::too_many_arguments)]
-    fn on_context_overflow(
+    fn on_context_overflow<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         session_id: String,
-        messages: &Bound<'_, PyAny>,
-        error: &Bound<'_, PyAny>,
-        tools: Option<&Bound<'_, PyAny>>,
-        usage: Option<&Bound<'_, PyAny>>,
+        messages: &Bound<'py, PyAny>,
+        error: &Bound<'py, PyAny>,
+        tools: Option<&Bound<'py, PyAny>>,
+        usage: Option<&Bound<'py, PyAny>>,
         format: &str,
         keep_meta: bool,
-    ) -> PyResult<Outcome> {
+    ) -> PyResult<Bound<'py, PyAny>> {
         let error = call::error_text(error)?;
         let args = Args {
             messages,
@@ -307,7 +359,13 @@ impl Manager {
             format,
             keep_meta,
         };
-        self.run(py, session_id, Why::Overflow { error }, args)
+        self.compact(
+            py,
+            Mode::Blocking,
+            session_id,
+            Why::Overflow { error },
+            args,
+        )
     }
 
     /// `on_context_overflow` as an awaitable.
@@ -332,7 +390,13 @@ impl Manager {
             format,
             keep_meta,
         };
-        self.spawn(py, session_id, Why::Overflow { error }, args)
+        self.compact(
+            py,
+            Mode::Awaitable,
+            session_id,
+            Why::Overflow { error },
+            args,
+        )
     }
 
     /// The token estimate of a request, without touching any session: the
@@ -361,25 +425,22 @@ impl Manager {
     /// version, the fact ledger, the layers and report of the last call,
     /// the breaker (redacted like every export).
     fn status<'py>(&self, py: Python<'py>, session_id: String) -> PyResult<Bound<'py, PyAny>> {
-        let manager = self.inner.clone();
-        let rt = runtime()?;
-        let status = py.detach(move || rt.block_on(manager.status(&session_id)));
-        Answer(status).into_pyobject(py)
+        self.session_status(py, Mode::Blocking, session_id)
     }
 
     /// `status` as an awaitable.
     fn astatus<'py>(&self, py: Python<'py>, session_id: String) -> PyResult<Bound<'py, PyAny>> {
-        let manager = self.inner.clone();
-        spawn(py, async move { Answer(manager.status(&session_id).await) })
+        self.session_status(py, Mode::Awaitable, session_id)
     }
 
     /// Forgets a session (here and in the session store); its archive
     /// stays. True when something was remembered.
-    fn delete_session(&self, py: Python<'_>, session_id: String) -> PyResult<bool> {
-        let manager = self.inner.clone();
-        let rt = runtime()?;
-        py.detach(move || rt.block_on(manager.delete_session(&session_id)))
-            .map_err(|e| compact_error(py, e))
+    fn delete_session<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: String,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.forget(py, Mode::Blocking, session_id)
     }
 
     /// `delete_session` as an awaitable.
@@ -388,10 +449,7 @@ impl Manager {
         py: Python<'py>,
         session_id: String,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let manager = self.inner.clone();
-        spawn(py, async move {
-            Answer(manager.delete_session(&session_id).await)
-        })
+        self.forget(py, Mode::Awaitable, session_id)
     }
 
     /// Recall (issue 25, `recall.enabled`): what compaction took out of the
@@ -418,10 +476,7 @@ impl Manager {
             limit,
             offset,
         };
-        let manager = self.inner.clone();
-        let rt = runtime()?;
-        let answer = py.detach(move || rt.block_on(manager.recall(&session_id, q)));
-        Answer(answer).into_pyobject(py)
+        self.query_recall(py, Mode::Blocking, session_id, q)
     }
 
     /// `recall` as an awaitable.
@@ -441,28 +496,20 @@ impl Manager {
             limit,
             offset,
         };
-        let manager = self.inner.clone();
-        spawn(
-            py,
-            async move { Answer(manager.recall(&session_id, q).await) },
-        )
+        self.query_recall(py, Mode::Awaitable, session_id, q)
     }
 
     /// Runs one `compact_recall` tool call of the session: `arguments` is
     /// the call's JSON arguments (a string or a dict); returns the tool
     /// result's text. A model's bad arguments come back as text it can
     /// read; recall being off raises.
-    fn recall_tool_call(
+    fn recall_tool_call<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         session_id: String,
-        arguments: &Bound<'_, PyAny>,
-    ) -> PyResult<String> {
-        let arguments = tool_arguments(arguments)?;
-        let manager = self.inner.clone();
-        let rt = runtime()?;
-        py.detach(move || rt.block_on(tool::handle(&manager, &session_id, &arguments)))
-            .map_err(|e| compact_error(py, e))
+        arguments: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.tool_call(py, Mode::Blocking, session_id, arguments)
     }
 
     /// `recall_tool_call` as an awaitable.
@@ -472,11 +519,7 @@ impl Manager {
         session_id: String,
         arguments: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let arguments = tool_arguments(arguments)?;
-        let manager = self.inner.clone();
-        spawn(py, async move {
-            Answer(tool::handle(&manager, &session_id, &arguments).await)
-        })
+        self.tool_call(py, Mode::Awaitable, session_id, arguments)
     }
 
     /// The `compact_recall` tool: `{"name", "description", "parameters"}`

@@ -75,56 +75,18 @@ async fn drive(args: Args) -> CliResult {
     // directory, removed at the end.
     let work = std::env::temp_dir().join(format!("compact-demo-{}", std::process::id()));
     std::fs::create_dir_all(&work)?;
-    let mut server = None;
-    let base = match (&args.url, args.no_serve) {
+    let server = if args.url.is_none() && !args.no_serve {
+        Some(serve(&args, &work).await?)
+    } else {
+        None
+    };
+    let base = match (&args.url, &server) {
         (Some(url), _) => Some(url.trim_end_matches('/').to_string()),
-        (None, true) => None,
-        (None, false) => {
-            let mut cfg = ServerConfig {
-                addr: args.addr,
-                data_dir: work.join("server"),
-                ..ServerConfig::default()
-            };
-            let running = match ariadne_server::spawn(cfg.clone()).await {
-                Ok(r) => r,
-                Err(e) => {
-                    // The default port is taken (another server?): any free one will do.
-                    eprintln!(
-                        "compact demo: {} unavailable ({e}); using a free port",
-                        args.addr
-                    );
-                    cfg.addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
-                    ariadne_server::spawn(cfg)
-                        .await
-                        .map_err(|e| CliError::Other(e.into()))?
-                }
-            };
-            let url = running.url();
-            server = Some(running);
-            Some(url)
-        }
+        (None, Some(running)) => Some(running.url()),
+        (None, None) => None,
     };
 
-    let mut config = Config {
-        model: "gpt-4o".into(),
-        max_context_tokens: Some(args.max_context_tokens as usize),
-        ..Config::default()
-    };
-    config.storage.path = work.join("archive").display().to_string();
-    config.storage.spool_path = work.join("spool").display().to_string();
-    config.telemetry.agent_name = AGENT_NAME.into();
-    if let Some(path) = &args.events {
-        config.telemetry.exporter = ExporterKind::Jsonl;
-        config.telemetry.jsonl_path = path.display().to_string();
-    }
-    config.check()?;
-    let mut builder = CompactManager::builder(config);
-    if let Some(url) = &base {
-        let exporter = AriadneExporter::new(&format!("{url}/ingest"), HttpOptions::default())
-            .map_err(|e| CliError::BadInput(format!("--url: {e}")))?;
-        builder = builder.exporter(Arc::new(exporter));
-    }
-    let manager = builder.build()?;
+    let manager = demo_manager(&args, &work, base.as_deref())?;
     let tools = session::tools();
     let mut rng = compact_fixtures::Rng::new(args.seed);
 
@@ -152,25 +114,8 @@ async fn drive(args: Args) -> CliResult {
         Duration::from_millis(args.pace),
     )
     .await?;
-    // The session is over: say so on its trace. The server merges this into
-    // the trace the manager opened (name and start kept).
-    manager.dispatcher().emit(Event::Trace(TraceEvent {
-        trace_id: session.clone(),
-        name: Some(AGENT_NAME.to_owned()),
-        group_id: None,
-        started_at: None,
-        ended_at: Some(now_rfc3339()),
-        metadata: Some(
-            [
-                ("agent_name", AGENT_NAME.to_owned()),
-                ("turns", totals.turns.to_string()),
-                ("compactions", totals.compactions.to_string()),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v))
-            .collect(),
-        ),
-    }));
+    // The session is over: say so on its trace.
+    manager.dispatcher().emit(session_end(&session, &totals));
     manager
         .dispatcher()
         .flush_async(Duration::from_secs(10))
@@ -198,6 +143,81 @@ async fn drive(args: Args) -> CliResult {
     }
     let _ = std::fs::remove_dir_all(&work);
     Ok(())
+}
+
+/// The demo's own trace server, in `work` (on a free port when
+/// `args.addr` is taken).
+async fn serve(args: &Args, work: &std::path::Path) -> CliResult<ariadne_server::RunningServer> {
+    let mut cfg = ServerConfig {
+        addr: args.addr,
+        data_dir: work.join("server"),
+        ..ServerConfig::default()
+    };
+    match ariadne_server::spawn(cfg.clone()).await {
+        Ok(running) => Ok(running),
+        Err(e) => {
+            // The default port is taken (another server?): any free one will do.
+            eprintln!(
+                "compact demo: {} unavailable ({e}); using a free port",
+                args.addr
+            );
+            cfg.addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+            ariadne_server::spawn(cfg)
+                .await
+                .map_err(|e| CliError::Other(e.into()))
+        }
+    }
+}
+
+/// The demo's manager: its archive in `work`, events to `--events` and to
+/// the server at `base`.
+fn demo_manager(
+    args: &Args,
+    work: &std::path::Path,
+    base: Option<&str>,
+) -> CliResult<CompactManager> {
+    let mut config = Config {
+        model: "gpt-4o".into(),
+        max_context_tokens: Some(args.max_context_tokens as usize),
+        ..Config::default()
+    };
+    config.storage.path = work.join("archive").display().to_string();
+    config.storage.spool_path = work.join("spool").display().to_string();
+    config.telemetry.agent_name = AGENT_NAME.into();
+    if let Some(path) = &args.events {
+        config.telemetry.exporter = ExporterKind::Jsonl;
+        config.telemetry.jsonl_path = path.display().to_string();
+    }
+    config.check()?;
+    let mut builder = CompactManager::builder(config);
+    if let Some(url) = base {
+        let exporter = AriadneExporter::new(&format!("{url}/ingest"), HttpOptions::default())
+            .map_err(|e| CliError::BadInput(format!("--url: {e}")))?;
+        builder = builder.exporter(Arc::new(exporter));
+    }
+    Ok(builder.build()?)
+}
+
+/// The end of the session, on its trace. The server merges this into the
+/// trace the manager opened (name and start kept).
+fn session_end(session: &str, totals: &turns::Totals) -> Event {
+    Event::Trace(TraceEvent {
+        trace_id: session.to_owned(),
+        name: Some(AGENT_NAME.to_owned()),
+        group_id: None,
+        started_at: None,
+        ended_at: Some(now_rfc3339()),
+        metadata: Some(
+            [
+                ("agent_name", AGENT_NAME.to_owned()),
+                ("turns", totals.turns.to_string()),
+                ("compactions", totals.compactions.to_string()),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect(),
+        ),
+    })
 }
 
 fn decode(items: Vec<Value>) -> CliResult<Vec<Message>> {

@@ -132,42 +132,21 @@ pub(crate) fn parse_event(value: Value, prefix: &[Value]) -> Result<ValidEvent, 
         Value::from(if is_span { "span" } else { "trace" }),
     );
 
-    let take_string = |out: &mut Map<String, Value>,
-                       obj: &mut Map<String, Value>,
-                       key: &str,
-                       required: bool,
-                       issues: &mut Vec<Issue>| {
-        match obj.remove(key) {
-            Some(Value::String(s)) => {
-                if required && s.is_empty() {
-                    issues.push(issue(
-                        at(key),
-                        "String must contain at least 1 character(s)".into(),
-                    ));
-                }
-                out.insert(key.to_owned(), Value::String(s));
-            }
-            Some(other) => issues.push(issue(at(key), expected("string", &other))),
-            None if required => issues.push(issue(at(key), "Required".into())),
-            None => {}
-        }
-    };
-
-    take_string(&mut out, &mut obj, "trace_id", true, &mut issues);
+    take_string(&mut out, &mut obj, &at, "trace_id", true, &mut issues);
     if is_span {
-        take_string(&mut out, &mut obj, "span_id", true, &mut issues);
-        take_string(&mut out, &mut obj, "parent_id", false, &mut issues);
-        take_string(&mut out, &mut obj, "kind", false, &mut issues);
+        take_string(&mut out, &mut obj, &at, "span_id", true, &mut issues);
+        take_string(&mut out, &mut obj, &at, "parent_id", false, &mut issues);
+        take_string(&mut out, &mut obj, &at, "kind", false, &mut issues);
     }
     if let Some(Value::String(name)) = obj.get_mut("name") {
         truncate_string(name, MAX_NAME_CHARS);
     }
-    take_string(&mut out, &mut obj, "name", false, &mut issues);
+    take_string(&mut out, &mut obj, &at, "name", false, &mut issues);
     if !is_span {
-        take_string(&mut out, &mut obj, "group_id", false, &mut issues);
+        take_string(&mut out, &mut obj, &at, "group_id", false, &mut issues);
     }
-    take_string(&mut out, &mut obj, "started_at", false, &mut issues);
-    take_string(&mut out, &mut obj, "ended_at", false, &mut issues);
+    take_string(&mut out, &mut obj, &at, "started_at", false, &mut issues);
+    take_string(&mut out, &mut obj, &at, "ended_at", false, &mut issues);
     let started_ms = check_time(&out, "started_at", &at, &mut issues);
     let ended_ms = check_time(&out, "ended_at", &at, &mut issues);
     if let (Some(s), Some(e)) = (started_ms, ended_ms)
@@ -179,6 +158,49 @@ pub(crate) fn parse_event(value: Value, prefix: &[Value]) -> Result<ValidEvent, 
         ));
     }
 
+    take_body(&mut out, &mut obj, is_span, &at, &mut issues);
+
+    if !issues.is_empty() {
+        return Err(issues);
+    }
+    Ok(valid_event(out, is_span, started_ms, ended_ms))
+}
+
+/// Moves the string `key` from `obj` to `out`, with an issue when it is
+/// no string, or `required` and missing or empty.
+fn take_string(
+    out: &mut Map<String, Value>,
+    obj: &mut Map<String, Value>,
+    at: &dyn Fn(&str) -> Vec<Value>,
+    key: &str,
+    required: bool,
+    issues: &mut Vec<Issue>,
+) {
+    match obj.remove(key) {
+        Some(Value::String(s)) => {
+            if required && s.is_empty() {
+                issues.push(issue(
+                    at(key),
+                    "String must contain at least 1 character(s)".into(),
+                ));
+            }
+            out.insert(key.to_owned(), Value::String(s));
+        }
+        Some(other) => issues.push(issue(at(key), expected("string", &other))),
+        None if required => issues.push(issue(at(key), "Required".into())),
+        None => {}
+    }
+}
+
+/// Moves what a span carries (`data`, `status`) or a trace (`metadata`)
+/// from `obj` to `out`, with an issue for each value of the wrong shape.
+fn take_body(
+    out: &mut Map<String, Value>,
+    obj: &mut Map<String, Value>,
+    is_span: bool,
+    at: &dyn Fn(&str) -> Vec<Value>,
+    issues: &mut Vec<Issue>,
+) {
     if is_span {
         match obj.remove("data") {
             Some(Value::Object(mut data)) => {
@@ -214,10 +236,15 @@ pub(crate) fn parse_event(value: Value, prefix: &[Value]) -> Result<ValidEvent, 
             None => {}
         }
     }
+}
 
-    if !issues.is_empty() {
-        return Err(issues);
-    }
+/// The valid event `out` with what the store and the metrics read of it.
+fn valid_event(
+    out: Map<String, Value>,
+    is_span: bool,
+    started_ms: Option<i64>,
+    ended_ms: Option<i64>,
+) -> ValidEvent {
     let marks = Marks::of(&out);
     let pruned = match (out.get("name"), out.get("data")) {
         (Some(Value::String(name)), Some(Value::Object(data)))
@@ -239,11 +266,11 @@ pub(crate) fn parse_event(value: Value, prefix: &[Value]) -> Result<ValidEvent, 
         ended_ms,
         marks,
     };
-    Ok(ValidEvent {
+    ValidEvent {
         meta,
         json: Value::Object(out).to_string().into_boxed_str(),
         pruned,
-    })
+    }
 }
 
 /// The older span shape: `properties` → `data`, `payload` → `data.payload`,

@@ -547,6 +547,48 @@ impl Gen {
         index
     }
 
+    /// A fact planted in a tool output of a random shape: a table row (by
+    /// its key), a log line (an identifier) or a sentence.
+    fn tool_plant(&mut self, t: usize, location: Location) -> ToolPlant {
+        let shape = *self.rng.pick(&[
+            OutputShape::Json,
+            OutputShape::Log,
+            OutputShape::Table,
+            OutputShape::Doc,
+        ]);
+        match shape {
+            OutputShape::Table => {
+                let (key, st) = self.writer.row_fact(&mut self.rng);
+                let text = st.clause.clone();
+                self.record(t, location, &st, format!("{key}: {text}"));
+                ToolPlant {
+                    shape,
+                    text,
+                    key: Some(key),
+                }
+            }
+            OutputShape::Log => {
+                let st = self.writer.identifier(&mut self.rng);
+                self.record(t, location, &st, st.clause.clone());
+                ToolPlant {
+                    shape,
+                    text: st.clause,
+                    key: None,
+                }
+            }
+            _ => {
+                let st = self.statement(t, location);
+                let text = capitalize(&st.clause) + ".";
+                self.record(t, location, &st, text.clone());
+                ToolPlant {
+                    shape,
+                    text,
+                    key: None,
+                }
+            }
+        }
+    }
+
     fn turn(&mut self, t: usize) -> Vec<Value> {
         self.clock += self.rng.range(60, 900);
         let n = match self.rng.below(100) {
@@ -562,44 +604,7 @@ impl Gen {
         for _ in 0..n {
             let location = self.location();
             if location == Location::Tool {
-                let shape = *self.rng.pick(&[
-                    OutputShape::Json,
-                    OutputShape::Log,
-                    OutputShape::Table,
-                    OutputShape::Doc,
-                ]);
-                let plant = match shape {
-                    OutputShape::Table => {
-                        let (key, st) = self.writer.row_fact(&mut self.rng);
-                        let text = st.clause.clone();
-                        self.record(t, location, &st, format!("{key}: {text}"));
-                        ToolPlant {
-                            shape,
-                            text,
-                            key: Some(key),
-                        }
-                    }
-                    OutputShape::Log => {
-                        let st = self.writer.identifier(&mut self.rng);
-                        self.record(t, location, &st, st.clause.clone());
-                        ToolPlant {
-                            shape,
-                            text: st.clause,
-                            key: None,
-                        }
-                    }
-                    _ => {
-                        let st = self.statement(t, location);
-                        let text = capitalize(&st.clause) + ".";
-                        self.record(t, location, &st, text.clone());
-                        ToolPlant {
-                            shape,
-                            text,
-                            key: None,
-                        }
-                    }
-                };
-                tool.push(plant);
+                tool.push(self.tool_plant(t, location));
             } else {
                 let st = self.statement(t, location);
                 let index = self.record(t, location, &st, st.clause.clone());

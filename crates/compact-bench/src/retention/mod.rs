@@ -246,6 +246,42 @@ pub fn run_with(opts: &Options) -> Value {
     doc
 }
 
+/// `work(rt, job)` for every job, on `threads` threads, each with its own
+/// current-thread runtime, a thread taking the next job as one ends: the
+/// results in the jobs' order (`None` where `work` gave none).
+pub fn on_threads<J: Sync, R: Send>(
+    jobs: &[J],
+    threads: usize,
+    work: impl Fn(&tokio::runtime::Runtime, &J) -> Option<R> + Sync,
+) -> Vec<Option<R>> {
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<R>>> = Mutex::new((0..jobs.len()).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                else {
+                    return;
+                };
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(job) = jobs.get(i) else {
+                        break;
+                    };
+                    if let Some(r) = work(&rt, job)
+                        && let Ok(mut results) = results.lock()
+                    {
+                        results[i] = Some(r);
+                    }
+                }
+            });
+        }
+    });
+    results.into_inner().unwrap_or_default()
+}
+
 /// Every (transcript, window, mode) run, on `threads` threads, each with
 /// its own current-thread runtime. Runs share one count cache.
 fn run_all(
@@ -269,50 +305,27 @@ fn run_all(
             .map_err(|e| format!("window {w}: {e}"))?;
     }
     let cache = Arc::new(CountCache::new(400_000));
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Run>>> = Mutex::new(vec![None; jobs.len()]);
-    std::thread::scope(|s| {
-        for _ in 0..threads.clamp(1, jobs.len().max(1)) {
-            s.spawn(|| {
-                let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                else {
-                    return;
-                };
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(&(t, window, mode)) = jobs.get(i) else {
-                        break;
-                    };
-                    let Ok(manager) = CompactManager::builder(config_for(window))
-                        .without_config_exporters()
-                        .without_storage()
-                        .count_cache(cache.clone())
-                        .build()
-                    else {
-                        continue;
-                    };
-                    let id = format!("{}-{window}-{}", transcripts[t].name, mode.name());
-                    let outcome = rt.block_on(measure(&manager, &id, &transcripts[t], mode));
-                    let run = Run {
-                        transcript: t,
-                        window,
-                        mode,
-                        outcome: RunOutcome {
-                            // The report does not need the contexts; free them.
-                            context: Vec::new(),
-                            ..outcome
-                        },
-                    };
-                    if let Ok(mut r) = results.lock() {
-                        r[i] = Some(run);
-                    }
-                }
-            });
-        }
+    let threads = threads.clamp(1, jobs.len().max(1));
+    let results = on_threads(&jobs, threads, |rt, &(t, window, mode)| {
+        let manager = CompactManager::builder(config_for(window))
+            .without_config_exporters()
+            .without_storage()
+            .count_cache(cache.clone())
+            .build()
+            .ok()?;
+        let id = format!("{}-{window}-{}", transcripts[t].name, mode.name());
+        let outcome = rt.block_on(measure(&manager, &id, &transcripts[t], mode));
+        Some(Run {
+            transcript: t,
+            window,
+            mode,
+            outcome: RunOutcome {
+                // The report does not need the contexts; free them.
+                context: Vec::new(),
+                ..outcome
+            },
+        })
     });
-    let results = results.into_inner().map_err(|e| e.to_string())?;
     let done = results.iter().filter(|r| r.is_some()).count();
     if done != jobs.len() {
         return Err(format!("only {done} of {} runs finished", jobs.len()));

@@ -302,9 +302,31 @@ pub fn build(
             )
         })
         .collect();
-    // Per corpus and split (held out first: those are the figures to
-    // quote), per window, both modes: a corpus unlike the one the engine
-    // was tuned on must be read on its own, not inside an average.
+    let (corpus_json, split_json) = by_corpus_and_split(transcripts, runs, keep_recent_turns);
+    json!({
+        "by_corpus": corpus_json,
+        "by_split": split_json,
+        "windows": windows,
+        "calling_modes": CallingMode::ALL.iter().map(|m| m.name()).collect::<Vec<_>>(),
+        "keep_recent_turns": keep_recent_turns,
+        "targets": targets_json(),
+        "meets_targets": meets,
+        "overall": overall.json(),
+        "window_classes": classes,
+        "by_window": by_window,
+        "sessions": transcripts.iter().map(session_json).collect::<Vec<_>>(),
+        "runs": runs.iter().map(|r| run_json(r, transcripts)).collect::<Vec<_>>(),
+    })
+}
+
+/// Per corpus and split (held out first: those are the figures to
+/// quote), per window, both modes: a corpus unlike the one the engine was
+/// tuned on must be read on its own, not inside an average.
+fn by_corpus_and_split(
+    transcripts: &[Transcript],
+    runs: &[Run],
+    keep_recent_turns: usize,
+) -> (Vec<Value>, Map<String, Value>) {
     let mut by_corpus: BTreeMap<(Split, String), BTreeMap<usize, Cell>> = BTreeMap::new();
     let mut by_split: BTreeMap<Split, BTreeMap<usize, Cell>> = BTreeMap::new();
     for r in runs {
@@ -356,20 +378,7 @@ pub fn build(
         .into_iter()
         .map(|(split, v)| (split.name().to_string(), v))
         .collect();
-    json!({
-        "by_corpus": corpus_json,
-        "by_split": split_json,
-        "windows": windows,
-        "calling_modes": CallingMode::ALL.iter().map(|m| m.name()).collect::<Vec<_>>(),
-        "keep_recent_turns": keep_recent_turns,
-        "targets": targets_json(),
-        "meets_targets": meets,
-        "overall": overall.json(),
-        "window_classes": classes,
-        "by_window": by_window,
-        "sessions": transcripts.iter().map(session_json).collect::<Vec<_>>(),
-        "runs": runs.iter().map(|r| run_json(r, transcripts)).collect::<Vec<_>>(),
-    })
+    (corpus_json, split_json)
 }
 
 fn targets_json() -> Value {

@@ -62,6 +62,25 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| ArchiveError::Task(e.to_string()))?
 }
 
+/// The names and paths of what `dir` holds; nothing when it does not
+/// exist.
+pub(crate) fn dir_entries(dir: &Path) -> Result<Vec<(String, PathBuf)>, ArchiveError> {
+    let rd = match fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(ArchiveError::io("list", dir, e)),
+    };
+    let mut out = Vec::new();
+    for entry in rd {
+        let entry = entry.map_err(|e| ArchiveError::io("list", dir, e))?;
+        out.push((
+            entry.file_name().to_string_lossy().into_owned(),
+            entry.path(),
+        ));
+    }
+    Ok(out)
+}
+
 /// Creates `dir` and its missing parents, fsyncing the parent of each
 /// directory created so the new entry itself survives a crash.
 pub(crate) fn ensure_dir(dir: &Path) -> Result<(), ArchiveError> {
@@ -230,21 +249,13 @@ impl StorageAdapter for FsAdapter {
         let prefix = prefix.to_string();
         Box::pin(blocking(move || {
             let dir = dir?;
-            let rd = match fs::read_dir(&dir) {
-                Ok(rd) => rd,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-                Err(e) => return Err(ArchiveError::io("list", &dir, e)),
-            };
             let mut out = Vec::new();
-            for entry in rd {
-                let entry = entry.map_err(|e| ArchiveError::io("list", &dir, e))?;
-                let name = entry.file_name().to_string_lossy().into_owned();
+            for (name, path) in dir_entries(&dir)? {
                 // Temp files of interrupted writes start with `.`; they are
                 // not part of the store.
                 if name.starts_with('.') {
                     continue;
                 }
-                let path = entry.path();
                 if path.is_dir() {
                     out.push(format!("{prefix}{name}/"));
                 } else if path.is_file() {

@@ -14,7 +14,7 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::fs::{ensure_dir, sync_dir, write_atomic};
+use super::fs::{dir_entries, ensure_dir, sync_dir, write_atomic};
 use super::{Archive, ArchiveError, SessionId, StorageAdapter, Stored};
 
 /// What a spooled write was.
@@ -226,21 +226,14 @@ impl Spool {
 /// `(seq, path)` of every item file, sorted by seq.
 async fn list_blocking(dir: PathBuf) -> Result<Vec<(u64, PathBuf)>, ArchiveError> {
     tokio::task::spawn_blocking(move || {
-        let rd = match fs::read_dir(&dir) {
-            Ok(rd) => rd,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(ArchiveError::io("list", &dir, e)),
-        };
         let mut out = Vec::new();
-        for entry in rd {
-            let entry = entry.map_err(|e| ArchiveError::io("list", &dir, e))?;
-            let name = entry.file_name().to_string_lossy().into_owned();
+        for (name, path) in dir_entries(&dir)? {
             if let Some(seq) = name
                 .strip_suffix(".json")
                 .filter(|s| s.len() == 12)
                 .and_then(|s| s.parse::<u64>().ok())
             {
-                out.push((seq, entry.path()));
+                out.push((seq, path));
             }
         }
         out.sort();

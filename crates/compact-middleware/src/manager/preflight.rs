@@ -141,24 +141,12 @@ impl CompactManager {
             session.estimate_error,
         );
 
-        let span = trail.start(names::TRIGGER_DECISION);
-        let user_turns = user_turns(&input);
         let plan = self.pace(session, &input, &estimate);
-        let decision = trigger::defer_to_provider(
-            trigger::when_it_pays(
-                trigger::decide(policy, &estimate, user_turns, forced),
-                plan.as_ref(),
-                &estimate,
-            ),
-            input.fresh_compaction,
-            forced,
-        );
-        trail.decided(
-            span,
-            &decision,
+        let decision = self.decide(
+            trail,
+            &input,
             &estimate,
-            policy,
-            user_turns,
+            plan.as_ref(),
             forced,
             note.as_deref(),
         );
@@ -201,14 +189,72 @@ impl CompactManager {
         } else {
             input.messages
         };
-        // Placed last, on the output as compaction left it, which is what
-        // the prediction compares, the session remembers and `status` shows.
-        let planned = self.plan_breakpoints(session, &messages, &tools);
+        let (messages, layers) = self.finish_output(
+            session,
+            input.raw_hashes,
+            messages,
+            &tools,
+            &mut report,
+            usage_details,
+        );
+        report.duration_us = started.elapsed().as_micros() as u64;
+        Ok((
+            PreflightOutcome {
+                messages,
+                report,
+                tools,
+            },
+            layers,
+        ))
+    }
+
+    /// Whether this call compacts (`trigger::decide`, then the cost
+    /// trigger of `plan`, deferring to a compaction the provider just did),
+    /// recorded in the trail.
+    fn decide(
+        &self,
+        trail: &mut Trail,
+        input: &Recognised,
+        estimate: &Estimate,
+        plan: Option<&Plan>,
+        forced: Option<Forced>,
+        note: Option<&str>,
+    ) -> Decision {
+        let policy = &self.inner.config.policy;
+        let span = trail.start(names::TRIGGER_DECISION);
+        let user_turns = user_turns(input);
+        let decision = trigger::defer_to_provider(
+            trigger::when_it_pays(
+                trigger::decide(policy, estimate, user_turns, forced),
+                plan,
+                estimate,
+            ),
+            input.fresh_compaction,
+            forced,
+        );
+        trail.decided(span, &decision, estimate, policy, user_turns, forced, note);
+        decision
+    }
+
+    /// The output's last touches, placed on it as compaction left it,
+    /// which is what the cache prediction compares, the session remembers
+    /// and `status` shows: the Anthropic breakpoints (marked so the next
+    /// call takes them off), the prompt cache prediction in `report`, and
+    /// the layers.
+    fn finish_output(
+        &self,
+        session: &mut Session,
+        raw_hashes: Vec<u128>,
+        mut messages: Vec<Message>,
+        tools: &[serde_json::Value],
+        report: &mut Report,
+        usage_details: Option<crate::cache::ReportedUsage>,
+    ) -> (Vec<Message>, Layers) {
+        let planned = self.plan_breakpoints(session, &messages, tools);
         let added: Vec<usize> = planned.iter().map(|&(i, _)| i).collect();
-        report.cache = Some(self.prompt_cache(session, &messages, &report, usage_details, &added));
-        let layers = self.layers(session, &messages, &report);
-        session.remember(input.raw_hashes, &messages);
-        let mut messages = messages;
+        report.cache = Some(self.prompt_cache(session, &messages, report, usage_details, &added));
+        let layers = self.layers(session, &messages, report);
+        session.remember(raw_hashes, &messages);
         let placed = breakpoints::place(&mut messages, &planned);
         session.last.marks = placed
             .iter()
@@ -222,15 +268,7 @@ impl CompactManager {
             })
             .collect();
         report.cache_breakpoints = placed;
-        report.duration_us = started.elapsed().as_micros() as u64;
-        Ok((
-            PreflightOutcome {
-                messages,
-                report,
-                tools,
-            },
-            layers,
-        ))
+        (messages, layers)
     }
 
     /// Where the Anthropic breakpoints of `policy.cache_breakpoints: auto`

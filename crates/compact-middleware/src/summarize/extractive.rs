@@ -563,67 +563,8 @@ fn fold_templates(items: &[Item], rows: Vec<Row>, req: &SummaryRequest) -> Vec<R
 
 fn fit(ledger: &Ledger, req: &SummaryRequest) -> Summary {
     let items = &ledger.items[..];
-    let count = |t: &str| (req.count_tokens)(t);
     let budget = req.max_tokens;
-    let goal = first_goal(items);
-    let alike = alike(ledger);
-
-    // The rows: live items the strategy has a section for, most important
-    // first (then most recently mentioned).
-    let mut header_cost: Vec<usize> = Vec::new();
-    let mut rows: Vec<Row> = Vec::new();
-    for (i, it) in items.iter().enumerate() {
-        if it.superseded_by.is_some() {
-            continue;
-        }
-        let Some((section, header, inline)) = section_of(req.strategy, it.kind, it.from_tool)
-        else {
-            continue;
-        };
-        if header_cost.len() <= section {
-            header_cost.resize(section + 1, 0);
-        }
-        if header_cost[section] == 0 {
-            header_cost[section] = count(&format!("{header}\n"));
-        }
-        let forms = ledger.forms.of(it);
-        let line_cost = |t: &str| {
-            if inline {
-                count(t) + 1
-            } else {
-                count(&format!("- {t}\n"))
-            }
-        };
-        let key = line_cost(&forms[0]);
-        let short = if forms[1] == forms[0] {
-            key
-        } else {
-            line_cost(&forms[1])
-        };
-        let full = if forms[2] == forms[1] {
-            short
-        } else {
-            line_cost(&forms[2])
-        };
-        let (forms, cost) = monotone(forms, [key, short, full]);
-        rows.push(Row {
-            item: i,
-            members: Vec::new(),
-            rank: rank_in(ledger, &alike, it, goal == Some(i)),
-            section,
-            forms,
-            cost,
-        });
-    }
-    let mut rows = fold_templates(items, rows, req);
-    rows.sort_by(|a, b| {
-        let (x, y) = (&items[a.item], &items[b.item]);
-        b.rank
-            .cmp(&a.rank)
-            .then(y.last.cmp(&x.last))
-            .then(y.first.cmp(&x.first))
-            .then(a.item.cmp(&b.item))
-    });
+    let (rows, header_cost) = fit_rows(ledger, req);
     let n = rows.len();
     let mut f = Fit {
         items,
@@ -708,36 +649,7 @@ fn fit(ledger: &Ledger, req: &SummaryRequest) -> Summary {
             order.extend(facts.iter().rev().map(|&r| (r, Some(size))));
         }
         order.extend(facts.iter().rev().map(|&r| (r, None)));
-        let mut steps = order.into_iter();
-        while best.1 > budget {
-            let over = best.1 - budget;
-            let mut freed = 0;
-            for (r, size) in steps.by_ref() {
-                let Some(current) = f.shown[r] else {
-                    continue;
-                };
-                if size.is_some_and(|s| s >= current) {
-                    continue;
-                }
-                let before = f.total;
-                f.set(r, size);
-                freed += before.saturating_sub(f.total);
-                if freed >= over {
-                    break;
-                }
-            }
-            let next = f.rendered();
-            if freed == 0 {
-                // Nothing left to cut: not even the smallest body fits.
-                best = if next.1 <= budget {
-                    next
-                } else {
-                    (String::new(), count(""))
-                };
-                break;
-            }
-            best = next;
-        }
+        best = trim_to_budget(&mut f, order, budget, best);
     }
 
     let report = report(ledger, &f, &best.0, &facts);
@@ -751,6 +663,113 @@ fn fit(ledger: &Ledger, req: &SummaryRequest) -> Summary {
         prompt: None,
         cached_prompt_tokens: None,
     }
+}
+
+/// The rows of [`fit`]: live items the strategy has a section for, most
+/// important first (then most recently mentioned), with each section's
+/// header cost.
+fn fit_rows(ledger: &Ledger, req: &SummaryRequest) -> (Vec<Row>, Vec<usize>) {
+    let items = &ledger.items[..];
+    let count = |t: &str| (req.count_tokens)(t);
+    let goal = first_goal(items);
+    let alike = alike(ledger);
+    let mut header_cost: Vec<usize> = Vec::new();
+    let mut rows: Vec<Row> = Vec::new();
+    for (i, it) in items.iter().enumerate() {
+        if it.superseded_by.is_some() {
+            continue;
+        }
+        let Some((section, header, inline)) = section_of(req.strategy, it.kind, it.from_tool)
+        else {
+            continue;
+        };
+        if header_cost.len() <= section {
+            header_cost.resize(section + 1, 0);
+        }
+        if header_cost[section] == 0 {
+            header_cost[section] = count(&format!("{header}\n"));
+        }
+        let forms = ledger.forms.of(it);
+        let line_cost = |t: &str| {
+            if inline {
+                count(t) + 1
+            } else {
+                count(&format!("- {t}\n"))
+            }
+        };
+        let key = line_cost(&forms[0]);
+        let short = if forms[1] == forms[0] {
+            key
+        } else {
+            line_cost(&forms[1])
+        };
+        let full = if forms[2] == forms[1] {
+            short
+        } else {
+            line_cost(&forms[2])
+        };
+        let (forms, cost) = monotone(forms, [key, short, full]);
+        rows.push(Row {
+            item: i,
+            members: Vec::new(),
+            rank: rank_in(ledger, &alike, it, goal == Some(i)),
+            section,
+            forms,
+            cost,
+        });
+    }
+    let mut rows = fold_templates(items, rows, req);
+    rows.sort_by(|a, b| {
+        let (x, y) = (&items[a.item], &items[b.item]);
+        b.rank
+            .cmp(&a.rank)
+            .then(y.last.cmp(&x.last))
+            .then(y.first.cmp(&x.first))
+            .then(a.item.cmp(&b.item))
+    });
+    (rows, header_cost)
+}
+
+/// Step 5 of [`fit`]: takes back what was granted, in `order`, until the
+/// rendered summary (`best`, its text and exact count) is within `budget`;
+/// the summary then.
+fn trim_to_budget(
+    f: &mut Fit<'_>,
+    order: Vec<(usize, Option<Size>)>,
+    budget: usize,
+    mut best: (String, usize),
+) -> (String, usize) {
+    let mut steps = order.into_iter();
+    while best.1 > budget {
+        let over = best.1 - budget;
+        let mut freed = 0;
+        for (r, size) in steps.by_ref() {
+            let Some(current) = f.shown[r] else {
+                continue;
+            };
+            if size.is_some_and(|s| s >= current) {
+                continue;
+            }
+            let before = f.total;
+            f.set(r, size);
+            freed += before.saturating_sub(f.total);
+            if freed >= over {
+                break;
+            }
+        }
+        let next = f.rendered();
+        if freed == 0 {
+            // Nothing left to cut: not even the smallest body fits.
+            best = if next.1 <= budget {
+                next
+            } else {
+                (String::new(), (f.req.count_tokens)(""))
+            };
+            break;
+        }
+        best = next;
+    }
+    best
 }
 
 /// What the summary kept of the facts: a fact is kept when the summary
@@ -965,75 +984,29 @@ pub(crate) fn complete_model_summary(
     let missing: Vec<usize> = (0..rows.len()).filter(|&r| !by_model[r]).collect();
     let head = format!("{base}\n\n{OMITTED_HEADER}\n");
     let room = req.max_tokens.saturating_sub(count(&head));
-
-    // Estimated costs: a line per fact and size, a header per section.
-    let sections = rows.iter().map(|r| r.section + 1).max().unwrap_or(0);
-    let mut header_cost = vec![0usize; sections];
-    for r in &rows {
-        header_cost[r.section] = count(&format!("{}\n", r.header));
-    }
-    let cost = |r: usize, s: Size| count(&format!("- {}\n", rows[r].forms[s as usize]));
-    let costs: Vec<[usize; 3]> = (0..rows.len())
-        .map(|r| {
-            if by_model[r] {
-                [0; 3]
-            } else {
-                [
-                    cost(r, Size::Key),
-                    cost(r, Size::Short),
-                    cost(r, Size::Full),
-                ]
-            }
-        })
-        .collect();
-    let mut shown: Vec<Option<Size>> = vec![None; rows.len()];
-    let mut per_section = vec![0usize; sections];
-    let mut total = 0usize;
-    let mut set =
-        |r: usize, size: Option<Size>, shown: &mut Vec<Option<Size>>, total: &mut usize| {
-            let sec = rows[r].section;
-            let before = shown[r].map_or(0, |s| costs[r][s as usize]);
-            let after = size.map_or(0, |s| costs[r][s as usize]);
-            *total = *total + after - before;
-            match (shown[r].is_some(), size.is_some()) {
-                (false, true) => {
-                    if per_section[sec] == 0 {
-                        *total += header_cost[sec];
-                    }
-                    per_section[sec] += 1;
-                }
-                (true, false) => {
-                    per_section[sec] -= 1;
-                    if per_section[sec] == 0 {
-                        *total -= header_cost[sec];
-                    }
-                }
-                _ => {}
-            }
-            shown[r] = size;
-        };
+    let mut c = Completion::estimate(&rows, &by_model, &count);
     // 1. Every missing fact at its key; drop the least important until
     // they fit.
     for &r in &missing {
-        set(r, Some(Size::Key), &mut shown, &mut total);
+        c.set(r, Some(Size::Key));
     }
     for &r in missing.iter().rev() {
-        if total <= room {
+        if c.total <= room {
             break;
         }
-        set(r, None, &mut shown, &mut total);
+        c.set(r, None);
     }
     // 2. Grow, most important first: all to their short form, then all to
     // their full sentence.
     for size in [Size::Short, Size::Full] {
         for &r in &missing {
-            let Some(current) = shown[r] else { continue };
+            let Some(current) = c.shown[r] else { continue };
             if current >= size {
                 continue;
             }
-            let grown = total - costs[r][current as usize] + costs[r][size as usize];
+            let grown = c.total - c.costs[r][current as usize] + c.costs[r][size as usize];
             if grown <= room {
-                set(r, Some(size), &mut shown, &mut total);
+                c.set(r, Some(size));
             }
         }
     }
@@ -1054,41 +1027,141 @@ pub(crate) fn complete_model_summary(
         let tokens = count(&text);
         (text, tokens)
     };
-    let mut best = render_with(&shown);
-    if best.1 > req.max_tokens {
+    let best = c.give_back(&missing, req.max_tokens, render_with);
+    completed(ledger, &rows, &by_model, &must, &c, best)
+}
+
+/// The sizes [`complete_model_summary`] shows the facts at, and what they
+/// are estimated to cost: a line per fact shown, a header per section
+/// with one (a fact the model's text carries costs nothing).
+struct Completion {
+    sections: Vec<usize>,
+    costs: Vec<[usize; 3]>,
+    header_cost: Vec<usize>,
+    shown: Vec<Option<Size>>,
+    per_section: Vec<usize>,
+    total: usize,
+}
+
+impl Completion {
+    /// Nothing shown yet; the costs of `rows`, counted by `count`.
+    fn estimate(rows: &[Ranked], by_model: &[bool], count: &impl Fn(&str) -> usize) -> Self {
+        let sections = rows.iter().map(|r| r.section + 1).max().unwrap_or(0);
+        let mut header_cost = vec![0usize; sections];
+        for r in rows {
+            header_cost[r.section] = count(&format!("{}\n", r.header));
+        }
+        let cost = |r: usize, s: Size| count(&format!("- {}\n", rows[r].forms[s as usize]));
+        let costs: Vec<[usize; 3]> = (0..rows.len())
+            .map(|r| {
+                if by_model[r] {
+                    [0; 3]
+                } else {
+                    [
+                        cost(r, Size::Key),
+                        cost(r, Size::Short),
+                        cost(r, Size::Full),
+                    ]
+                }
+            })
+            .collect();
+        Self {
+            sections: rows.iter().map(|r| r.section).collect(),
+            costs,
+            header_cost,
+            shown: vec![None; rows.len()],
+            per_section: vec![0; sections],
+            total: 0,
+        }
+    }
+
+    /// Shows row `r` at `size` (`None`: not at all), keeping the total.
+    fn set(&mut self, r: usize, size: Option<Size>) {
+        let sec = self.sections[r];
+        let before = self.shown[r].map_or(0, |s| self.costs[r][s as usize]);
+        let after = size.map_or(0, |s| self.costs[r][s as usize]);
+        self.total = self.total + after - before;
+        match (self.shown[r].is_some(), size.is_some()) {
+            (false, true) => {
+                if self.per_section[sec] == 0 {
+                    self.total += self.header_cost[sec];
+                }
+                self.per_section[sec] += 1;
+            }
+            (true, false) => {
+                self.per_section[sec] -= 1;
+                if self.per_section[sec] == 0 {
+                    self.total -= self.header_cost[sec];
+                }
+            }
+            _ => {}
+        }
+        self.shown[r] = size;
+    }
+
+    /// The rendering (`render_with`: text and exact count) within `max`:
+    /// shrinks, then drops, the `missing` facts least important first
+    /// until it fits; the model's text alone when nothing does.
+    fn give_back(
+        &mut self,
+        missing: &[usize],
+        max: usize,
+        render_with: impl Fn(&[Option<Size>]) -> (String, usize),
+    ) -> (String, usize) {
+        let mut best = render_with(&self.shown);
+        if best.1 <= max {
+            return best;
+        }
         let mut order: Vec<(usize, Option<Size>)> = Vec::new();
         for size in [Size::Short, Size::Key] {
             order.extend(missing.iter().rev().map(|&r| (r, Some(size))));
         }
         order.extend(missing.iter().rev().map(|&r| (r, None)));
         let mut steps = order.into_iter();
-        while best.1 > req.max_tokens {
-            let over = best.1 - req.max_tokens;
+        while best.1 > max {
+            let over = best.1 - max;
             let mut freed = 0;
             for (r, size) in steps.by_ref() {
-                let Some(current) = shown[r] else { continue };
+                let Some(current) = self.shown[r] else {
+                    continue;
+                };
                 if size.is_some_and(|s| s >= current) {
                     continue;
                 }
-                let before = total;
-                set(r, size, &mut shown, &mut total);
-                freed += before - total;
+                let before = self.total;
+                self.set(r, size);
+                freed += before - self.total;
                 if freed >= over {
                     break;
                 }
             }
-            best = render_with(&shown);
+            best = render_with(&self.shown);
             if freed == 0 {
                 break;
             }
         }
-        if best.1 > req.max_tokens {
+        if best.1 > max {
             // Nothing fits beside the model's text: it stays alone.
-            shown.iter_mut().for_each(|s| *s = None);
-            best = render_with(&shown);
+            self.shown.iter_mut().for_each(|s| *s = None);
+            best = render_with(&self.shown);
         }
+        best
     }
+}
 
+/// The completed summary `best` (text, tokens) with what it keeps of the
+/// ledger: the facts the model's text or the completion carries, and of
+/// those the extractive summary carries (`must`), the ones left out.
+fn completed(
+    ledger: &Ledger,
+    rows: &[Ranked],
+    by_model: &[bool],
+    must: &[bool],
+    c: &Completion,
+    best: (String, usize),
+) -> Completed {
+    let items = &ledger.items[..];
+    let (shown, costs) = (&c.shown, &c.costs);
     let mut report = FactsReport::default();
     let (mut must_n, mut must_missing, mut must_dropped) = (0, 0, 0);
     for (r, row) in rows.iter().enumerate() {

@@ -68,20 +68,7 @@ pub(crate) struct TlsServer {
 
 /// Starts a [`TlsServer`] (`POSTGRES_TLS=1 scripts/postgres.sh start`).
 pub(crate) fn tls_server() -> TlsServer {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let script = script();
-    let out = Command::new(&script)
-        .arg("start")
-        .arg(dir.path())
-        .env("POSTGRES_TLS", "1")
-        .output()
-        .unwrap_or_else(|e| panic!("{}: {e}\n{HOW}", script.display()));
-    assert!(
-        out.status.success(),
-        "PostgreSQL with TLS did not start: {}\n{HOW}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let url = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let (url, server) = start(true);
     let port = url
         .rsplit_once(':')
         .and_then(|(_, rest)| rest.split('/').next())
@@ -89,8 +76,65 @@ pub(crate) fn tls_server() -> TlsServer {
         .unwrap_or_else(|| panic!("no port in {url}"));
     TlsServer {
         port,
-        tls: dir.path().join("tls"),
-        _server: Server { dir, script },
+        tls: server.dir.path().join("tls"),
+        _server: server,
+    }
+}
+
+/// Starts a server of this test's own in a new directory (TLS only with
+/// `tls`): its URL, and the server, stopped on drop.
+fn start(tls: bool) -> (String, Server) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = script();
+    let mut command = Command::new(&script);
+    command.arg("start").arg(dir.path());
+    if tls {
+        command.env("POSTGRES_TLS", "1");
+    }
+    let out = command
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e}\n{HOW}", script.display()));
+    let what = if tls {
+        "PostgreSQL with TLS"
+    } else {
+        "PostgreSQL"
+    };
+    assert!(
+        out.status.success(),
+        "{what} did not start: {}\n{HOW}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let url = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    (url, Server { dir, script })
+}
+
+/// A plain server of this test's own, which the test may restart (as a
+/// crash: `scripts/postgres.sh restart`). Stopped on drop.
+pub(crate) struct OwnServer {
+    /// The server's URL (its `postgres` database).
+    pub(crate) url: String,
+    server: Server,
+}
+
+/// Starts an [`OwnServer`].
+pub(crate) fn own_server() -> OwnServer {
+    let (url, server) = start(false);
+    OwnServer { url, server }
+}
+
+impl OwnServer {
+    /// Restarts the server, waiting until it takes connections again.
+    pub(crate) fn restart(&self) {
+        let out = Command::new(&self.server.script)
+            .arg("restart")
+            .arg(self.server.dir.path())
+            .output()
+            .unwrap_or_else(|e| panic!("{}: {e}", self.server.script.display()));
+        assert!(
+            out.status.success(),
+            "PostgreSQL did not restart: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }
 
@@ -99,20 +143,8 @@ pub(crate) async fn database() -> TestDb {
     let (base, server) = match std::env::var("COMPACT_TEST_POSTGRES_URL") {
         Ok(url) if !url.is_empty() => (url, None),
         _ => {
-            let dir = tempfile::tempdir().expect("tempdir");
-            let script = script();
-            let out = Command::new(&script)
-                .arg("start")
-                .arg(dir.path())
-                .output()
-                .unwrap_or_else(|e| panic!("{}: {e}\n{HOW}", script.display()));
-            assert!(
-                out.status.success(),
-                "PostgreSQL did not start: {}\n{HOW}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let url = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-            (url, Some(Server { dir, script }))
+            let (url, server) = start(false);
+            (url, Some(server))
         }
     };
     static NEXT: AtomicU32 = AtomicU32::new(0);

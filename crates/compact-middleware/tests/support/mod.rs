@@ -1,11 +1,33 @@
-//! Shared generators for integration tests: random but well-formed agent
+//! Shared generators for integration tests (and the runtime and count cache
+//! their cases share): random but well-formed agent
 //! histories in every wire format (Chat Completions, Responses, Anthropic Messages).
 #![allow(dead_code)]
 
 pub(crate) mod invariants;
 
+use std::sync::{Arc, OnceLock};
+
+use compact_middleware::model::{Format, Message, Request};
+use compact_middleware::tokens::CountCache;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
+
+/// One current-thread runtime for every case of a property test.
+pub(crate) fn rt() -> &'static tokio::runtime::Runtime {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+    })
+}
+
+/// One token count cache for every case of a property test.
+pub(crate) fn cache() -> Arc<CountCache> {
+    static C: OnceLock<Arc<CountCache>> = OnceLock::new();
+    C.get_or_init(|| Arc::new(CountCache::new(100_000))).clone()
+}
 
 /// Which wire format a generated history uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -219,6 +241,18 @@ pub(crate) fn render(wire: Wire, system: bool, plans: &[TurnPlan]) -> Vec<Value>
         }
     }
     out
+}
+
+/// A generated history decoded in its wire format.
+pub(crate) fn decode(items: &[Value], wire: Wire) -> Vec<Message> {
+    let f = match wire {
+        Wire::Chat => Format::Chat,
+        Wire::Responses => Format::Responses,
+        Wire::Anthropic => Format::Anthropic,
+    };
+    Request::from_value(Value::Array(items.to_vec()), f)
+        .expect("generated history decodes")
+        .messages
 }
 
 /// A JSON object from `json!` (panics in tests only).

@@ -73,48 +73,21 @@ pub(crate) async fn handle(State(p): State<Arc<Inner>>, req: Request) -> Respons
     }
     let api = Api::of(&parts.method, rest);
     let limit = p.settings.max_body_bytes;
-    let bytes = match read_body(body, &parts.headers, limit).await {
+    let bytes = match read_body_or_answer(body, &parts.headers, limit, shape).await {
         Ok(bytes) => bytes,
-        Err(BodyError::TooLarge) => {
-            return wire::error(
-                shape,
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "request_too_large",
-                &format!(
-                    "compact proxy: the request body is larger than proxy.max_body_bytes ({limit} bytes)"
-                ),
-            );
-        }
-        Err(BodyError::Read(e)) => {
-            return wire::error(
-                shape,
-                StatusCode::BAD_REQUEST,
-                "invalid_body",
-                &format!("compact proxy: the request body could not be read: {e}"),
-            );
-        }
+        Err(answer) => return answer,
     };
     let compressed = parts
         .headers
         .get(header::CONTENT_ENCODING)
         .is_some_and(|v| v.as_bytes() != b"identity");
     let compacting = p.settings.compaction && api != Api::Other && !compressed;
-    let body = match parts.method {
-        Method::GET | Method::HEAD | Method::DELETE | Method::OPTIONS => {
-            identify(&parts.headers, None, None, api).map(|identity| Read {
-                doc: None,
-                split: None,
-                identity,
-            })
-        }
-        _ => read(&p, &parts.headers, &bytes, api, compacting),
-    };
     let Read {
         doc,
         split,
         identity,
-    } = match body {
-        Ok(body) => body,
+    } = match read_request(&p, &parts, &bytes, api, compacting) {
+        Ok(read) => read,
         Err(message) => {
             return wire::error(
                 shape,
@@ -135,35 +108,7 @@ pub(crate) async fn handle(State(p): State<Arc<Inner>>, req: Request) -> Respons
         .and_then(Value::as_str)
         .map(str::to_owned);
     let usage = p.take_usage(&identity.id);
-    let plan = match doc {
-        _ if !p.settings.compaction => Plan::unchanged("off", bytes.clone(), None),
-        _ if api == Api::Other => Plan::unchanged("none", bytes.clone(), None),
-        _ if compressed => Plan::unchanged(
-            "skipped",
-            bytes.clone(),
-            Some("the body is compressed (content-encoding)".into()),
-        ),
-        None => Plan::unchanged(
-            "skipped",
-            bytes.clone(),
-            Some("the body is not a JSON object".into()),
-        ),
-        Some(doc) => {
-            let call = Call {
-                manager: &p.manager,
-                api,
-                session: &identity.id,
-                usage,
-                overflow: None,
-            };
-            let (raw, items) = split.unzip();
-            let ran = call.run(doc, items, &bytes).await;
-            if let (Some(raw), Some(decoded)) = (raw, ran.decoded) {
-                p.histories.keep(&identity.id, api.format(), &raw, decoded);
-            }
-            ran.plan
-        }
-    };
+    let plan = plan(&p, doc, split, api, compressed, &identity.id, usage, &bytes).await;
     let overhead = arrived.elapsed();
     let url = upstream.url(rest, parts.uri.query());
     let record = Record {
@@ -217,6 +162,100 @@ pub(crate) async fn handle(State(p): State<Arc<Inner>>, req: Request) -> Respons
         }
     };
     respond(record, plan, response)
+}
+
+/// The request body, or the answer that refuses it (too large, unreadable)
+/// in the agent's API's shape.
+async fn read_body_or_answer(
+    body: Body,
+    headers: &HeaderMap,
+    limit: usize,
+    shape: Shape,
+) -> Result<Bytes, Response> {
+    match read_body(body, headers, limit).await {
+        Ok(bytes) => Ok(bytes),
+        Err(BodyError::TooLarge) => Err(wire::error(
+            shape,
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "request_too_large",
+            &format!(
+                "compact proxy: the request body is larger than proxy.max_body_bytes ({limit} bytes)"
+            ),
+        )),
+        Err(BodyError::Read(e)) => Err(wire::error(
+            shape,
+            StatusCode::BAD_REQUEST,
+            "invalid_body",
+            &format!("compact proxy: the request body could not be read: {e}"),
+        )),
+    }
+}
+
+/// What goes upstream: the body as the agent sent it (compaction off,
+/// another endpoint, a compressed body or one that is no JSON object), or
+/// the session's preflight of it, whose decoded history is kept for the
+/// next call.
+#[allow(clippy::too_many_arguments)]
+async fn plan(
+    p: &Inner,
+    doc: Option<Map<String, Value>>,
+    split: Option<(Vec<&RawValue>, Vec<Item>)>,
+    api: Api,
+    compressed: bool,
+    session: &str,
+    usage: Option<Value>,
+    bytes: &Bytes,
+) -> Plan {
+    match doc {
+        _ if !p.settings.compaction => Plan::unchanged("off", bytes.clone(), None),
+        _ if api == Api::Other => Plan::unchanged("none", bytes.clone(), None),
+        _ if compressed => Plan::unchanged(
+            "skipped",
+            bytes.clone(),
+            Some("the body is compressed (content-encoding)".into()),
+        ),
+        None => Plan::unchanged(
+            "skipped",
+            bytes.clone(),
+            Some("the body is not a JSON object".into()),
+        ),
+        Some(doc) => {
+            let call = Call {
+                manager: &p.manager,
+                api,
+                session,
+                usage,
+                overflow: None,
+            };
+            let (raw, items) = split.unzip();
+            let ran = call.run(doc, items, bytes).await;
+            if let (Some(raw), Some(decoded)) = (raw, ran.decoded) {
+                p.histories.keep(session, api.format(), &raw, decoded);
+            }
+            ran.plan
+        }
+    }
+}
+
+/// The request as the proxy reads it: a body-less method only names its
+/// session; any other's body is read for compaction (`compacting`).
+fn read_request<'b>(
+    p: &Inner,
+    parts: &axum::http::request::Parts,
+    bytes: &'b Bytes,
+    api: Api,
+    compacting: bool,
+) -> Result<Read<'b>, String> {
+    match parts.method {
+        Method::GET | Method::HEAD | Method::DELETE | Method::OPTIONS => {
+            identify(&parts.headers, None, None, api).map(|identity| Read {
+                doc: None,
+                split: None,
+                identity,
+            })
+        }
+        _ => read(p, &parts.headers, bytes, api, compacting),
+    }
 }
 
 /// A request body as the proxy reads it.

@@ -197,12 +197,9 @@ pub(super) fn git_diff(rng: &mut Rng, p: &Project, hunks: usize) -> String {
     out
 }
 
-/// A dependency install or build of about `size` characters; `error`, if
-/// any, is printed as the build's error line near the end.
-pub(super) fn build(rng: &mut Rng, p: &Project, size: usize, error: Option<&str>) -> String {
-    let mut lines: Vec<String> = Vec::new();
-    let mut len = 0;
-    let deps: &[&str] = match p.stack {
+/// The dependencies a build of `stack` installs or compiles.
+fn build_deps(stack: Stack) -> &'static [&'static str] {
+    match stack {
         Stack::Python => &[
             "pluggy",
             "iniconfig",
@@ -241,7 +238,15 @@ pub(super) fn build(rng: &mut Rng, p: &Project, size: usize, error: Option<&str>
             "chalk",
             "yargs",
         ],
-    };
+    }
+}
+
+/// A dependency install or build of about `size` characters; `error`, if
+/// any, is printed as the build's error line near the end.
+pub(super) fn build(rng: &mut Rng, p: &Project, size: usize, error: Option<&str>) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    let mut len = 0;
+    let deps = build_deps(p.stack);
     match p.stack {
         Stack::Python => lines.push("Obtaining file:///repo".into()),
         Stack::Rust => lines.push("    Updating crates.io index".into()),

@@ -492,7 +492,6 @@ pub(crate) fn classify_token<'t>(
     // `REGISTRY.lock()`, `config.json()`: a call, not a file.
     let called = hay[end..].starts_with('(');
     let prev = hay[..start].chars().next_back();
-    let first = token.as_bytes()[0];
     if token.starts_with("http://") || token.starts_with("https://") {
         return (token.len() > 10).then_some((Kind::Url, token));
     }
@@ -503,35 +502,7 @@ pub(crate) fn classify_token<'t>(
         return Some((Kind::File, token));
     }
     if token.contains('/') {
-        // `requests/s`, `km/h`, `and/or`: a slash glued to a word is not a path.
-        if first == b'/'
-            && (called
-                || prev.is_some_and(|c| c.is_alphanumeric() || matches!(c, '_' | '/' | ')' | ']')))
-        {
-            return None;
-        }
-        if token.starts_with('/')
-            || token.starts_with("./")
-            || token.starts_with("../")
-            || token.starts_with("~/")
-        {
-            let body = token.trim_start_matches(['.', '~', '/']);
-            return (body.len() >= 2 && body.bytes().any(|b| b.is_ascii_alphabetic()))
-                .then_some((Kind::File, token));
-        }
-        let last = token.rsplit('/').next().unwrap_or("");
-        let has_ext = last.rsplit_once('.').is_some_and(|(stem, ext)| {
-            !stem.is_empty()
-                && (1..=10).contains(&ext.len())
-                && ext.as_bytes()[0].is_ascii_alphabetic()
-        });
-        let slashes = token.matches('/').count();
-        let lettered = token.bytes().any(|b| b.is_ascii_alphabetic());
-        if lettered && (has_ext || token.ends_with('/') || slashes >= 2) {
-            return Some((Kind::File, token));
-        }
-        // A branch: `fix/webhook-quota`, `feature/login`.
-        return is_branch(token).then_some((Kind::Entity, token));
+        return slashed_kind(token, called, prev).map(|k| (k, token));
     }
     if token.contains('.')
         && token
@@ -556,10 +527,50 @@ pub(crate) fn classify_token<'t>(
             }
         }
     }
+    name_kind(hay, start, end, token, prev).map(|k| (k, token))
+}
+
+/// What a token with a slash is: a path, a branch, or nothing (`km/h`,
+/// a slash glued to a word, a call).
+fn slashed_kind(token: &str, called: bool, prev: Option<char>) -> Option<Kind> {
+    let first = token.as_bytes()[0];
+    // `requests/s`, `km/h`, `and/or`: a slash glued to a word is not a path.
+    if first == b'/'
+        && (called
+            || prev.is_some_and(|c| c.is_alphanumeric() || matches!(c, '_' | '/' | ')' | ']')))
+    {
+        return None;
+    }
+    if token.starts_with('/')
+        || token.starts_with("./")
+        || token.starts_with("../")
+        || token.starts_with("~/")
+    {
+        let body = token.trim_start_matches(['.', '~', '/']);
+        return (body.len() >= 2 && body.bytes().any(|b| b.is_ascii_alphabetic()))
+            .then_some(Kind::File);
+    }
+    let last = token.rsplit('/').next().unwrap_or("");
+    let has_ext = last.rsplit_once('.').is_some_and(|(stem, ext)| {
+        !stem.is_empty() && (1..=10).contains(&ext.len()) && ext.as_bytes()[0].is_ascii_alphabetic()
+    });
+    let slashes = token.matches('/').count();
+    let lettered = token.bytes().any(|b| b.is_ascii_alphabetic());
+    if lettered && (has_ext || token.ends_with('/') || slashes >= 2) {
+        return Some(Kind::File);
+    }
+    // A branch: `fix/webhook-quota`, `feature/login`.
+    is_branch(token).then_some(Kind::Entity)
+}
+
+/// What a token that is no path, URL or file name is: a ticket, a name, a
+/// hash, or a word of German prose (nothing).
+fn name_kind(hay: &str, start: usize, end: usize, token: &str, prev: Option<char>) -> Option<Kind> {
+    let first = token.as_bytes()[0];
     if first == b'#' {
         return prev
             .is_none_or(|c| !(c.is_alphanumeric() || c == '&' || c == '#'))
-            .then_some((Kind::Entity, token));
+            .then_some(Kind::Entity);
     }
     // In German text, `E-Mail`, `USB-Stick`, `Support-Team` are nouns
     // (German capitalises them), not names like `MBPP-Plus`.
@@ -581,20 +592,20 @@ pub(crate) fn classify_token<'t>(
         // `Q-30355`: one letter is a prefix when a long number follows.
         let numbered = number.len() >= 3 && number.bytes().all(|b| b.is_ascii_digit());
         return ((letters >= 2 || letters == 1 && numbered) && !NOT_TICKETS.contains(&prefix))
-            .then_some((Kind::Entity, token));
+            .then_some(Kind::Entity);
     }
     // `MBPP-Plus`, `GPT-4o`: a name; `Read-only`: a word.
     if first.is_ascii_uppercase() && token.contains('-') && !token.contains(['/', '.', '@']) {
         let capitals = token.bytes().filter(u8::is_ascii_uppercase).count();
         return (capitals >= 2 || token.bytes().any(|b| b.is_ascii_digit()))
-            .then_some((Kind::Entity, token));
+            .then_some(Kind::Entity);
     }
     if token.bytes().all(|b| b.is_ascii_hexdigit()) && token.len() >= 7 {
         let letters = token.bytes().any(|b| b.is_ascii_alphabetic());
         let digits = token.bytes().any(|b| b.is_ascii_digit());
-        return (letters && digits).then_some((Kind::Entity, token));
+        return (letters && digits).then_some(Kind::Entity);
     }
-    Some((Kind::Entity, token))
+    Some(Kind::Entity)
 }
 
 /// APIs mentioned in a prose sentence: backticked symbols and `name()` calls.

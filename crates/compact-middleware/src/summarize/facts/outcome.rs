@@ -170,12 +170,24 @@ pub(crate) fn read(output: &str) -> Outcome {
         .filter(|l| !l.contains("⟦truncated:") && !l.contains("⟦removed:"))
         .collect();
     o.tests = tests_summary(&body);
-    for c in FAILED_ID.captures_iter(&body) {
+    read_test_ids(&mut o, &body);
+    o.error = final_error(&body, &lines);
+    read_diagnostics(&mut o, &lines);
+    if o.tests.is_none() {
+        read_result_lines(&mut o, &lines);
+    }
+    o
+}
+
+/// The tests that failed (or the few that passed, when none failed) and
+/// what they failed with.
+fn read_test_ids(o: &mut Outcome, body: &str) {
+    for c in FAILED_ID.captures_iter(body) {
         if let Some(m) = (1..=5).find_map(|i| c.get(i)) {
             push_unique(&mut o.test_ids, m.as_str());
         }
     }
-    for c in JEST_FAILED.captures_iter(&body) {
+    for c in JEST_FAILED.captures_iter(body) {
         push_unique(&mut o.test_ids, &c[1]);
         // What it failed with: the first error line under its header.
         let after = &body[c.get(0).map_or(0, |m| m.end())..];
@@ -188,7 +200,7 @@ pub(crate) fn read(output: &str) -> Outcome {
             push_failure(&mut o.failures, e);
         }
     }
-    for c in PYTEST_FAILURE.captures_iter(&body) {
+    for c in PYTEST_FAILURE.captures_iter(body) {
         push_failure(&mut o.failures, &c[1]);
     }
     // cargo's closing list: `failures:` then one indented test path a line.
@@ -203,7 +215,7 @@ pub(crate) fn read(output: &str) -> Outcome {
     }
     if o.test_ids.is_empty() {
         let passed: Vec<&str> = PASSED_ID
-            .captures_iter(&body)
+            .captures_iter(body)
             .filter_map(|c| c.get(1).map(|m| m.as_str()))
             .collect();
         if passed.len() <= MAX_IDS {
@@ -213,12 +225,17 @@ pub(crate) fn read(output: &str) -> Outcome {
         }
     }
     o.test_ids.truncate(MAX_IDS);
+}
+
+/// The error the output ends on: a panic, the last error line, or a
+/// script's own report of what it caught, without the shell's prefix.
+fn final_error(body: &str, lines: &[&str]) -> Option<String> {
     let panic = PANIC
-        .captures_iter(&body)
+        .captures_iter(body)
         .last()
         .and_then(|c| c.get(1).or_else(|| c.get(2)))
         .map(|m| m.as_str());
-    o.error = panic
+    panic
         .or_else(|| {
             lines
                 .iter()
@@ -240,9 +257,12 @@ pub(crate) fn read(output: &str) -> Outcome {
             let l = SHELL_PREFIX.replace(&l, "");
             // pytest's `E       AssertionError: …`: the gap is layout.
             clip(&one_spaced(&l), MAX_LINE)
-        });
-    // A checker's findings (`src/x.py:25: error: …`, `x.rs:3:1: E0425`):
-    // each is its own finding, the first few kept.
+        })
+}
+
+/// A checker's findings (`src/x.py:25: error: …`, `x.rs:3:1: E0425`),
+/// each its own finding, the first few kept.
+fn read_diagnostics(o: &mut Outcome, lines: &[&str]) {
     // Errors before warnings and style codes: a type error is what the
     // run is about, `E501 line too long` rarely is.
     // Many of one kind (`incompatible type "str | None"` in ten places)
@@ -274,46 +294,48 @@ pub(crate) fn read(output: &str) -> Outcome {
             o.diagnostics.push(l);
         }
     }
+}
+
+/// The lines that show what a program without a test summary set out to
+/// do and how it went.
+fn read_result_lines(o: &mut Outcome, lines: &[&str]) {
     let meaningful: Vec<&str> = lines
         .iter()
         .map(|l| l.trim())
         .filter(|l| !NOISE.is_match(l))
         .collect();
-    if o.tests.is_none() {
-        // A program's output opens with what it set out to show (`Found 81
-        // visit methods`) and ends with how it went.
-        o.whole = meaningful.len() <= WHOLE_LINES;
-        let take: Vec<&str> = if o.whole {
-            meaningful.clone()
-        } else {
-            // Its first line, the lines that report a failure or an
-            // exception it caught (a test script's `ERROR: TypeError: …`
-            // is what it found), its last two.
-            let n = meaningful.len();
-            let head = n.min(3);
-            let tail = (n - head).min(3);
-            let mut v: Vec<&str> = meaningful[..head].to_vec();
-            v.extend(
-                meaningful[head..n - tail]
-                    .iter()
-                    .filter(|l| ERROR_INSIDE.is_match(l) || VERDICT.is_match(l))
-                    .take(3),
-            );
-            v.extend_from_slice(&meaningful[n - tail..]);
-            v
-        };
-        for l in take {
-            if o.error.as_deref() == Some(l)
-                || o.diagnostics.iter().any(|d| d == l)
-                || o.lines.len() >= MAX_LINES
-            {
-                continue;
-            }
-            // Indentation inside a line (`493:        if x:`) is layout.
-            o.lines.push(clip(&one_spaced(l), MAX_LINE));
+    // A program's output opens with what it set out to show (`Found 81
+    // visit methods`) and ends with how it went.
+    o.whole = meaningful.len() <= WHOLE_LINES;
+    let take: Vec<&str> = if o.whole {
+        meaningful.clone()
+    } else {
+        // Its first line, the lines that report a failure or an
+        // exception it caught (a test script's `ERROR: TypeError: …`
+        // is what it found), its last two.
+        let n = meaningful.len();
+        let head = n.min(3);
+        let tail = (n - head).min(3);
+        let mut v: Vec<&str> = meaningful[..head].to_vec();
+        v.extend(
+            meaningful[head..n - tail]
+                .iter()
+                .filter(|l| ERROR_INSIDE.is_match(l) || VERDICT.is_match(l))
+                .take(3),
+        );
+        v.extend_from_slice(&meaningful[n - tail..]);
+        v
+    };
+    for l in take {
+        if o.error.as_deref() == Some(l)
+            || o.diagnostics.iter().any(|d| d == l)
+            || o.lines.len() >= MAX_LINES
+        {
+            continue;
         }
+        // Indentation inside a line (`493:        if x:`) is layout.
+        o.lines.push(clip(&one_spaced(l), MAX_LINE));
     }
-    o
 }
 
 /// `line` with each run of whitespace as one space: the gaps inside an

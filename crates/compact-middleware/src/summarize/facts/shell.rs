@@ -292,37 +292,9 @@ fn parse(script: &str) -> (Vec<Simple>, String) {
     while i < chars.len() {
         let c = chars[i];
         match c {
-            '\'' => {
+            '\'' | '"' => {
                 in_word = true;
-                display.push(c);
-                i += 1;
-                while i < chars.len() && chars[i] != '\'' {
-                    word.push(chars[i]);
-                    display.push(chars[i]);
-                    i += 1;
-                }
-                if i < chars.len() {
-                    display.push('\'');
-                }
-                i += 1;
-            }
-            '"' => {
-                in_word = true;
-                display.push(c);
-                i += 1;
-                while i < chars.len() && chars[i] != '"' {
-                    if chars[i] == '\\' && i + 1 < chars.len() {
-                        display.push(chars[i]);
-                        i += 1;
-                    }
-                    word.push(chars[i]);
-                    display.push(chars[i]);
-                    i += 1;
-                }
-                if i < chars.len() {
-                    display.push('"');
-                }
-                i += 1;
+                i = quoted(&chars, i, &mut word, &mut display);
             }
             '\\' if i + 1 < chars.len() => {
                 if chars[i + 1] != '\n' {
@@ -350,25 +322,7 @@ fn parse(script: &str) -> (Vec<Simple>, String) {
                 cur.piped = pipe;
                 if c == '\n' {
                     // Here-document bodies follow the line that opened them.
-                    i += 1;
-                    for (delim, strip_tabs) in pending_heredocs.drain(..) {
-                        while i < chars.len() {
-                            let end = chars[i..]
-                                .iter()
-                                .position(|&ch| ch == '\n')
-                                .map_or(chars.len(), |p| i + p);
-                            let line: String = chars[i..end].iter().collect();
-                            i = (end + 1).min(chars.len().max(end));
-                            let line = if strip_tabs {
-                                line.trim_start_matches('\t')
-                            } else {
-                                line.as_str()
-                            };
-                            if line.trim_end() == delim {
-                                break;
-                            }
-                        }
-                    }
+                    i = skip_heredoc_bodies(&chars, i + 1, pending_heredocs.drain(..));
                     if !display.ends_with(' ') && !display.is_empty() && !display.ends_with('\n') {
                         display.push_str(" ; ");
                     }
@@ -394,27 +348,9 @@ fn parse(script: &str) -> (Vec<Simple>, String) {
             }
             '<' if chars.get(i + 1) == Some(&'<') && chars.get(i + 2) != Some(&'<') => {
                 flush_word(&mut word, &mut in_word, &mut cur, &mut redirect);
-                i += 2;
-                display.push_str("<<");
-                let strip_tabs = chars.get(i) == Some(&'-');
-                if strip_tabs {
-                    i += 1;
-                    display.push('-');
-                }
-                while chars.get(i) == Some(&' ') {
-                    i += 1;
-                }
-                let mut delim = String::new();
-                while i < chars.len() && !chars[i].is_whitespace() && !";&|<>".contains(chars[i]) {
-                    if chars[i] != '\'' && chars[i] != '"' {
-                        delim.push(chars[i]);
-                    }
-                    display.push(chars[i]);
-                    i += 1;
-                }
-                if !delim.is_empty() {
-                    pending_heredocs.push((delim, strip_tabs));
-                }
+                let (next, heredoc) = heredoc_opener(&chars, i, &mut display);
+                i = next;
+                pending_heredocs.extend(heredoc);
             }
             c if c.is_whitespace() => {
                 flush_word(&mut word, &mut in_word, &mut cur, &mut redirect);
@@ -442,6 +378,86 @@ fn parse(script: &str) -> (Vec<Simple>, String) {
         .trim_end_matches([';', ' '])
         .to_owned();
     (out, display)
+}
+
+/// A quoted string from its opening quote at `i`: its text goes into
+/// `word` (a double-quoted backslash keeps the character after it), the
+/// source into `display`. Returns the index after the closing quote.
+fn quoted(chars: &[char], mut i: usize, word: &mut String, display: &mut String) -> usize {
+    let quote = chars[i];
+    display.push(quote);
+    i += 1;
+    while i < chars.len() && chars[i] != quote {
+        if quote == '"' && chars[i] == '\\' && i + 1 < chars.len() {
+            display.push(chars[i]);
+            i += 1;
+        }
+        word.push(chars[i]);
+        display.push(chars[i]);
+        i += 1;
+    }
+    if i < chars.len() {
+        display.push(quote);
+    }
+    i + 1
+}
+
+/// The bodies of the here-documents a line opened (delimiter, whether
+/// leading tabs are stripped), from the line after it at `i`: returns the
+/// index after the last one's closing delimiter.
+fn skip_heredoc_bodies(
+    chars: &[char],
+    mut i: usize,
+    pending: impl Iterator<Item = (String, bool)>,
+) -> usize {
+    for (delim, strip_tabs) in pending {
+        while i < chars.len() {
+            let end = chars[i..]
+                .iter()
+                .position(|&ch| ch == '\n')
+                .map_or(chars.len(), |p| i + p);
+            let line: String = chars[i..end].iter().collect();
+            i = (end + 1).min(chars.len().max(end));
+            let line = if strip_tabs {
+                line.trim_start_matches('\t')
+            } else {
+                line.as_str()
+            };
+            if line.trim_end() == delim {
+                break;
+            }
+        }
+    }
+    i
+}
+
+/// A here-document opener `<<DELIM` or `<<-DELIM` at `i`, shown in
+/// `display`: the index after it, and its delimiter (quotes removed) and
+/// whether it strips leading tabs, when it names one.
+fn heredoc_opener(
+    chars: &[char],
+    mut i: usize,
+    display: &mut String,
+) -> (usize, Option<(String, bool)>) {
+    i += 2;
+    display.push_str("<<");
+    let strip_tabs = chars.get(i) == Some(&'-');
+    if strip_tabs {
+        i += 1;
+        display.push('-');
+    }
+    while chars.get(i) == Some(&' ') {
+        i += 1;
+    }
+    let mut delim = String::new();
+    while i < chars.len() && !chars[i].is_whitespace() && !";&|<>".contains(chars[i]) {
+        if chars[i] != '\'' && chars[i] != '"' {
+            delim.push(chars[i]);
+        }
+        display.push(chars[i]);
+        i += 1;
+    }
+    (i, (!delim.is_empty()).then_some((delim, strip_tabs)))
 }
 
 /// Reads a shell script.
@@ -606,9 +622,96 @@ fn operands<'a>(words: &'a [String], valued: &[&str]) -> Vec<&'a str> {
 
 /// What one simple command is for, and the files it touches.
 fn classify(c: &Simple) -> (Purpose, Vec<(String, Touch)>) {
+    let words = program_words(&c.words);
+    let Some(program) = words.first() else {
+        return (Purpose::Other, Vec::new());
+    };
+    let prog = program.rsplit('/').next().unwrap_or(program).to_owned();
+    if let Some(found) = classify_file_command(&prog, words) {
+        return found;
+    }
+    let ops = |valued: &[&str]| operands(words, valued);
+    let sub = words.get(1).map(String::as_str).unwrap_or("");
+    match prog.as_str() {
+        "cd" | "pushd" | "popd" | "export" | "source" | "." | "set" | "true" | "clear" => {
+            (Purpose::Other, Vec::new())
+        }
+        "git" => match sub {
+            "apply" | "checkout" | "restore" | "stash" | "reset" | "am" => {
+                (Purpose::Edit, Vec::new())
+            }
+            _ => (Purpose::Vcs, Vec::new()),
+        },
+        "pip" | "pip3" | "uv" | "poetry" | "conda" | "apt" | "apt-get" | "yum" | "apk" | "brew"
+        | "pipx" | "gem" | "bundle" | "composer" => (Purpose::Setup, Vec::new()),
+        "npm" | "yarn" | "pnpm" | "bun" => match sub {
+            "test" | "t" => (Purpose::Test, Vec::new()),
+            "run" if words.get(2).is_some_and(|w| w.contains("test")) => {
+                (Purpose::Test, Vec::new())
+            }
+            "install" | "i" | "add" | "ci" => (Purpose::Setup, Vec::new()),
+            _ => (Purpose::Run, Vec::new()),
+        },
+        "cargo" | "go" | "dotnet" | "mvn" | "gradle" | "./gradlew" | "gradlew" | "make"
+        | "bazel" | "ctest" | "swift" | "mix" => {
+            if words
+                .iter()
+                .skip(1)
+                .any(|w| w == "test" || w.starts_with("test"))
+            {
+                (Purpose::Test, Vec::new())
+            } else if matches!(sub, "install" | "get" | "add" | "fetch") {
+                (Purpose::Setup, Vec::new())
+            } else {
+                (Purpose::Run, Vec::new())
+            }
+        }
+        "mypy" | "ruff" | "flake8" | "pylint" | "eslint" | "tsc" | "pyright" | "black"
+        | "isort" | "rubocop" | "golangci-lint" | "shellcheck" | "clippy-driver" => {
+            (Purpose::Test, Vec::new())
+        }
+        "pytest" | "py.test" | "tox" | "nox" | "jest" | "mocha" | "vitest" | "rspec"
+        | "phpunit" | "unittest" => (
+            Purpose::Test,
+            test_files(&ops(&["-k", "-m", "-p", "-c", "--rootdir"])),
+        ),
+        p if p.starts_with("python")
+            || matches!(
+                p,
+                "node"
+                    | "ruby"
+                    | "php"
+                    | "deno"
+                    | "perl"
+                    | "bash"
+                    | "sh"
+                    | "zsh"
+                    | "Rscript"
+                    | "julia"
+            ) =>
+        {
+            classify_interpreter(words, sub)
+        }
+        // `sqlfluff lint x.sql`, `prog check`, `tool test …`: a check.
+        _ if matches!(
+            sub,
+            "test" | "tests" | "lint" | "check" | "verify" | "validate"
+        ) =>
+        {
+            (Purpose::Test, Vec::new())
+        }
+        _ if program.starts_with("./") || program.starts_with('/') || looks_like_path(program) => {
+            script_run(Some(program.as_str()), words.get(1).map(String::as_str))
+        }
+        _ => (Purpose::Other, Vec::new()),
+    }
+}
+
+/// The words from the program on, past variables, wrappers and runners.
+fn program_words(words: &[String]) -> &[String] {
     // `FOO=1 timeout 60 sudo python x.py`: the program is `python`; so is
     // it in `npx jest`, `uv run pytest`, `poetry run mypy`.
-    let mut words: &[String] = &c.words;
+    let mut words = words;
     while let Some(first) = words.first() {
         let prefix = first.contains('=') && !first.starts_with('-')
             || matches!(
@@ -625,10 +728,12 @@ fn classify(c: &Simple) -> (Purpose, Vec<(String, Touch)>) {
             break;
         }
     }
-    let Some(program) = words.first() else {
-        return (Purpose::Other, Vec::new());
-    };
-    let prog = program.rsplit('/').next().unwrap_or(program).to_owned();
+    words
+}
+
+/// A command that views, searches or changes files (`cat`, `grep`, `sed
+/// -i`, `mv` …), with the files it touches; `None` for any other program.
+fn classify_file_command(prog: &str, words: &[String]) -> Option<(Purpose, Vec<(String, Touch)>)> {
     let ops = |valued: &[&str]| operands(words, valued);
     let files = |paths: Vec<&str>, touch: Touch| -> Vec<(String, Touch)> {
         paths
@@ -638,11 +743,7 @@ fn classify(c: &Simple) -> (Purpose, Vec<(String, Touch)>) {
             .collect()
     };
     let has = |flag: &str| words.iter().any(|w| w == flag || w.starts_with(flag));
-    let sub = words.get(1).map(String::as_str).unwrap_or("");
-    match prog.as_str() {
-        "cd" | "pushd" | "popd" | "export" | "source" | "." | "set" | "true" | "clear" => {
-            (Purpose::Other, Vec::new())
-        }
+    Some(match prog {
         "head" | "tail" => (
             Purpose::View,
             files(ops(&["-n", "-c", "--lines", "--bytes"]), Touch::Viewed),
@@ -703,99 +804,38 @@ fn classify(c: &Simple) -> (Purpose, Vec<(String, Touch)>) {
                 Touch::Edited
             };
             let n = ops.len();
-            let targets = if matches!(prog.as_str(), "mv" | "cp" | "ln" | "install") {
+            let targets = if matches!(prog, "mv" | "cp" | "ln" | "install") {
                 ops.into_iter().skip(n.saturating_sub(1)).collect()
             } else {
                 ops
             };
             (Purpose::Edit, files(targets, touch))
         }
-        "git" => match sub {
-            "apply" | "checkout" | "restore" | "stash" | "reset" | "am" => {
-                (Purpose::Edit, Vec::new())
-            }
-            _ => (Purpose::Vcs, Vec::new()),
-        },
-        "pip" | "pip3" | "uv" | "poetry" | "conda" | "apt" | "apt-get" | "yum" | "apk" | "brew"
-        | "pipx" | "gem" | "bundle" | "composer" => (Purpose::Setup, Vec::new()),
-        "npm" | "yarn" | "pnpm" | "bun" => match sub {
-            "test" | "t" => (Purpose::Test, Vec::new()),
-            "run" if words.get(2).is_some_and(|w| w.contains("test")) => {
-                (Purpose::Test, Vec::new())
-            }
-            "install" | "i" | "add" | "ci" => (Purpose::Setup, Vec::new()),
+        _ => return None,
+    })
+}
+
+/// An interpreter (`python`, `node`, `bash` …): a test run, a setup or a
+/// script run, by its `-m` module or its script.
+fn classify_interpreter(words: &[String], sub: &str) -> (Purpose, Vec<(String, Touch)>) {
+    if sub == "-m" {
+        let module = words.get(2).map(String::as_str).unwrap_or("");
+        return match module {
+            "pytest" | "unittest" | "nose" | "nose2" | "tox" | "doctest" => (
+                Purpose::Test,
+                test_files(&operands(&words[2..], &["-k", "-m", "-p", "-c"])),
+            ),
+            "pip" | "venv" | "ensurepip" => (Purpose::Setup, Vec::new()),
+            // `python -m django test app.tests`
+            _ if words.get(3).is_some_and(|w| w == "test") => (Purpose::Test, Vec::new()),
             _ => (Purpose::Run, Vec::new()),
-        },
-        "cargo" | "go" | "dotnet" | "mvn" | "gradle" | "./gradlew" | "gradlew" | "make"
-        | "bazel" | "ctest" | "swift" | "mix" => {
-            if words
-                .iter()
-                .skip(1)
-                .any(|w| w == "test" || w.starts_with("test"))
-            {
-                (Purpose::Test, Vec::new())
-            } else if matches!(sub, "install" | "get" | "add" | "fetch") {
-                (Purpose::Setup, Vec::new())
-            } else {
-                (Purpose::Run, Vec::new())
-            }
-        }
-        "mypy" | "ruff" | "flake8" | "pylint" | "eslint" | "tsc" | "pyright" | "black"
-        | "isort" | "rubocop" | "golangci-lint" | "shellcheck" | "clippy-driver" => {
-            (Purpose::Test, Vec::new())
-        }
-        "pytest" | "py.test" | "tox" | "nox" | "jest" | "mocha" | "vitest" | "rspec"
-        | "phpunit" | "unittest" => (
-            Purpose::Test,
-            test_files(&ops(&["-k", "-m", "-p", "-c", "--rootdir"])),
-        ),
-        p if p.starts_with("python")
-            || matches!(
-                p,
-                "node"
-                    | "ruby"
-                    | "php"
-                    | "deno"
-                    | "perl"
-                    | "bash"
-                    | "sh"
-                    | "zsh"
-                    | "Rscript"
-                    | "julia"
-            ) =>
-        {
-            if sub == "-m" {
-                let module = words.get(2).map(String::as_str).unwrap_or("");
-                return match module {
-                    "pytest" | "unittest" | "nose" | "nose2" | "tox" | "doctest" => (
-                        Purpose::Test,
-                        test_files(&operands(&words[2..], &["-k", "-m", "-p", "-c"])),
-                    ),
-                    "pip" | "venv" | "ensurepip" => (Purpose::Setup, Vec::new()),
-                    // `python -m django test app.tests`
-                    _ if words.get(3).is_some_and(|w| w == "test") => (Purpose::Test, Vec::new()),
-                    _ => (Purpose::Run, Vec::new()),
-                };
-            }
-            if sub == "-c" || sub == "-e" {
-                return (Purpose::Run, Vec::new());
-            }
-            let ops = ops(&["-W", "-X"]);
-            script_run(ops.first().copied(), ops.get(1).copied())
-        }
-        // `sqlfluff lint x.sql`, `prog check`, `tool test …`: a check.
-        _ if matches!(
-            sub,
-            "test" | "tests" | "lint" | "check" | "verify" | "validate"
-        ) =>
-        {
-            (Purpose::Test, Vec::new())
-        }
-        _ if program.starts_with("./") || program.starts_with('/') || looks_like_path(program) => {
-            script_run(Some(program.as_str()), words.get(1).map(String::as_str))
-        }
-        _ => (Purpose::Other, Vec::new()),
+        };
     }
+    if sub == "-c" || sub == "-e" {
+        return (Purpose::Run, Vec::new());
+    }
+    let ops = operands(words, &["-W", "-X"]);
+    script_run(ops.first().copied(), ops.get(1).copied())
 }
 
 /// A script run: a test runner or test file is a test, anything else a run.
