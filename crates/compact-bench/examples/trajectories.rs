@@ -27,19 +27,7 @@ fn main() {
         .position(|a| a == "--summary-pct")
         .and_then(|i| args.get(i + 1))
         .and_then(|s| s.parse().ok());
-    let filter = args
-        .iter()
-        .enumerate()
-        .find(|(i, a)| {
-            !a.starts_with("--")
-                && (*i == 0
-                    || !matches!(
-                        args[i - 1].as_str(),
-                        "--windows" | "--summary-pct" | "--config"
-                    ))
-        })
-        .map(|(_, a)| a.clone())
-        .unwrap_or_default();
+    let filter = filter_arg(&args);
     let Some(dir) = trajectories::dir() else {
         eprintln!("skipped: ../shared/real-trajectories not found");
         return;
@@ -78,26 +66,7 @@ fn main() {
             .iter()
             .filter(|t| t.name.contains(&filter) && wanted(t.split))
         {
-            // `--config FILE`: that configuration, at this window.
-            let mut config = match args
-                .iter()
-                .position(|a| a == "--config")
-                .and_then(|i| args.get(i + 1))
-            {
-                Some(path) => {
-                    match compact_middleware::config::load(Some(std::path::Path::new(path)), &[]) {
-                        Ok(loaded) => compact_middleware::config::Config {
-                            max_context_tokens: Some(w),
-                            ..loaded.config
-                        },
-                        Err(e) => {
-                            eprintln!("{e}");
-                            std::process::exit(2);
-                        }
-                    }
-                }
-                None => config_for(w),
-            };
+            let mut config = config_at(&args, w);
             if let Some(pct) = summary_pct {
                 config.policy.summary_max_pct = pct;
             }
@@ -154,4 +123,43 @@ fn main() {
         }
         println!("  insufficient {insufficient} (runs {runs_failing})");
     }
+}
+
+/// `--config FILE`: that configuration at window `w`; else the suite's
+/// default configuration at `w`. Exits with 2 on a bad file.
+fn config_at(args: &[String], w: usize) -> compact_middleware::config::Config {
+    let Some(path) = args
+        .iter()
+        .position(|a| a == "--config")
+        .and_then(|i| args.get(i + 1))
+    else {
+        return config_for(w);
+    };
+    match compact_middleware::config::load(Some(std::path::Path::new(path)), &[]) {
+        Ok(loaded) => compact_middleware::config::Config {
+            max_context_tokens: Some(w),
+            ..loaded.config
+        },
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(2);
+        }
+    }
+}
+
+/// The first argument that is neither a flag nor a flag's value: the run
+/// name filter ("" for all).
+fn filter_arg(args: &[String]) -> String {
+    args.iter()
+        .enumerate()
+        .find(|(i, a)| {
+            !a.starts_with("--")
+                && (*i == 0
+                    || !matches!(
+                        args[i - 1].as_str(),
+                        "--windows" | "--summary-pct" | "--config"
+                    ))
+        })
+        .map(|(_, a)| a.clone())
+        .unwrap_or_default()
 }

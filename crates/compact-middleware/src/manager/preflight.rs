@@ -104,13 +104,7 @@ impl CompactManager {
             overlays: _,
         } = req;
         let usage = usage.or(usage_details.map(|u| u.input_tokens));
-        // `recall.advertise`: the tool goes with the request, so it is
-        // counted like the caller's own.
-        let tools = if self.advertises_recall() {
-            crate::recall::tool::advertised(tools, &messages)
-        } else {
-            tools
-        };
+        let tools = self.tools_sent(tools, &messages);
 
         if note.is_some() {
             trail.hold();
@@ -171,27 +165,26 @@ impl CompactManager {
             injected,
             estimate_error: session.estimate_error,
         });
+        let raw_hashes = std::mem::take(&mut input.raw_hashes);
         let messages = if decision.triggered {
-            let c = self
-                .compact(
-                    session,
-                    trail,
-                    &input,
-                    &tools,
-                    &decision,
-                    forced,
-                    limits.scaled(estimate.scale()),
-                )
-                .await?;
-            let settled = self.settle(session, trail, &input, c, &mut report).await?;
-            session.pace.compacted(report.tokens_after);
-            settled
+            let limits = limits.scaled(estimate.scale());
+            self.compact_and_settle(
+                session,
+                trail,
+                &input,
+                &tools,
+                &decision,
+                forced,
+                limits,
+                &mut report,
+            )
+            .await?
         } else {
             input.messages
         };
         let (messages, layers) = self.finish_output(
             session,
-            input.raw_hashes,
+            raw_hashes,
             messages,
             &tools,
             &mut report,
@@ -206,6 +199,42 @@ impl CompactManager {
             },
             layers,
         ))
+    }
+
+    /// The tools the request goes out with: with `recall.advertise`, the
+    /// recall tool too, so it is counted like the caller's own.
+    fn tools_sent(
+        &self,
+        tools: Vec<serde_json::Value>,
+        messages: &[Message],
+    ) -> Vec<serde_json::Value> {
+        if self.advertises_recall() {
+            crate::recall::tool::advertised(tools, messages)
+        } else {
+            tools
+        }
+    }
+
+    /// Compacts a triggered call and settles it (`compact`, `settle`); the
+    /// depth it reached goes to the session's pace.
+    #[allow(clippy::too_many_arguments)]
+    async fn compact_and_settle(
+        &self,
+        session: &mut Session,
+        trail: &mut Trail,
+        input: &Recognised,
+        tools: &[serde_json::Value],
+        decision: &Decision,
+        forced: Option<Forced>,
+        limits: Limits,
+        report: &mut Report,
+    ) -> Result<Vec<Message>, CompactError> {
+        let c = self
+            .compact(session, trail, input, tools, decision, forced, limits)
+            .await?;
+        let settled = self.settle(session, trail, input, c, report).await?;
+        session.pace.compacted(report.tokens_after);
+        Ok(settled)
     }
 
     /// Whether this call compacts (`trigger::decide`, then the cost

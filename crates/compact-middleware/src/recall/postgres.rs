@@ -260,24 +260,15 @@ struct Conn {
     count: Statement,
 }
 
-impl Conn {
-    async fn prepare(client: Client) -> Result<Self, tokio_postgres::Error> {
-        // Every statement here has an index to use (the GIN index for the
-        // words, the B-tree for ids and counts), and a sequential scan is
-        // never the better plan for one session's rows; but right after an
-        // index grew fast, before autovacuum's ANALYZE, the planner picks
-        // it (160 ms instead of 5 over 23,000 entries). This connection
-        // is the index's own: the setting touches nothing else.
-        client.batch_execute("SET enable_seqscan = off").await?;
-        // Per term: how many of the session's entries hold it (at most
-        // `$4`), and how many entries the session has (kept by the inserts). The session is
-        // matched by its lexeme only, in the GIN index: a condition on the
-        // `session` column lets the planner add its B-tree to every term's
-        // scan (1 ms each over 10,000 entries), or, with stale statistics,
-        // filter the session's rows one by one (hundreds of ms). Counts
-        // are not an answer: the column is checked where rows are returned.
-        let stats =
-            "SELECT coalesce((SELECT entries FROM compact_recall_sessions WHERE session = $1), 0),
+// Per term: how many of the session's entries hold it (at most
+// `$4`), and how many entries the session has (kept by the inserts). The session is
+// matched by its lexeme only, in the GIN index: a condition on the
+// `session` column lets the planner add its B-tree to every term's
+// scan (1 ms each over 10,000 entries), or, with stale statistics,
+// filter the session's rows one by one (hundreds of ms). Counts
+// are not an answer: the column is checked where rows are returned.
+const STATS_SQL: &str =
+    "SELECT coalesce((SELECT entries FROM compact_recall_sessions WHERE session = $1), 0),
                     array(SELECT (SELECT count(*) FROM (
                                       SELECT 1 FROM compact_recall_entries x
                                       WHERE numnode(u.q) > 0
@@ -288,16 +279,18 @@ impl Conn {
                           ORDER BY u.i),
                     (SELECT coalesce(bool_and(numnode(to_tsquery('english', t)) = 0), true)
                      FROM unnest($2::text[]) AS t)";
-        // The entries holding a driving term ($5, at most $8 of them), each
-        // detoasted once (`|| ''`), scored by the terms' weights ($2, $6;
-        // half again for a term in the tool or file, $9), the frequency
-        // rank of all the words ($7) breaking ties. The terms are parsed
-        // once (`MATERIALIZED`: inlined, each candidate parsed them all
-        // again, half the query's time). The session's lexeme
-        // selects its rows in the GIN index; the column is checked on the
-        // rows returned (a 64-bit hash is no isolation).
-        let search = format!(
-            "WITH terms AS MATERIALIZED (
+
+// The entries holding a driving term ($5, at most $8 of them), each
+// detoasted once (`|| ''`), scored by the terms' weights ($2, $6;
+// half again for a term in the tool or file, $9), the frequency
+// rank of all the words ($7) breaking ties. The terms are parsed
+// once (`MATERIALIZED`: inlined, each candidate parsed them all
+// again, half the query's time). The session's lexeme
+// selects its rows in the GIN index; the column is checked on the
+// rows returned (a 64-bit hash is no isolation).
+fn search_sql() -> String {
+    format!(
+        "WITH terms AS MATERIALIZED (
                  SELECT to_tsquery('english', t.q) AS q, to_tsquery('english', t.qa) AS qa, t.w
                  FROM unnest($2::text[], $9::text[], $6::float8[]) AS t(q, qa, w)
              ), cand AS MATERIALIZED (
@@ -322,11 +315,13 @@ impl Conn {
              JOIN compact_recall_entries e ON e.id = r.id
              WHERE e.session = $1
              ORDER BY r.score DESC, r.id"
-        );
-        // A query of stop words only: its words ($2, each `\mword\M`) as
-        // whole words in the latest $4 entries (their rows only: pieces'
-        // ids hold a `.`), by how many each holds.
-        let fallback = "SELECT s.rid, s.score, s.text, $5::text[],
+    )
+}
+
+// A query of stop words only: its words ($2, each `\mword\M`) as
+// whole words in the latest $4 entries (their rows only: pieces'
+// ids hold a `.`), by how many each holds.
+const FALLBACK_SQL: &str = "SELECT s.rid, s.score, s.text, $5::text[],
                     s.chars, s.step, s.turn, s.kind, s.role, s.tool, s.call_id, s.file
              FROM (SELECT e.*, (SELECT count(*) FROM unnest($2::text[]) AS p(re)
                                 WHERE e.text ~* p.re)::float8 AS score
@@ -336,6 +331,17 @@ impl Conn {
              WHERE s.score > 0
              ORDER BY s.score DESC, s.id DESC
              LIMIT $3";
+
+impl Conn {
+    async fn prepare(client: Client) -> Result<Self, tokio_postgres::Error> {
+        // Every statement here has an index to use (the GIN index for the
+        // words, the B-tree for ids and counts), and a sequential scan is
+        // never the better plan for one session's rows; but right after an
+        // index grew fast, before autovacuum's ANALYZE, the planner picks
+        // it (160 ms instead of 5 over 23,000 entries). This connection
+        // is the index's own: the setting touches nothing else.
+        client.batch_execute("SET enable_seqscan = off").await?;
+        let search = search_sql();
         let (known, add, stats, search, fallback, entry, count) = tokio::try_join!(
             client.prepare(
                 "SELECT rid FROM compact_recall_entries WHERE session = $1 AND rid = ANY($2::text[])"
@@ -365,9 +371,9 @@ impl Conn {
                  )
                  SELECT c FROM n"
             ),
-            client.prepare(stats),
+            client.prepare(STATS_SQL),
             client.prepare(&search),
-            client.prepare(fallback),
+            client.prepare(FALLBACK_SQL),
             client.prepare(
                 "SELECT text, step, turn, kind, role, tool, call_id, file
                  FROM compact_recall_entries WHERE session = $1 AND rid = $2"
