@@ -31,10 +31,17 @@ fn transcripts() -> Vec<Transcript> {
     ]
 }
 
+/// The runs this file checks the counter on, with compact's token
+/// triggers alone (`policy.cache: off`): at 128k a session that fits is
+/// then never touched, which the checks below lean on. `cache_policy.rs`
+/// (compact-middleware) covers what `auto` changes.
 fn runs(ts: &[Transcript]) -> (Vec<Run>, Options) {
+    let mut config = compact_middleware::config::Config::default();
+    config.policy.cache = compact_middleware::config::CachePolicy::Off;
     let opts = Options {
         windows: vec![16_000, 128_000],
         threads: 2,
+        config,
         ..Options::quick()
     };
     (cost::run_all(ts, &opts).expect("every run finishes"), opts)

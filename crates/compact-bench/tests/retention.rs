@@ -152,8 +152,12 @@ fn sessions_are_valid_varied_and_about_one_fact_a_turn() {
 #[test]
 fn nothing_compacts_in_a_huge_window_so_every_fact_is_retained() {
     let t = transcript(5, Agent::Support, Format::Responses);
+    // The token triggers alone: `policy.cache: auto` would compact a long
+    // session when it pays, even in this window.
+    let mut config = config_for(2_000_000);
+    config.policy.cache = compact_middleware::config::CachePolicy::Off;
     for mode in CallingMode::ALL {
-        let o = drive(config_for(2_000_000), &t, mode);
+        let o = drive(config.clone(), &t, mode);
         assert_eq!(o.compactions, 0);
         assert_eq!(o.preflights, t.turns.len());
         assert_eq!(o.retained.len(), t.facts.len());
