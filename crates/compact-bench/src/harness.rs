@@ -86,3 +86,12 @@ mod tests {
         assert_eq!((setups, bodies, s.runs), (7, 7, 5));
     }
 }
+
+/// A current-thread runtime for a suite, or the suite's JSON error: the
+/// paths measured are CPU-bound and run without scheduler noise.
+pub(crate) fn current_thread() -> Result<tokio::runtime::Runtime, serde_json::Value> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| serde_json::json!({"error": format!("cannot build a tokio runtime: {e}")}))
+}
