@@ -16,32 +16,20 @@ use compact_middleware::memory::{
 };
 use compact_middleware::strategy::{Level, Resolved, deep_merge, from_seed_fields, resolve_layers};
 use compact_middleware::summarize::{
-    ExtractiveSummarizer, OpenAiConfig, OpenAiSummarizer, Strategy, Summarizer, SummaryEntry,
+    OpenAiConfig, OpenAiSummarizer, Strategy, Summarizer, SummaryEntry,
 };
 use compact_middleware::{CompactManager, Message};
 use fake_openai::{FakeServer, Reply, ok, status};
-use memory_support::{router_history, seed_002_evolution, settings};
+use memory_support::{
+    conversation, crash_mid_summarization_is_recoverable, router_history, seed_002_evolution,
+    settings,
+};
 use serde_json::json;
 use tokio::sync::Notify;
 
-/// Seq 2k is round k+1's user message, 2k+1 its assistant reply.
-fn conversation(n: usize) -> Vec<SummaryEntry> {
-    (0..n)
-        .map(|seq| {
-            let round = seq / 2 + 1;
-            if seq % 2 == 0 {
-                SummaryEntry::new(
-                    "user",
-                    format!("Round {round}: please check ticket R-{round} (seq {seq})."),
-                )
-            } else {
-                SummaryEntry::new(
-                    "assistant",
-                    format!("Round {round}: decided to close R-{round} (seq {seq})."),
-                )
-            }
-        })
-        .collect()
+/// This file's conversation ([`conversation`]): the user asks about a ticket.
+fn conversation_about(n: usize) -> Vec<SummaryEntry> {
+    conversation(n, "please check ticket")
 }
 
 fn openai(base_url: &str) -> Arc<dyn Summarizer> {
@@ -79,7 +67,7 @@ fn the_seed_002_window_table() {
 #[tokio::test]
 async fn the_seed_002_memory_table_evolution() {
     let store = Arc::new(SqliteStore::in_memory().expect("store"));
-    seed_002_evolution(store.clone(), &conversation(20)).await;
+    seed_002_evolution(store.clone(), &conversation_about(20)).await;
     for r in store.history("c1").expect("history") {
         assert!(!r.memory_text.is_empty());
         assert!(r.generation_time_ms.is_some());
@@ -93,7 +81,7 @@ async fn summaries_are_incremental_and_told_when_the_window_slides() {
     let server = FakeServer::start(vec![]).await;
     let store = Arc::new(SqliteStore::in_memory().expect("store"));
     let window = SlidingWindow::new(store.clone(), openai(&server.base_url()), settings());
-    let messages = conversation(20);
+    let messages = conversation_about(20);
     for (i, last) in [5, 9, 13, 15].into_iter().enumerate() {
         server.push(ok(&format!("Memory {}.", i + 1)));
         let s = window
@@ -134,7 +122,7 @@ async fn background_summarization_never_blocks_and_allows_one_processing_row() {
     .await;
     let store = Arc::new(SqliteStore::in_memory().expect("store"));
     let window = SlidingWindow::new(store.clone(), openai(&server.base_url()), settings());
-    let mut messages = conversation(6);
+    let mut messages = conversation_about(6);
 
     // Round 3 ends (seq 5 saved): a processing row, the task runs in the background.
     let first = window
@@ -151,7 +139,7 @@ async fn background_summarization_never_blocks_and_allows_one_processing_row() {
     );
 
     // Round 4 starts: no completed memory yet, raw messages 0-6.
-    messages.extend(conversation(8).split_off(6));
+    messages.extend(conversation_about(8).split_off(6));
     let ctx = window
         .get_context_for_workflow("c", &messages[..7])
         .expect("ctx");
@@ -187,7 +175,7 @@ async fn background_summarization_never_blocks_and_allows_one_processing_row() {
     assert_eq!(first.handle.await.expect("task"), MemoryStatus::Completed);
 
     // Round 5 starts: memory 1 (end 5) plus the gap seq 6-7 before the current message 8.
-    messages.extend(conversation(10).split_off(8));
+    messages.extend(conversation_about(10).split_off(8));
     let ctx = window
         .get_context_for_workflow("c", &messages[..9])
         .expect("ctx");
@@ -244,7 +232,7 @@ async fn a_failed_summary_marks_the_row_failed_and_the_next_round_retries() {
     let server = FakeServer::start(vec![status(500)]).await;
     let store = Arc::new(SqliteStore::in_memory().expect("store"));
     let window = SlidingWindow::new(store.clone(), openai(&server.base_url()), settings());
-    let messages = conversation(8);
+    let messages = conversation_about(8);
     let s = window
         .trigger_summarization_if_needed("c", &messages, 5)
         .expect("t")
@@ -267,51 +255,11 @@ async fn a_failed_summary_marks_the_row_failed_and_the_next_round_retries() {
 async fn a_crash_mid_summarization_is_recoverable() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("memory.sqlite3");
-    let messages = conversation(12);
-    {
-        // A completed memory, then a process that dies while summarizing.
-        let store = Arc::new(SqliteStore::open(&path).expect("open"));
-        let window = SlidingWindow::new(store.clone(), Arc::new(ExtractiveSummarizer), settings());
-        let s = window
-            .trigger_summarization_if_needed("c", &messages, 5)
-            .expect("t")
-            .expect("s");
-        s.handle.await.expect("task");
-        assert_eq!(store.begin("c", 0, 9, Some(1)).expect("begin"), Some(2));
-    }
-    let store = Arc::new(SqliteStore::open(&path).expect("reopen"));
-    assert_eq!(
-        store.processing("c").expect("p").map(|r| r.memory_id),
-        Some(2)
-    );
-
-    // Within the timeout the stuck row still blocks new work.
-    let window = SlidingWindow::new(store.clone(), Arc::new(ExtractiveSummarizer), settings());
-    assert!(
-        window
-            .trigger_summarization_if_needed("c", &messages, 11)
-            .expect("t")
-            .is_none()
-    );
-
-    // Past it, the row becomes failed and the next trigger proceeds from the
-    // latest completed memory.
-    let mut fast = settings();
-    fast.processing_timeout = Duration::ZERO;
-    let window = SlidingWindow::new(store.clone(), Arc::new(ExtractiveSummarizer), fast);
-    let s = window
-        .trigger_summarization_if_needed("c", &messages, 11)
-        .expect("t")
-        .expect("scheduled");
-    assert_eq!(
-        store.get(2).expect("get").expect("row").status,
-        MemoryStatus::Failed
-    );
-    assert_eq!((s.memory_id, s.base_memory_id), (3, Some(1)));
-    assert_eq!(s.handle.await.expect("task"), MemoryStatus::Completed);
-    // A late finisher of the crashed task cannot overwrite the recovered row.
-    assert!(!store.complete(2, "late", 1).expect("complete"));
-    assert_eq!(store.get(2).expect("get").expect("row").memory_text, "");
+    crash_mid_summarization_is_recoverable(
+        || Arc::new(SqliteStore::open(&path).expect("open")) as Arc<dyn MemoryStore>,
+        &conversation_about(12),
+    )
+    .await;
 }
 
 // ---------------------------------------------------- instructions injection

@@ -1,7 +1,8 @@
 //! What the memory tests on SQLite (memory.rs) and on PostgreSQL
 //! (postgres_memory.rs) share: the window's settings, the seed-002
 //! evolution of the memory table, which both stores must reproduce, and
-//! the history the cross-session memory tests compact.
+//! the history the cross-session memory tests compact, the conversation
+//! they summarize and the crash-recovery scenario both stores must pass.
 #![allow(dead_code)]
 
 use std::sync::Arc;
@@ -13,6 +14,79 @@ use compact_middleware::summarize::{ExtractiveSummarizer, Strategy, SummaryEntry
 
 pub(crate) fn o200k() -> TokenCountFn {
     Arc::new(|s: &str| bpe_openai::o200k_base().count(s))
+}
+
+/// `n` entries of a conversation: seq 2k is round k+1's user message
+/// (`ask` R-k+1, e.g. `please check`), 2k+1 its assistant reply (decided to
+/// close it).
+pub(crate) fn conversation(n: usize, ask: &str) -> Vec<SummaryEntry> {
+    (0..n)
+        .map(|seq| {
+            let round = seq / 2 + 1;
+            let (role, verb) = if seq % 2 == 0 {
+                ("user", ask)
+            } else {
+                ("assistant", "decided to close")
+            };
+            SummaryEntry::new(
+                role,
+                format!("Round {round}: {verb} R-{round} (seq {seq})."),
+            )
+        })
+        .collect()
+}
+
+/// A completed memory of conversation `c` (`messages`, 12 of them), then a process that dies while
+/// summarizing (row 2 stays `processing`); `open` is what the next process
+/// opens. Within the timeout the stuck row blocks new work; past it the
+/// row becomes failed, the next trigger proceeds from the latest completed
+/// memory and a late finisher cannot overwrite the recovered row.
+pub(crate) async fn crash_mid_summarization_is_recoverable(
+    open: impl Fn() -> Arc<dyn MemoryStore>,
+    messages: &[SummaryEntry],
+) {
+    {
+        let store = open();
+        let window = SlidingWindow::new(store.clone(), Arc::new(ExtractiveSummarizer), settings());
+        let s = window
+            .trigger_summarization_if_needed("c", messages, 5)
+            .expect("trigger")
+            .expect("scheduled");
+        s.handle.await.expect("task");
+        // The process dies while summarizing: its row stays `processing`.
+        assert_eq!(store.begin("c", 0, 9, Some(1)).expect("begin"), Some(2));
+    }
+    let store = open();
+    assert_eq!(
+        store
+            .processing("c")
+            .expect("processing")
+            .map(|r| r.memory_id),
+        Some(2)
+    );
+    let window = SlidingWindow::new(store.clone(), Arc::new(ExtractiveSummarizer), settings());
+    assert!(
+        window
+            .trigger_summarization_if_needed("c", messages, 11)
+            .expect("trigger")
+            .is_none(),
+        "within the timeout the stuck row still blocks new work"
+    );
+    let mut fast = settings();
+    fast.processing_timeout = Duration::ZERO;
+    let window = SlidingWindow::new(store.clone(), Arc::new(ExtractiveSummarizer), fast);
+    let s = window
+        .trigger_summarization_if_needed("c", messages, 11)
+        .expect("trigger")
+        .expect("scheduled");
+    assert_eq!(
+        store.get(2).expect("get").expect("row").status,
+        MemoryStatus::Failed
+    );
+    assert_eq!((s.memory_id, s.base_memory_id), (3, Some(1)));
+    assert_eq!(s.handle.await.expect("task"), MemoryStatus::Completed);
+    assert!(!store.complete(2, "late", 1).expect("complete"));
+    assert_eq!(store.get(2).expect("get").expect("row").memory_text, "");
 }
 
 /// Summaries after sequence 5, over a window of 14 messages.
