@@ -1,27 +1,13 @@
 //! The CLI contract of docs/design.md §11: shapes on stdout, messages on stderr,
 //! exit codes 0 / 2 bad input / 3 insufficient budget / 1 other.
 
-use std::io::Write;
+mod support;
+
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use serde_json::{Value, json};
-
-/// `compact` confined to `sandbox`: it runs there, and the places it writes
-/// by default (the archive, the spool) are under it too, never in the
-/// source tree or the user's data directory.
-fn cli(sandbox: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_compact"));
-    c.current_dir(sandbox)
-        .env("XDG_DATA_HOME", sandbox.join("data"))
-        .env("HOME", sandbox.join("home"))
-        .env_remove("COMPACT_MODEL")
-        .env_remove("COMPACT_TRIGGER_PCT")
-        .env_remove("COMPACT_STORAGE_PATH")
-        .env_remove("COMPACT_LOG")
-        .env_remove("NO_COLOR");
-    c
-}
+use support::{cli, run_with_input};
 
 fn sandbox() -> tempfile::TempDir {
     tempfile::tempdir().expect("a temporary directory")
@@ -34,20 +20,7 @@ fn compact(args: &[&str], stdin: &str) -> Output {
 }
 
 fn compact_in(dir: &Path, args: &[&str], stdin: &str) -> Output {
-    let mut child = cli(dir)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn compact");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin.as_bytes())
-        .expect("write stdin");
-    child.wait_with_output().expect("wait")
+    run_with_input(cli(dir).args(args), stdin)
 }
 
 fn stdout_json(o: &Output) -> Value {
@@ -833,21 +806,7 @@ fn one_shot_commands_archive_under_the_data_directory_not_the_working_directory(
     };
     let input = history(12, 200).to_string();
     let run = |cmd: &mut Command, args: &[&str]| -> Output {
-        let mut child = cmd
-            .current_dir(&cwd)
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn");
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(input.as_bytes())
-            .expect("stdin");
-        child.wait_with_output().expect("wait")
+        run_with_input(cmd.current_dir(&cwd).args(args), &input)
     };
     let preflight = |session: &'static str| ["preflight", "--force", "--session", session];
 
