@@ -213,19 +213,28 @@ fn body(session: &str, base: &[Value], extra: usize) -> Vec<u8> {
 }
 
 async fn preflight(client: &reqwest::Client, url: &str, body: Vec<u8>) -> Result<Value, String> {
-    let r = client
-        .post(url)
-        .header("content-type", "application/json")
-        .body(body)
-        .send()
-        .await
-        .map_err(|e| e.to_string())?;
+    let r = post_json(client, url, body).await?;
     let status = r.status();
     let bytes = r.bytes().await.map_err(|e| e.to_string())?;
     if !status.is_success() {
         return Err(format!("preflight answered {status}"));
     }
     serde_json::from_slice(&bytes).map_err(|e| e.to_string())
+}
+
+/// POSTs `body` to `url` as JSON; the answer, whatever its status.
+pub(crate) async fn post_json(
+    client: &reqwest::Client,
+    url: &str,
+    body: impl Into<reqwest::Body>,
+) -> Result<reqwest::Response, String> {
+    client
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .map_err(|e| e.to_string())
 }
 
 /// A prefix unique to this run, for session ids.
