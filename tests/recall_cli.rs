@@ -9,7 +9,8 @@ mod support;
 use std::process::Output;
 
 use recall_support::{
-    agent_history, assert_finds_the_flaky_test, compact_s1, first_recall_id, recall_config, run,
+    agent_history, assert_exit, assert_finds_the_flaky_test, compact_s1, first_recall_id,
+    recall_config, run,
 };
 use serde_json::{Value, json};
 
@@ -76,12 +77,7 @@ fn recall_reads_what_preflight_cleared_from_another_process() {
         &["recall", "s2", "--id", &rid, "--state", state],
         "",
     );
-    assert_eq!(
-        o.status.code(),
-        Some(4),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 4);
     assert!(o.stdout.is_empty());
     // Bad input: an invalid session id, no index.
     let o = run(dir.path(), &["recall", "../x", "q", "--state", state], "");

@@ -12,7 +12,8 @@ mod support;
 use std::process::Output;
 
 use recall_support::{
-    agent_history, assert_finds_the_flaky_test, compact_s1, first_recall_id, recall_config, run,
+    agent_history, assert_exit, assert_finds_the_flaky_test, compact_s1, first_recall_id,
+    recall_config, run,
 };
 use serde_json::Value;
 
@@ -61,10 +62,5 @@ async fn recall_reads_a_postgres_index_from_another_process() {
         &["recall", "s2", "--id", &rid, "--index", &db.url],
         "",
     );
-    assert_eq!(
-        o.status.code(),
-        Some(4),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 4);
 }

@@ -28,6 +28,16 @@ pub(crate) fn recall_config(dir: &Path, recall: &str, more: &str) -> String {
     path.to_str().expect("utf-8").to_owned()
 }
 
+/// `o` exited with `code` (its stderr shown if not).
+pub(crate) fn assert_exit(o: &Output, code: i32) {
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
 /// `hits` (a recall answer's) has, among its first three, the excerpt
 /// that names module 0's flaky test.
 pub(crate) fn assert_finds_the_flaky_test(hits: &Value) {

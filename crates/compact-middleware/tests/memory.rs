@@ -21,8 +21,8 @@ use compact_middleware::summarize::{
 use compact_middleware::{CompactManager, Message};
 use fake_openai::{FakeServer, Reply, ok, status};
 use memory_support::{
-    conversation, crash_mid_summarization_is_recoverable, router_history, seed_002_evolution,
-    settings,
+    compact_users_session_a, conversation, crash_mid_summarization_is_recoverable,
+    seed_002_evolution, settings,
 };
 use serde_json::json;
 use tokio::sync::Notify;
@@ -370,13 +370,7 @@ async fn cross_session_memory_is_persisted_and_injected_into_a_new_session() {
         .expect("manager");
 
     // Session A: a summary is produced and persisted under the user's key.
-    manager.bind_memory_key("a", "user-42").await;
-    let history = router_history();
-    let out = manager
-        .manual_compact("a", history, "test")
-        .await
-        .expect("compact");
-    assert!(out.report.summary_version.is_some());
+    let out = compact_users_session_a(&manager).await;
     assert!(
         out.report.injected.is_empty(),
         "no memory existed when session a started"

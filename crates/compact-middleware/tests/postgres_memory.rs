@@ -15,7 +15,8 @@ use compact_middleware::config::{Config, Mode, StateStoreKind};
 use compact_middleware::memory::{MemoryStatus, MemoryStore, PostgresMemoryStore};
 use compact_middleware::{CompactManager, Message};
 use memory_support::{
-    conversation, crash_mid_summarization_is_recoverable, router_history, seed_002_evolution,
+    compact_users_session_a, conversation, crash_mid_summarization_is_recoverable,
+    seed_002_evolution,
 };
 
 fn connect(url: &str) -> Arc<PostgresMemoryStore> {
@@ -156,13 +157,7 @@ async fn managers_pick_it_with_the_session_store_and_share_cross_session_memory(
     );
     assert!(!format!("{store:?}").contains("secret"));
 
-    a.bind_memory_key("a", "user-42").await;
-    let history = router_history();
-    let out = a
-        .manual_compact("a", history, "test")
-        .await
-        .expect("compact");
-    assert!(out.report.summary_version.is_some());
+    compact_users_session_a(&a).await;
     assert_eq!(
         rows(
             &db.url,

@@ -8,12 +8,25 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use compact_middleware::Message;
 use compact_middleware::memory::{MemoryStatus, MemoryStore, SlidingWindow, WindowSettings};
 use compact_middleware::summarize::{ExtractiveSummarizer, Strategy, SummaryEntry, TokenCountFn};
+use compact_middleware::{CompactManager, Message, PreflightOutcome};
 
 pub(crate) fn o200k() -> TokenCountFn {
     Arc::new(|s: &str| bpe_openai::o200k_base().count(s))
+}
+
+/// Session `a` of user `user-42` compacted by `manager` (the
+/// [`router_history`], a manual compaction): it has a summary, which the
+/// cross-session memory tests then find under the user's key.
+pub(crate) async fn compact_users_session_a(manager: &CompactManager) -> PreflightOutcome {
+    manager.bind_memory_key("a", "user-42").await;
+    let out = manager
+        .manual_compact("a", router_history(), "test")
+        .await
+        .expect("compact");
+    assert!(out.report.summary_version.is_some());
+    out
 }
 
 /// `n` entries of a conversation: seq 2k is round k+1's user message
