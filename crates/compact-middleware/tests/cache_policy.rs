@@ -7,7 +7,7 @@ use std::sync::Arc;
 use compact_middleware::config::Config;
 use compact_middleware::model::{Format, Message, Request};
 use compact_middleware::state::{SessionStore, SqliteSessionStore};
-use compact_middleware::{CompactManager, PreflightOutcome, PreflightRequest};
+use compact_middleware::{CompactManager, PreflightOutcome};
 use serde_json::{Value, json};
 
 fn manager(config: Config) -> CompactManager {
@@ -89,13 +89,7 @@ fn replay(m: &CompactManager, calls: usize) -> Vec<PreflightOutcome> {
     for i in 0..calls {
         context.extend(agent.round(i));
         let outcome = rt
-            .block_on(m.preflight_with(
-                "s1",
-                PreflightRequest {
-                    messages: std::mem::take(&mut context),
-                    ..PreflightRequest::default()
-                },
-            ))
+            .block_on(m.preflight("s1", std::mem::take(&mut context)))
             .unwrap_or_else(|e| panic!("call {i}: {e}"));
         context = outcome.compacted_messages();
         outcomes.push(outcome);
@@ -273,13 +267,7 @@ fn a_restarted_manager_keeps_the_pace() {
         // A new manager every call: only the store carries the session.
         let m = stored(128_000);
         let o = rt
-            .block_on(m.preflight_with(
-                "s1",
-                PreflightRequest {
-                    messages: std::mem::take(&mut context),
-                    ..PreflightRequest::default()
-                },
-            ))
+            .block_on(m.preflight("s1", std::mem::take(&mut context)))
             .unwrap_or_else(|e| panic!("call {i}: {e}"));
         assert_eq!(
             (o.report.triggered, &o.report.reason),

@@ -103,16 +103,17 @@ async fn the_store_keeps_records_and_their_ledger() {
     assert!(store.load(&id("copy")).await.expect("load").is_none());
 }
 
+/// 24 turns on one manager without a session store: what managers
+/// sharing the database must answer.
+async fn on_one_manager(dir: &std::path::Path) -> Vec<Vec<Message>> {
+    drive(&[manager(&config(&dir.join("one")), None)], |_| 0, 24).await
+}
+
 #[tokio::test]
 async fn alternating_managers_on_one_database_match_one_manager() {
     let db = postgres_support::database().await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let one = drive(
-        &[manager(&config(&dir.path().join("one")), None)],
-        |_| 0,
-        24,
-    )
-    .await;
+    let one = on_one_manager(dir.path()).await;
     let cfg = config(&dir.path().join("pg"));
     // Two replicas with their own connections, and a third built fresh at
     // turn 10 (a restart).
@@ -401,12 +402,7 @@ async fn raw_client(url: &str) -> tokio_postgres::Client {
 async fn a_record_stored_whole_by_an_earlier_version_continues_and_is_stored_in_parts() {
     let db = postgres_support::database().await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let one = drive(
-        &[manager(&config(&dir.path().join("one")), None)],
-        |_| 0,
-        24,
-    )
-    .await;
+    let one = on_one_manager(dir.path()).await;
 
     // Turns 0-11 on a manager of its own; its record then goes into the
     // table and the row an earlier version wrote: the whole record, as
