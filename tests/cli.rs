@@ -9,6 +9,25 @@ use std::process::{Command, Output};
 use serde_json::{Value, json};
 use support::{cli, run_with_input};
 
+/// `compact preflight --report` of `req` for claude-sonnet-4-5 with
+/// `--usage usage`: the report, the last line of stderr.
+fn usage_report(req: &Value, usage: &str) -> Value {
+    let o = compact(
+        &[
+            "preflight",
+            "--model",
+            "claude-sonnet-4-5",
+            "--usage",
+            usage,
+            "--report",
+        ],
+        &req.to_string(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    serde_json::from_str(stderr(&o).lines().last().unwrap_or_default())
+        .expect("the report is the last line of stderr")
+}
+
 fn sandbox() -> tempfile::TempDir {
     tempfile::tempdir().expect("a temporary directory")
 }
@@ -106,20 +125,7 @@ fn usage_anchors_the_estimate_and_the_report_says_so() {
     let error = (estimated as f64 - 40.0) / 40.0;
     assert!((a["error"].as_f64().expect("number") - error).abs() < 1e-4);
 
-    let o = compact(
-        &[
-            "preflight",
-            "--model",
-            "claude-sonnet-4-5",
-            "--usage",
-            "40",
-            "--report",
-        ],
-        &req.to_string(),
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
-    let report: Value = serde_json::from_str(stderr(&o).lines().last().unwrap_or_default())
-        .expect("the report is the last line of stderr");
+    let report = usage_report(&req, "40");
     assert_eq!(report["basis"], "usage");
     assert_eq!(report["tokens_before"], v["t_est"]);
     assert_eq!(report["estimate_error"], a["error"]);
@@ -143,20 +149,7 @@ fn usage_takes_the_providers_usage_object_and_reports_its_cache_figures() {
         {"role": "user", "content": "And of Germany?"}
     ]);
     let usage = r#"{"input_tokens": 20, "cache_read_input_tokens": 1500, "cache_creation_input_tokens": 300, "output_tokens": 9}"#;
-    let o = compact(
-        &[
-            "preflight",
-            "--model",
-            "claude-sonnet-4-5",
-            "--usage",
-            usage,
-            "--report",
-        ],
-        &req.to_string(),
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
-    let report: Value = serde_json::from_str(stderr(&o).lines().last().unwrap_or_default())
-        .expect("the report is the last line of stderr");
+    let report = usage_report(&req, usage);
     assert_eq!(report["basis"], "usage");
     assert_eq!(report["anchor"]["usage_tokens"], 1820);
     assert_eq!(
