@@ -28,6 +28,14 @@ fn usage_report(req: &Value, usage: &str) -> Value {
         .expect("the report is the last line of stderr")
 }
 
+/// `o` is a usage error (exit 2) that printed nothing and whose message
+/// says `says`.
+fn assert_bad_input(o: &Output, says: &str) {
+    assert_eq!(o.status.code(), Some(2));
+    assert!(o.stdout.is_empty());
+    assert!(stderr(o).contains(says), "{}", stderr(o));
+}
+
 fn sandbox() -> tempfile::TempDir {
     tempfile::tempdir().expect("a temporary directory")
 }
@@ -167,13 +175,7 @@ fn usage_takes_the_providers_usage_object_and_reports_its_cache_figures() {
         ],
         &req.to_string(),
     );
-    assert_eq!(o.status.code(), Some(2));
-    assert!(o.stdout.is_empty());
-    assert!(
-        stderr(&o).contains("$.usage.cache_read_input_tokens"),
-        "{}",
-        stderr(&o)
-    );
+    assert_bad_input(&o, "$.usage.cache_read_input_tokens");
 }
 
 #[test]
@@ -182,12 +184,9 @@ fn bad_input_exits_2_naming_the_json_path_and_prints_nothing() {
         &["preflight"],
         r#"[{"role":"user","content":"a"},{"role":"user","content":7}]"#,
     );
-    assert_eq!(o.status.code(), Some(2));
-    assert!(o.stdout.is_empty());
-    assert!(
-        stderr(&o).contains("$[1].content: expected string or array of parts, got number"),
-        "{}",
-        stderr(&o)
+    assert_bad_input(
+        &o,
+        "$[1].content: expected string or array of parts, got number",
     );
 
     let o = compact(&["estimate"], "{not json");

@@ -76,13 +76,17 @@ impl Agent {
     }
 }
 
+fn current_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
 /// Replays the run through `m`, the agent keeping compact's output; returns
 /// every outcome.
 fn replay(m: &CompactManager, calls: usize) -> Vec<PreflightOutcome> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let rt = current_thread();
     let mut agent = Agent { seed: 7 };
     let mut context = Agent::start();
     let mut outcomes = Vec::new();
@@ -256,10 +260,7 @@ fn a_restarted_manager_keeps_the_pace() {
             .any(|o| o.report.reason.starts_with("cost:")),
         "the run compacts on cost"
     );
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let rt = current_thread();
     let mut agent = Agent { seed: 7 };
     let mut context = Agent::start();
     for (i, before) in straight.iter().enumerate() {

@@ -32,6 +32,17 @@ fn conversation_about(n: usize) -> Vec<SummaryEntry> {
     conversation(n, "please check ticket")
 }
 
+/// A manager of `config` on the memory store `store`, without session
+/// storage or exporters.
+fn with_memory(config: Config, store: &Arc<dyn MemoryStore>) -> CompactManager {
+    CompactManager::builder(config)
+        .without_config_exporters()
+        .memory_store(store.clone())
+        .without_storage()
+        .build()
+        .expect("manager")
+}
+
 fn openai(base_url: &str) -> Arc<dyn Summarizer> {
     let s = SummarizerSettings {
         kind: SummarizerKind::Openai,
@@ -362,12 +373,7 @@ fn injection_prepends_a_system_message_when_there_is_none_and_keeps_content_part
 async fn cross_session_memory_is_persisted_and_injected_into_a_new_session() {
     let store: Arc<dyn MemoryStore> = Arc::new(SqliteStore::in_memory().expect("store"));
     let config = base_config("policy:\n  keep_recent_turns: 1\nmemory:\n  injection: true\n");
-    let manager = CompactManager::builder(config)
-        .without_config_exporters()
-        .memory_store(store.clone())
-        .without_storage()
-        .build()
-        .expect("manager");
+    let manager = with_memory(config, &store);
 
     // Session A: a summary is produced and persisted under the user's key.
     let out = compact_users_session_a(&manager).await;
@@ -407,12 +413,7 @@ async fn cross_session_memory_is_persisted_and_injected_into_a_new_session() {
         .await
         .expect("preflight");
     assert!(out.report.injected.is_empty());
-    let off = CompactManager::builder(base_config(""))
-        .without_config_exporters()
-        .memory_store(store.clone())
-        .without_storage()
-        .build()
-        .expect("manager");
+    let off = with_memory(base_config(""), &store);
     off.bind_memory_key("d", "user-42").await;
     assert!(
         off.preflight("d", history)
@@ -429,12 +430,7 @@ async fn sliding_window_mode_replaces_summarized_rounds_with_the_memory() {
     let store: Arc<dyn MemoryStore> = Arc::new(SqliteStore::in_memory().expect("store"));
     let mut config = base_config("memory:\n  summarize_after_seq: 3\n  rolling_window_size: 6\n");
     config.policy.mode = Mode::SlidingWindow;
-    let manager = CompactManager::builder(config)
-        .without_config_exporters()
-        .memory_store(store.clone())
-        .without_storage()
-        .build()
-        .expect("manager");
+    let manager = with_memory(config, &store);
     let mut history = vec![Message::system("You are an agent.")];
     for i in 0..3 {
         history.push(Message::user(format!("Question {i} about ticket Q-{i}.")));
