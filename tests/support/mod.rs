@@ -85,6 +85,19 @@ pub(crate) fn run_with_input(cmd: &mut Command, stdin: &str) -> Output {
     child.wait_with_output().expect("wait")
 }
 
+/// `compact serve` on loopback port `port` with its data in `dir`.
+pub(crate) fn serve_command(dir: &Path, port: u16) -> Command {
+    let mut c = Command::new(compact_bin());
+    c.args([
+        "serve",
+        "--addr",
+        &format!("127.0.0.1:{port}"),
+        "--data-dir",
+    ])
+    .arg(dir);
+    c
+}
+
 /// A loopback port nobody listens on right now.
 pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -160,14 +173,7 @@ impl<'a> Serve<'a> {
                 .expect("the replica's log file opens"),
             None => Stdio::null(),
         };
-        let child = Command::new(compact_bin())
-            .args([
-                "serve",
-                "--addr",
-                &format!("127.0.0.1:{port}"),
-                "--data-dir",
-            ])
-            .arg(self.dir)
+        let child = serve_command(self.dir, port)
             .args(&self.args)
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .env("COMPACT_MAX_CONTEXT_TOKENS", self.window.to_string())
