@@ -483,19 +483,21 @@ fn force_summarizes_and_writes_events() {
     }
 }
 
+/// A 30-turn [`history`] written to `dir/transcript.jsonl`, one message a
+/// line, as the archive stores transcripts: its path and its items.
+fn write_transcript(dir: &Path) -> (std::path::PathBuf, Vec<Value>) {
+    let items = history(30, 3000).as_array().expect("array").clone();
+    let path = dir.join("transcript.jsonl");
+    let lines: Vec<String> = items.iter().map(Value::to_string).collect();
+    std::fs::write(&path, lines.join("\n")).expect("write");
+    (path, items)
+}
+
 #[test]
 fn replay_drives_a_recorded_transcript_turn_by_turn() {
     let sandbox = sandbox();
     let dir = sandbox.path();
-    // JSONL, one message per line, as the archive stores transcripts.
-    let path = dir.join("transcript.jsonl");
-    let lines: Vec<String> = history(30, 3000)
-        .as_array()
-        .expect("array")
-        .iter()
-        .map(Value::to_string)
-        .collect();
-    std::fs::write(&path, lines.join("\n")).expect("write");
+    let (path, _) = write_transcript(dir);
     let o = cli(dir)
         .args([
             "replay",
@@ -692,11 +694,7 @@ fn logs_on_a_pipe_carry_no_colour_codes() {
 fn replay_writes_the_final_context_and_every_event() {
     let sandbox = sandbox();
     let dir = sandbox.path();
-    let items = history(30, 3000);
-    let items = items.as_array().expect("array");
-    let path = dir.join("transcript.jsonl");
-    let lines: Vec<String> = items.iter().map(Value::to_string).collect();
-    std::fs::write(&path, lines.join("\n")).expect("write");
+    let (path, items) = write_transcript(dir);
     let (out, events) = (dir.join("final.json"), dir.join("events.jsonl"));
     let o = cli(dir)
         .args([

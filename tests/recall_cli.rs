@@ -9,7 +9,7 @@ mod support;
 use std::process::Output;
 
 use recall_support::{
-    agent_history, assert_exit, assert_finds_the_flaky_test, compact_s1, first_recall_id,
+    agent_history, assert_exit, assert_finds_the_flaky_test, compact_s1_in, first_recall_id,
     recall_config, run,
 };
 use serde_json::{Value, json};
@@ -29,11 +29,8 @@ fn recall_reads_what_preflight_cleared_from_another_process() {
     let dir = tempfile::tempdir().expect("tempdir");
     let config = recall_config(dir.path(), "", "");
     let config = config.as_str();
-    let state = dir.path().join("state.sqlite3");
-    let state = state.to_str().expect("utf-8");
-    let messages = agent_history();
-    let o = compact_s1(dir.path(), config, state, &messages);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (state, o) = compact_s1_in(dir.path(), config);
+    let state = state.as_str();
     let out = json_out(&o);
     let rid = first_recall_id(&out);
     assert!(
@@ -135,11 +132,8 @@ fn a_cli_recall_is_a_compact_recall_event_for_the_configured_exporter() {
         ),
     );
     let config = config.as_str();
-    let state = dir.path().join("state.sqlite3");
-    let state = state.to_str().expect("utf-8");
-    let messages = agent_history();
-    let o = compact_s1(dir.path(), config, state, &messages);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (state, _) = compact_s1_in(dir.path(), config);
+    let state = state.as_str();
     let o = run(
         dir.path(),
         &[

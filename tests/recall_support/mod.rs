@@ -13,6 +13,17 @@ pub(crate) fn run(dir: &Path, args: &[&str], stdin: &str) -> Output {
     crate::support::run_with_input(crate::support::cli(dir).args(args), stdin)
 }
 
+/// [`compact_s1`] of the [`agent_history`] with its state in
+/// `dir/state.sqlite3`, which must succeed: the state's path and the
+/// output.
+pub(crate) fn compact_s1_in(dir: &Path, config: &str) -> (String, Output) {
+    let state = dir.join("state.sqlite3");
+    let state = state.to_str().expect("utf-8").to_owned();
+    let o = compact_s1(dir, config, &state, &agent_history());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    (state, o)
+}
+
 /// `dir/compact.yaml` with recall on (`recall`: more of its keys, e.g.
 /// `"  advertise: true\n"`), the top-level sections `more`, and a policy
 /// that keeps only the last turn and tool pair; its path.
