@@ -317,21 +317,11 @@ async fn tokens_guard_ingest_and_reads() {
                 .as_u16(),
             401
         );
-        let wrong = s
-            .client
-            .get(url(path))
-            .bearer_auth("in-secret")
-            .send()
-            .await
-            .unwrap();
+        // The status of `path` read with `token`.
+        let with = |token: &'static str| s.client.get(url(path)).bearer_auth(token).send();
+        let wrong = with("in-secret").await.unwrap();
         assert_eq!(wrong.status().as_u16(), 401);
-        let right = s
-            .client
-            .get(url(path))
-            .bearer_auth("read-secret")
-            .send()
-            .await
-            .unwrap();
+        let right = with("read-secret").await.unwrap();
         assert_eq!(right.status().as_u16(), 200, "{path}");
     }
     // EventSource cannot send headers: the read token also works as a query parameter.
