@@ -493,20 +493,27 @@ fn write_transcript(dir: &Path) -> (std::path::PathBuf, Vec<Value>) {
     (path, items)
 }
 
-#[test]
-fn replay_drives_a_recorded_transcript_turn_by_turn() {
-    let sandbox = sandbox();
-    let dir = sandbox.path();
-    let (path, _) = write_transcript(dir);
-    let o = cli(dir)
+/// `compact replay` of the transcript at `path` in a 12,000-token window,
+/// with `extra` flags.
+fn replay(dir: &Path, path: &Path, extra: &[&str]) -> Output {
+    cli(dir)
         .args([
             "replay",
             path.to_str().expect("utf8"),
             "--max-context-tokens",
             "12000",
         ])
+        .args(extra)
         .output()
-        .expect("run");
+        .expect("run")
+}
+
+#[test]
+fn replay_drives_a_recorded_transcript_turn_by_turn() {
+    let sandbox = sandbox();
+    let dir = sandbox.path();
+    let (path, _) = write_transcript(dir);
+    let o = replay(dir, &path, &[]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8_lossy(&o.stdout);
     let rows = text
@@ -696,21 +703,18 @@ fn replay_writes_the_final_context_and_every_event() {
     let dir = sandbox.path();
     let (path, items) = write_transcript(dir);
     let (out, events) = (dir.join("final.json"), dir.join("events.jsonl"));
-    let o = cli(dir)
-        .args([
-            "replay",
-            path.to_str().expect("utf8"),
-            "--max-context-tokens",
-            "12000",
+    let o = replay(
+        dir,
+        &path,
+        &[
             "--session",
             "replayed",
             "--out",
             out.to_str().expect("utf8"),
             "--events",
             events.to_str().expect("utf8"),
-        ])
-        .output()
-        .expect("run");
+        ],
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 
     // The final context: chat messages, smaller than the transcript, one
