@@ -10,7 +10,7 @@ use std::process::Output;
 
 use recall_support::{
     agent_history, assert_exit, assert_finds_the_flaky_test, compact_s1_in, first_recall_id,
-    recall_config, run,
+    preflight_s1, recall_config, run,
 };
 use serde_json::{Value, json};
 
@@ -184,21 +184,12 @@ fn preflight_with_recall_advertise_sends_the_tool_with_the_request() {
     let config = config.as_str();
     let tool = json!({"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}});
     let messages = agent_history();
-    let o = run(
+    let o = preflight_s1(
         dir.path(),
-        &[
-            "preflight",
-            "--config",
-            config,
-            "--max-context-tokens",
-            "2500",
-            "--session",
-            "s1",
-            "--force",
-            "--state",
-            dir.path().join("state.sqlite3").to_str().expect("utf-8"),
-        ],
-        &json!({ "model": "gpt-4o", "messages": messages, "tools": [tool] }).to_string(),
+        config,
+        dir.path().join("state.sqlite3").to_str().expect("utf-8"),
+        &json!({ "model": "gpt-4o", "messages": messages, "tools": [tool] }),
+        &["--force"],
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let out = json_out(&o);

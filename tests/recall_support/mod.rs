@@ -82,21 +82,31 @@ pub(crate) fn agent_history() -> Vec<Value> {
 /// `compact preflight` of `messages` as session `s1` at a 2,500-token
 /// window, its state in `state`.
 pub(crate) fn compact_s1(dir: &Path, config: &str, state: &str, messages: &[Value]) -> Output {
-    run(
-        dir,
-        &[
-            "preflight",
-            "--config",
-            config,
-            "--max-context-tokens",
-            "2500",
-            "--session",
-            "s1",
-            "--state",
-            state,
-        ],
-        &json!({ "messages": messages }).to_string(),
-    )
+    preflight_s1(dir, config, state, &json!({ "messages": messages }), &[])
+}
+
+/// `compact preflight` of the request `body` as session `s1` at a
+/// 2,500-token window, its state in `state`, with `extra` flags.
+pub(crate) fn preflight_s1(
+    dir: &Path,
+    config: &str,
+    state: &str,
+    body: &Value,
+    extra: &[&str],
+) -> Output {
+    let mut args = vec![
+        "preflight",
+        "--config",
+        config,
+        "--max-context-tokens",
+        "2500",
+        "--session",
+        "s1",
+        "--state",
+        state,
+    ];
+    args.extend_from_slice(extra);
+    run(dir, &args, &body.to_string())
 }
 
 /// The recall id of the first placeholder in a preflight's output.
