@@ -21,8 +21,8 @@ use compact_middleware::summarize::{
 use compact_middleware::{CompactManager, Message};
 use fake_openai::{FakeServer, Reply, ok, status};
 use memory_support::{
-    compact_users_session_a, conversation, crash_mid_summarization_is_recoverable,
-    seed_002_evolution, settings,
+    begins_on_threads, compact_users_session_a, conversation,
+    crash_mid_summarization_is_recoverable, seed_002_evolution, settings,
 };
 use serde_json::json;
 use tokio::sync::Notify;
@@ -211,15 +211,7 @@ async fn concurrent_stores_on_one_file_never_hold_two_processing_rows() {
     let stores: Vec<Arc<SqliteStore>> = (0..4)
         .map(|_| Arc::new(SqliteStore::open(&path).expect("open")))
         .collect();
-    let mut tasks = Vec::new();
-    for (i, store) in stores.iter().enumerate() {
-        for _ in 0..8 {
-            let store = store.clone();
-            tasks.push(tokio::task::spawn_blocking(move || {
-                store.begin("c", 0, 5 + i as i64, None)
-            }));
-        }
-    }
+    let tasks = begins_on_threads(&stores);
     let mut won = 0;
     for t in tasks {
         if t.await.expect("join").expect("begin").is_some() {

@@ -15,8 +15,8 @@ use compact_middleware::config::{Config, Mode, StateStoreKind};
 use compact_middleware::memory::{MemoryStatus, MemoryStore, PostgresMemoryStore};
 use compact_middleware::{CompactManager, Message};
 use memory_support::{
-    compact_users_session_a, conversation, crash_mid_summarization_is_recoverable,
-    seed_002_evolution,
+    begins_on_threads, compact_users_session_a, conversation,
+    crash_mid_summarization_is_recoverable, seed_002_evolution,
 };
 
 fn connect(url: &str) -> Arc<PostgresMemoryStore> {
@@ -52,15 +52,7 @@ async fn replicas_never_hold_two_processing_rows() {
     let db = postgres_support::database().await;
     // Four stores, four connections: four replicas on one database.
     let stores: Vec<Arc<PostgresMemoryStore>> = (0..4).map(|_| connect(&db.url)).collect();
-    let mut tasks = Vec::new();
-    for (i, store) in stores.iter().enumerate() {
-        for _ in 0..8 {
-            let store = store.clone();
-            tasks.push(tokio::task::spawn_blocking(move || {
-                store.begin("c", 0, 5 + i as i64, None)
-            }));
-        }
-    }
+    let mut tasks = begins_on_threads(&stores);
     // Also straight from async tasks (as the sliding window's trigger is).
     for store in &stores {
         let store = store.clone();

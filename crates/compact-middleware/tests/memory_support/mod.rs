@@ -8,7 +8,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use compact_middleware::memory::{MemoryStatus, MemoryStore, SlidingWindow, WindowSettings};
+use compact_middleware::memory::{
+    MemoryError, MemoryStatus, MemoryStore, SlidingWindow, WindowSettings,
+};
 use compact_middleware::summarize::{ExtractiveSummarizer, Strategy, SummaryEntry, TokenCountFn};
 use compact_middleware::{CompactManager, Message, PreflightOutcome};
 
@@ -100,6 +102,24 @@ pub(crate) async fn crash_mid_summarization_is_recoverable(
     assert_eq!(s.handle.await.expect("task"), MemoryStatus::Completed);
     assert!(!store.complete(2, "late", 1).expect("complete"));
     assert_eq!(store.get(2).expect("get").expect("row").memory_text, "");
+}
+
+/// Eight `begin`s of conversation `c` per store, each on a blocking
+/// thread (store `i` asks for a row ending at `5 + i`): replicas racing
+/// to summarize.
+pub(crate) fn begins_on_threads<S: MemoryStore + 'static>(
+    stores: &[Arc<S>],
+) -> Vec<tokio::task::JoinHandle<Result<Option<i64>, MemoryError>>> {
+    let mut tasks = Vec::new();
+    for (i, store) in stores.iter().enumerate() {
+        for _ in 0..8 {
+            let store = store.clone();
+            tasks.push(tokio::task::spawn_blocking(move || {
+                store.begin("c", 0, 5 + i as i64, None)
+            }));
+        }
+    }
+    tasks
 }
 
 /// Summaries after sequence 5, over a window of 14 messages.
