@@ -1,6 +1,8 @@
 //! What the `compact recall` CLI tests share: the binary run in a sandbox,
 //! an agent history whose early outputs a 2,500-token window clears, its
 //! compaction as session `s1`, and the recall id a placeholder carries.
+// Each test file that includes this uses only part of it.
+#![allow(dead_code)]
 
 use std::path::Path;
 use std::process::Output;

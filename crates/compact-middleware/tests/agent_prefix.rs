@@ -174,6 +174,17 @@ fn assert_only_fresh(server: &FakeServer, run: &Run) {
     assert_eq!(run.created["data"]["prompt"], "fresh");
 }
 
+/// `server` got two requests, the agent's prefix (no tool choice) and then
+/// the fresh prompt, and the run's summary was made from the second.
+fn assert_asked_again_fresh(server: &FakeServer, run: &Run) {
+    let sent = server.requests();
+    assert_eq!(sent.len(), 2);
+    assert_eq!(sent[0].json()["tool_choice"], "none");
+    assert_fresh(&sent[1].json());
+    assert!(summary_text(&run.outcome).contains("Goals: fix the NET retry tests."));
+    assert_eq!(run.created["data"]["prompt"], "fresh");
+}
+
 fn summary_text(o: &PreflightOutcome) -> String {
     o.messages
         .iter()
@@ -273,12 +284,7 @@ async fn a_tool_call_answer_to_the_prefix_is_asked_again_with_the_fresh_prompt()
     );
     let server = FakeServer::start(vec![call, ok("Goals: fix the NET retry tests.")]).await;
     let run = compact(&server, "  prompt: agent_prefix\n", &agent_messages(4)).await;
-    let sent = server.requests();
-    assert_eq!(sent.len(), 2);
-    assert_eq!(sent[0].json()["tool_choice"], "none");
-    assert_fresh(&sent[1].json());
-    assert!(summary_text(&run.outcome).contains("Goals: fix the NET retry tests."));
-    assert_eq!(run.created["data"]["prompt"], "fresh");
+    assert_asked_again_fresh(&server, &run);
     assert!(
         run.outcome.report.fallbacks.is_empty(),
         "{:?}",
@@ -349,12 +355,7 @@ async fn a_4xx_answer_to_the_prefix_is_asked_again_with_the_fresh_prompt() {
     ])
     .await;
     let run = compact(&server, "  prompt: agent_prefix\n", &agent_messages(4)).await;
-    let sent = server.requests();
-    assert_eq!(sent.len(), 2);
-    assert_eq!(sent[0].json()["tool_choice"], "none");
-    assert_fresh(&sent[1].json());
-    assert!(summary_text(&run.outcome).contains("Goals: fix the NET retry tests."));
-    assert_eq!(run.created["data"]["prompt"], "fresh");
+    assert_asked_again_fresh(&server, &run);
 }
 
 #[tokio::test]
