@@ -91,6 +91,15 @@ fn request(strategy: Strategy, max_tokens: usize) -> SummaryRequest {
     }
 }
 
+/// A task-state summary of 300 tokens from `server` that must fail
+/// (`why` names the expected failure).
+async fn failed_summary(server: &FakeServer, why: &str) -> SummarizeError {
+    build(&settings(&server.base_url()))
+        .summarize(&request(Strategy::TaskState, 300))
+        .await
+        .expect_err(why)
+}
+
 fn replaced(req: &SummaryRequest) -> usize {
     let c = &req.count_tokens;
     req.entries.iter().map(|e| c(&e.text)).sum::<usize>()
@@ -181,11 +190,7 @@ async fn a_429_then_success_is_retried() {
 async fn persistent_500s_exhaust_the_retries() {
     let server = FakeServer::start(vec![]).await;
     server.set_default(status(500));
-    let s = build(&settings(&server.base_url()));
-    let err = s
-        .summarize(&request(Strategy::TaskState, 300))
-        .await
-        .expect_err("500s");
+    let err = failed_summary(&server, "500s").await;
     assert!(
         matches!(err, SummarizeError::Http { status: 500, .. }),
         "{err:?}"
@@ -196,11 +201,7 @@ async fn persistent_500s_exhaust_the_retries() {
 #[tokio::test]
 async fn a_400_is_not_retried() {
     let server = FakeServer::start(vec![status(400)]).await;
-    let s = build(&settings(&server.base_url()));
-    let err = s
-        .summarize(&request(Strategy::TaskState, 300))
-        .await
-        .expect_err("400");
+    let err = failed_summary(&server, "400").await;
     assert!(
         matches!(err, SummarizeError::Http { status: 400, .. }),
         "{err:?}"
