@@ -650,6 +650,16 @@ fn manager_config(base_url: &str, yaml_extra: &str) -> Config {
     Config::from_yaml_str(&yaml).expect("config")
 }
 
+/// A manager whose summarizer is `server` (`extra`: more summarizer
+/// settings), without storage or exporters.
+fn summarizing_manager(server: &FakeServer, extra: &str) -> CompactManager {
+    CompactManager::builder(manager_config(&server.base_url(), extra))
+        .without_config_exporters()
+        .without_storage()
+        .build()
+        .expect("manager")
+}
+
 fn turns(from: usize, to: usize) -> Vec<Message> {
     let mut out = Vec::new();
     for i in from..to {
@@ -668,11 +678,7 @@ fn turns(from: usize, to: usize) -> Vec<Message> {
 #[tokio::test]
 async fn a_configured_openai_summarizer_is_used_by_the_manager() {
     let server = FakeServer::start(vec![ok("Goals: investigate NET-0..NET-3 retries.")]).await;
-    let manager = CompactManager::builder(manager_config(&server.base_url(), ""))
-        .without_config_exporters()
-        .without_storage()
-        .build()
-        .expect("manager");
+    let manager = summarizing_manager(&server, "");
     assert_eq!(manager.summarizer().name(), "openai");
     let mut history = vec![Message::system("You are a coding agent.")];
     history.extend(turns(0, 4));
@@ -852,11 +858,7 @@ async fn a_model_that_omits_facts_cannot_make_the_summary_forget_them() {
     // The model answers with a plausible summary that leaves out the
     // constraint, the decision and the reserved port stated in the turns.
     let server = FakeServer::start(vec![ok("Goals: investigate the NET retries.")]).await;
-    let manager = CompactManager::builder(manager_config(&server.base_url(), ""))
-        .without_config_exporters()
-        .without_storage()
-        .build()
-        .expect("manager");
+    let manager = summarizing_manager(&server, "");
     let mut history = vec![Message::system("You are a coding agent.")];
     // The task stays in the context as it is; the facts come after it.
     history.push(Message::user("Look into the NET retries."));
@@ -1489,11 +1491,7 @@ async fn a_model_summary_that_repeats_a_tools_orders_is_not_committed_verbatim()
         "Goals: investigate NET-0..NET-3 retries.\nConstraints:\n- {order}\nDecisions:\n- Keep the 10 ms backoff."
     ))])
     .await;
-    let manager = CompactManager::builder(manager_config(&server.base_url(), ""))
-        .without_config_exporters()
-        .without_storage()
-        .build()
-        .expect("manager");
+    let manager = summarizing_manager(&server, "");
     let mut items = vec![json!({"role": "system", "content": "You are a coding agent."})];
     for m in turns(0, 2) {
         items.push(m.to_provider_value());
