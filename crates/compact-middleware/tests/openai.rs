@@ -100,6 +100,24 @@ async fn failed_summary(server: &FakeServer, why: &str) -> SummarizeError {
         .expect_err(why)
 }
 
+/// A task-state request over `entries` with their fact ledger, within
+/// `max_tokens`.
+fn with_ledger(
+    previous: Option<String>,
+    entries: &[SummaryEntry],
+    max_tokens: usize,
+) -> SummaryRequest {
+    SummaryRequest {
+        previous,
+        entries: entries.to_vec(),
+        strategy: Strategy::TaskState,
+        max_tokens,
+        count_tokens: o200k(),
+        ledger: Some(ledger_of(entries)),
+        agent_prefix: None,
+    }
+}
+
 fn replaced(req: &SummaryRequest) -> usize {
     let c = &req.count_tokens;
     req.entries.iter().map(|e| c(&e.text)).sum::<usize>()
@@ -1115,15 +1133,7 @@ async fn a_big_previous_summary_and_facts_list_are_cut_to_fit_never_the_instruct
         })
         .collect::<Vec<_>>()
         .join("\n");
-    let req = SummaryRequest {
-        previous: Some(previous),
-        entries: entries.clone(),
-        strategy: Strategy::TaskState,
-        max_tokens: 1_500,
-        count_tokens: o200k(),
-        ledger: Some(ledger_of(&entries)),
-        agent_prefix: None,
-    };
+    let req = with_ledger(Some(previous), &entries, 1_500);
     let summary = s.summarize(&req).await.expect("summary");
     assert!(
         summary.text.starts_with("Model summary m"),
@@ -1183,16 +1193,8 @@ async fn a_model_summary_that_omits_facts_is_kept_and_the_facts_are_added_by_ran
     )])
     .await;
     let s = build(&settings(&server.base_url()));
-    let req = SummaryRequest {
-        previous: None,
-        entries: entries.clone(),
-        strategy: Strategy::TaskState,
-        // Room for the model's text and some of the facts, not all 60.
-        max_tokens: 400,
-        count_tokens: o200k(),
-        ledger: Some(ledger_of(&entries)),
-        agent_prefix: None,
-    };
+    // Room for the model's text and some of the facts, not all 60.
+    let req = with_ledger(None, &entries, 400);
     let out = summarize_with_fallbacks(&s, &req, replaced(&req), false).await;
     assert!(out.fallbacks.is_empty(), "{:?}", out.fallbacks);
     assert!(!out.primary_failed);
@@ -1253,15 +1255,7 @@ async fn errors_refusals_and_empty_answers_still_fall_back_to_extractive() {
         let mut st = settings(&server.base_url());
         st.retries = 0;
         let s = build(&st);
-        let req = SummaryRequest {
-            previous: None,
-            entries: entries.clone(),
-            strategy: Strategy::TaskState,
-            max_tokens: 600,
-            count_tokens: o200k(),
-            ledger: Some(ledger_of(&entries)),
-            agent_prefix: None,
-        };
+        let req = with_ledger(None, &entries, 600);
         let out = summarize_with_fallbacks(&s, &req, replaced(&req), false).await;
         let (summary, by) = out.summary.expect("extractive");
         assert_eq!(by, "extractive", "{kind}");
