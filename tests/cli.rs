@@ -1,26 +1,39 @@
 //! The CLI contract of docs/design.md §11: shapes on stdout, messages on stderr,
 //! exit codes 0 / 2 bad input / 3 insufficient budget / 1 other.
 
-use std::io::Write;
+mod support;
+
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use serde_json::{Value, json};
+use support::{cli, run_with_input};
 
-/// `compact` confined to `sandbox`: it runs there, and the places it writes
-/// by default (the archive, the spool) are under it too, never in the
-/// source tree or the user's data directory.
-fn cli(sandbox: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_compact"));
-    c.current_dir(sandbox)
-        .env("XDG_DATA_HOME", sandbox.join("data"))
-        .env("HOME", sandbox.join("home"))
-        .env_remove("COMPACT_MODEL")
-        .env_remove("COMPACT_TRIGGER_PCT")
-        .env_remove("COMPACT_STORAGE_PATH")
-        .env_remove("COMPACT_LOG")
-        .env_remove("NO_COLOR");
-    c
+/// `compact preflight --report` of `req` for claude-sonnet-4-5 with
+/// `--usage usage`: the report, the last line of stderr.
+fn usage_report(req: &Value, usage: &str) -> Value {
+    let o = compact(
+        &[
+            "preflight",
+            "--model",
+            "claude-sonnet-4-5",
+            "--usage",
+            usage,
+            "--report",
+        ],
+        &req.to_string(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    serde_json::from_str(stderr(&o).lines().last().unwrap_or_default())
+        .expect("the report is the last line of stderr")
+}
+
+/// `o` is a usage error (exit 2) that printed nothing and whose message
+/// says `says`.
+fn assert_bad_input(o: &Output, says: &str) {
+    assert_eq!(o.status.code(), Some(2));
+    assert!(o.stdout.is_empty());
+    assert!(stderr(o).contains(says), "{}", stderr(o));
 }
 
 fn sandbox() -> tempfile::TempDir {
@@ -34,20 +47,7 @@ fn compact(args: &[&str], stdin: &str) -> Output {
 }
 
 fn compact_in(dir: &Path, args: &[&str], stdin: &str) -> Output {
-    let mut child = cli(dir)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn compact");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin.as_bytes())
-        .expect("write stdin");
-    child.wait_with_output().expect("wait")
+    run_with_input(cli(dir).args(args), stdin)
 }
 
 fn stdout_json(o: &Output) -> Value {
@@ -133,20 +133,7 @@ fn usage_anchors_the_estimate_and_the_report_says_so() {
     let error = (estimated as f64 - 40.0) / 40.0;
     assert!((a["error"].as_f64().expect("number") - error).abs() < 1e-4);
 
-    let o = compact(
-        &[
-            "preflight",
-            "--model",
-            "claude-sonnet-4-5",
-            "--usage",
-            "40",
-            "--report",
-        ],
-        &req.to_string(),
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
-    let report: Value = serde_json::from_str(stderr(&o).lines().last().unwrap_or_default())
-        .expect("the report is the last line of stderr");
+    let report = usage_report(&req, "40");
     assert_eq!(report["basis"], "usage");
     assert_eq!(report["tokens_before"], v["t_est"]);
     assert_eq!(report["estimate_error"], a["error"]);
@@ -170,20 +157,7 @@ fn usage_takes_the_providers_usage_object_and_reports_its_cache_figures() {
         {"role": "user", "content": "And of Germany?"}
     ]);
     let usage = r#"{"input_tokens": 20, "cache_read_input_tokens": 1500, "cache_creation_input_tokens": 300, "output_tokens": 9}"#;
-    let o = compact(
-        &[
-            "preflight",
-            "--model",
-            "claude-sonnet-4-5",
-            "--usage",
-            usage,
-            "--report",
-        ],
-        &req.to_string(),
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
-    let report: Value = serde_json::from_str(stderr(&o).lines().last().unwrap_or_default())
-        .expect("the report is the last line of stderr");
+    let report = usage_report(&req, usage);
     assert_eq!(report["basis"], "usage");
     assert_eq!(report["anchor"]["usage_tokens"], 1820);
     assert_eq!(
@@ -201,13 +175,7 @@ fn usage_takes_the_providers_usage_object_and_reports_its_cache_figures() {
         ],
         &req.to_string(),
     );
-    assert_eq!(o.status.code(), Some(2));
-    assert!(o.stdout.is_empty());
-    assert!(
-        stderr(&o).contains("$.usage.cache_read_input_tokens"),
-        "{}",
-        stderr(&o)
-    );
+    assert_bad_input(&o, "$.usage.cache_read_input_tokens");
 }
 
 #[test]
@@ -216,12 +184,9 @@ fn bad_input_exits_2_naming_the_json_path_and_prints_nothing() {
         &["preflight"],
         r#"[{"role":"user","content":"a"},{"role":"user","content":7}]"#,
     );
-    assert_eq!(o.status.code(), Some(2));
-    assert!(o.stdout.is_empty());
-    assert!(
-        stderr(&o).contains("$[1].content: expected string or array of parts, got number"),
-        "{}",
-        stderr(&o)
+    assert_bad_input(
+        &o,
+        "$[1].content: expected string or array of parts, got number",
     );
 
     let o = compact(&["estimate"], "{not json");
@@ -518,28 +483,37 @@ fn force_summarizes_and_writes_events() {
     }
 }
 
-#[test]
-fn replay_drives_a_recorded_transcript_turn_by_turn() {
-    let sandbox = sandbox();
-    let dir = sandbox.path();
-    // JSONL, one message per line, as the archive stores transcripts.
+/// A 30-turn [`history`] written to `dir/transcript.jsonl`, one message a
+/// line, as the archive stores transcripts: its path and its items.
+fn write_transcript(dir: &Path) -> (std::path::PathBuf, Vec<Value>) {
+    let items = history(30, 3000).as_array().expect("array").clone();
     let path = dir.join("transcript.jsonl");
-    let lines: Vec<String> = history(30, 3000)
-        .as_array()
-        .expect("array")
-        .iter()
-        .map(Value::to_string)
-        .collect();
+    let lines: Vec<String> = items.iter().map(Value::to_string).collect();
     std::fs::write(&path, lines.join("\n")).expect("write");
-    let o = cli(dir)
+    (path, items)
+}
+
+/// `compact replay` of the transcript at `path` in a 12,000-token window,
+/// with `extra` flags.
+fn replay(dir: &Path, path: &Path, extra: &[&str]) -> Output {
+    cli(dir)
         .args([
             "replay",
             path.to_str().expect("utf8"),
             "--max-context-tokens",
             "12000",
         ])
+        .args(extra)
         .output()
-        .expect("run");
+        .expect("run")
+}
+
+#[test]
+fn replay_drives_a_recorded_transcript_turn_by_turn() {
+    let sandbox = sandbox();
+    let dir = sandbox.path();
+    let (path, _) = write_transcript(dir);
+    let o = replay(dir, &path, &[]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8_lossy(&o.stdout);
     let rows = text
@@ -727,27 +701,20 @@ fn logs_on_a_pipe_carry_no_colour_codes() {
 fn replay_writes_the_final_context_and_every_event() {
     let sandbox = sandbox();
     let dir = sandbox.path();
-    let items = history(30, 3000);
-    let items = items.as_array().expect("array");
-    let path = dir.join("transcript.jsonl");
-    let lines: Vec<String> = items.iter().map(Value::to_string).collect();
-    std::fs::write(&path, lines.join("\n")).expect("write");
+    let (path, items) = write_transcript(dir);
     let (out, events) = (dir.join("final.json"), dir.join("events.jsonl"));
-    let o = cli(dir)
-        .args([
-            "replay",
-            path.to_str().expect("utf8"),
-            "--max-context-tokens",
-            "12000",
+    let o = replay(
+        dir,
+        &path,
+        &[
             "--session",
             "replayed",
             "--out",
             out.to_str().expect("utf8"),
             "--events",
             events.to_str().expect("utf8"),
-        ])
-        .output()
-        .expect("run");
+        ],
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 
     // The final context: chat messages, smaller than the transcript, one
@@ -833,21 +800,7 @@ fn one_shot_commands_archive_under_the_data_directory_not_the_working_directory(
     };
     let input = history(12, 200).to_string();
     let run = |cmd: &mut Command, args: &[&str]| -> Output {
-        let mut child = cmd
-            .current_dir(&cwd)
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn");
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(input.as_bytes())
-            .expect("stdin");
-        child.wait_with_output().expect("wait")
+        run_with_input(cmd.current_dir(&cwd).args(args), &input)
     };
     let preflight = |session: &'static str| ["preflight", "--force", "--session", session];
 

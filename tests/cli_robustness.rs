@@ -3,24 +3,16 @@
 //! 0, never a panic; an exporter that accepts connections and never answers
 //! costs a one-shot command its flush timeout, not the result.
 
+mod support;
+
 use std::io::Write;
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Output};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-fn cli(sandbox: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_compact"));
-    c.current_dir(sandbox)
-        .env("XDG_DATA_HOME", sandbox.join("data"))
-        .env("HOME", sandbox.join("home"))
-        .env_remove("COMPACT_LOG")
-        .env_remove("COMPACT_TELEMETRY_EXPORTER")
-        .env_remove("COMPACT_EXPORTER")
-        .env_remove("COMPACT_ARIADNE_URL");
-    c
-}
+use support::{cli, spawn_piped};
 
 const HISTORY: &str =
     r#"[{"role":"system","content":"You are terse."},{"role":"user","content":"hello"}]"#;
@@ -46,13 +38,7 @@ fn wait(mut child: Child, what: &str) -> Output {
 
 /// Runs `compact args` with its stdout's read end closed before it writes.
 fn with_stdout_closed(dir: &Path, args: &[&str], stdin: &str) -> Output {
-    let mut child = cli(dir)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn compact");
+    let mut child = spawn_piped(cli(dir).args(args));
     // The only read end is ours: dropping it makes every write an EPIPE.
     drop(child.stdout.take());
     write_stdin(&mut child, stdin);
@@ -66,13 +52,8 @@ fn a_closed_stdout_ends_commands_quietly() {
     let state_arg = state.to_str().expect("utf-8 path");
 
     // A session to show, written normally first.
-    let mut child = cli(dir.path())
-        .args(["preflight", "--session", "s1", "--state", state_arg])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
+    let mut child =
+        spawn_piped(cli(dir.path()).args(["preflight", "--session", "s1", "--state", state_arg]));
     write_stdin(&mut child, HISTORY);
     let first = wait(child, "compact preflight");
     assert!(first.status.success(), "{first:?}");
@@ -115,19 +96,16 @@ fn a_dead_exporter_costs_the_flush_timeout_not_the_result() {
     let (port, accepted) = black_hole();
     for exporter in ["ariadne", "otlp"] {
         let before = accepted.load(Ordering::SeqCst);
-        let mut child = cli(dir.path())
-            .args(["preflight", "--force", "--session", exporter])
-            .env("COMPACT_TELEMETRY_EXPORTER", exporter)
-            .env("COMPACT_ARIADNE_URL", format!("http://127.0.0.1:{port}"))
-            .env(
-                "COMPACT_OTLP_ENDPOINT",
-                format!("http://127.0.0.1:{port}/v1/traces"),
-            )
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn");
+        let mut child = spawn_piped(
+            cli(dir.path())
+                .args(["preflight", "--force", "--session", exporter])
+                .env("COMPACT_TELEMETRY_EXPORTER", exporter)
+                .env("COMPACT_ARIADNE_URL", format!("http://127.0.0.1:{port}"))
+                .env(
+                    "COMPACT_OTLP_ENDPOINT",
+                    format!("http://127.0.0.1:{port}/v1/traces"),
+                ),
+        );
         write_stdin(&mut child, HISTORY);
         let out = wait(child, "compact preflight with a dead exporter");
         let stderr = String::from_utf8_lossy(&out.stderr);

@@ -6,10 +6,13 @@
 //! this test: every model call received the compacted input, tool calls
 //! stay paired with their outputs, the model was called as scripted.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
+use support::{free_port, serve_command};
 
 /// The SDK release the test is written against (its `CallModelData`,
 /// `ModelInputData` and `Model` interface); a new release is a deliberate bump.
@@ -17,13 +20,6 @@ const SDK: &str = "openai-agents==0.24.0";
 /// Model calls the script makes: 3 user turns of 4 tool calls and a reply.
 const MODEL_CALLS: usize = 15;
 const MARKER: &str = "COMPACT-SUMMARY";
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
 
 fn run(cmd: &mut Command) -> bool {
     cmd.status().map(|s| s.success()).unwrap_or(false)
@@ -69,14 +65,7 @@ impl Drop for Server {
 
 async fn serve(dir: &Path, port: u16) -> Server {
     let server = Server(
-        Command::new(env!("CARGO_BIN_EXE_compact"))
-            .args([
-                "serve",
-                "--addr",
-                &format!("127.0.0.1:{port}"),
-                "--data-dir",
-            ])
-            .arg(dir)
+        serve_command(dir, port)
             // Small, so that a few large tool outputs overflow it.
             .env("COMPACT_MAX_CONTEXT_TOKENS", "4000")
             .env("HOME", dir)

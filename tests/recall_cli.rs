@@ -4,10 +4,14 @@
 //! bad input.
 
 mod recall_support;
+mod support;
 
 use std::process::Output;
 
-use recall_support::{agent_history, compact_s1, first_recall_id, run};
+use recall_support::{
+    agent_history, assert_exit, assert_finds_the_flaky_test, compact_s1_in, first_recall_id,
+    preflight_s1, recall_config, run,
+};
 use serde_json::{Value, json};
 
 fn json_out(o: &Output) -> Value {
@@ -23,18 +27,10 @@ fn json_out(o: &Output) -> Value {
 #[test]
 fn recall_reads_what_preflight_cleared_from_another_process() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let config = dir.path().join("compact.yaml");
-    std::fs::write(
-        &config,
-        "recall:\n  enabled: true\npolicy:\n  mode: compact\n  keep_task: false\n  keep_recent_turns: 1\n  keep_tool_io_pairs: 1\n",
-    )
-    .expect("config");
-    let config = config.to_str().expect("utf-8");
-    let state = dir.path().join("state.sqlite3");
-    let state = state.to_str().expect("utf-8");
-    let messages = agent_history();
-    let o = compact_s1(dir.path(), config, state, &messages);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let config = recall_config(dir.path(), "", "");
+    let config = config.as_str();
+    let (state, o) = compact_s1_in(dir.path(), config);
+    let state = state.as_str();
     let out = json_out(&o);
     let rid = first_recall_id(&out);
     assert!(
@@ -55,16 +51,7 @@ fn recall_reads_what_preflight_cleared_from_another_process() {
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let hits = json_out(&o)["hits"].clone();
-    assert!(
-        hits.as_array()
-            .expect("hits")
-            .iter()
-            .take(3)
-            .any(|h| h["excerpt"]
-                .as_str()
-                .is_some_and(|e| e.contains("quux_0_timeout"))),
-        "{hits}"
-    );
+    assert_finds_the_flaky_test(&hits);
 
     let o = run(
         dir.path(),
@@ -87,12 +74,7 @@ fn recall_reads_what_preflight_cleared_from_another_process() {
         &["recall", "s2", "--id", &rid, "--state", state],
         "",
     );
-    assert_eq!(
-        o.status.code(),
-        Some(4),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 4);
     assert!(o.stdout.is_empty());
     // Bad input: an invalid session id, no index.
     let o = run(dir.path(), &["recall", "../x", "q", "--state", state], "");
@@ -141,21 +123,17 @@ fn recall_reads_what_preflight_cleared_from_another_process() {
 fn a_cli_recall_is_a_compact_recall_event_for_the_configured_exporter() {
     let dir = tempfile::tempdir().expect("tempdir");
     let events = dir.path().join("events.jsonl");
-    let config = dir.path().join("compact.yaml");
-    std::fs::write(
-        &config,
-        format!(
-            "recall:\n  enabled: true\ntelemetry:\n  exporter: jsonl\n  jsonl_path: {}\npolicy:\n  mode: compact\n  keep_task: false\n  keep_recent_turns: 1\n  keep_tool_io_pairs: 1\n",
+    let config = recall_config(
+        dir.path(),
+        "",
+        &format!(
+            "telemetry:\n  exporter: jsonl\n  jsonl_path: {}\n",
             events.display()
         ),
-    )
-    .expect("config");
-    let config = config.to_str().expect("utf-8");
-    let state = dir.path().join("state.sqlite3");
-    let state = state.to_str().expect("utf-8");
-    let messages = agent_history();
-    let o = compact_s1(dir.path(), config, state, &messages);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    );
+    let config = config.as_str();
+    let (state, _) = compact_s1_in(dir.path(), config);
+    let state = state.as_str();
     let o = run(
         dir.path(),
         &[
@@ -202,30 +180,16 @@ fn a_cli_recall_is_a_compact_recall_event_for_the_configured_exporter() {
 #[test]
 fn preflight_with_recall_advertise_sends_the_tool_with_the_request() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let config = dir.path().join("compact.yaml");
-    std::fs::write(
-        &config,
-        "recall:\n  enabled: true\n  advertise: true\npolicy:\n  mode: compact\n  keep_task: false\n  keep_recent_turns: 1\n  keep_tool_io_pairs: 1\n",
-    )
-    .expect("config");
-    let config = config.to_str().expect("utf-8");
+    let config = recall_config(dir.path(), "  advertise: true\n", "");
+    let config = config.as_str();
     let tool = json!({"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}});
     let messages = agent_history();
-    let o = run(
+    let o = preflight_s1(
         dir.path(),
-        &[
-            "preflight",
-            "--config",
-            config,
-            "--max-context-tokens",
-            "2500",
-            "--session",
-            "s1",
-            "--force",
-            "--state",
-            dir.path().join("state.sqlite3").to_str().expect("utf-8"),
-        ],
-        &json!({ "model": "gpt-4o", "messages": messages, "tools": [tool] }).to_string(),
+        config,
+        dir.path().join("state.sqlite3").to_str().expect("utf-8"),
+        &json!({ "model": "gpt-4o", "messages": messages, "tools": [tool] }),
+        &["--force"],
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let out = json_out(&o);

@@ -273,6 +273,17 @@ fn dispatch_opts() -> DispatchOptions {
     }
 }
 
+/// `events.flush` (30 s) from a blocking thread, as a synchronous caller
+/// would.
+async fn flush_blocking(events: &Dispatcher) -> bool {
+    tokio::task::spawn_blocking({
+        let events = events.clone();
+        move || events.flush(Duration::from_secs(30))
+    })
+    .await
+    .expect("join")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_down_then_back_through_the_dispatcher() {
     // Reserve a port, then close it: the server is down.
@@ -286,12 +297,7 @@ async fn server_down_then_back_through_the_dispatcher() {
     for i in 0..3 {
         events.emit(span("s", &format!("down{i}"), json!({"i": i})));
     }
-    let flushed = tokio::task::spawn_blocking({
-        let events = events.clone();
-        move || events.flush(Duration::from_secs(30))
-    })
-    .await
-    .expect("join");
+    let flushed = flush_blocking(&events).await;
     assert!(flushed);
     let stats = events.stats();
     assert!(stats.export_failures >= 1, "{stats:?}");
@@ -307,12 +313,7 @@ async fn server_down_then_back_through_the_dispatcher() {
     for i in 0..2 {
         events.emit(span("s", &format!("up{i}"), json!({"i": i})));
     }
-    let flushed = tokio::task::spawn_blocking({
-        let events = events.clone();
-        move || events.flush(Duration::from_secs(30))
-    })
-    .await
-    .expect("join");
+    let flushed = flush_blocking(&events).await;
     assert!(flushed);
     let names: Vec<String> = received_events(&rec)
         .iter()

@@ -58,14 +58,8 @@ impl Summarizer for FlakySummarizer {
                 }
                 3 => Err(SummarizeError::Refusal("I can't help with that.".into())),
                 4 => Ok(Summary {
-                    text: String::new(),
-                    tokens: 0,
                     model: Some("flaky".into()),
-                    prompt_tokens: None,
-                    completion_tokens: None,
-                    facts: None,
-                    prompt: None,
-                    cached_prompt_tokens: None,
+                    ..Summary::default()
                 }),
                 5 => {
                     // Ignores the budget.
@@ -74,11 +68,7 @@ impl Summarizer for FlakySummarizer {
                         tokens: (req.count_tokens)(&text),
                         text,
                         model: Some("flaky".into()),
-                        prompt_tokens: None,
-                        completion_tokens: None,
-                        facts: None,
-                        prompt: None,
-                        cached_prompt_tokens: None,
+                        ..Summary::default()
                     })
                 }
                 _ => Ok(ExtractiveSummarizer.summarize_sync(req)),

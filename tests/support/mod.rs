@@ -1,11 +1,14 @@
 //! What the tests of `compact serve`'s session API share: replicas (a
 //! spawned `compact serve`, killed when dropped), JSON over HTTP, and a
-//! session driven turn by turn with each answer fed back.
+//! session driven turn by turn with each answer fed back; and what the
+//! one-shot CLI tests share: `compact` confined to a sandbox, started with
+//! piped streams, run with an input.
 #![allow(dead_code)]
 
 use std::ffi::OsString;
+use std::io::Write;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
@@ -34,6 +37,65 @@ pub(crate) fn compact_bin() -> std::path::PathBuf {
         .unwrap_or_else(|| {
             panic!("these tests spawn the `compact` binary: build it (`cargo build -p compact`) or set COMPACT_BIN")
         })
+}
+
+/// `compact` confined to `sandbox`: it runs there, and the places it writes
+/// by default (the archive, the spool) are under it too, never in the
+/// source tree or the user's data directory; none of the caller's
+/// environment that picks a model, a trigger, a store, logs, colours or an
+/// exporter reaches it.
+pub(crate) fn cli(sandbox: &Path) -> Command {
+    let mut c = Command::new(compact_bin());
+    c.current_dir(sandbox)
+        .env("XDG_DATA_HOME", sandbox.join("data"))
+        .env("HOME", sandbox.join("home"));
+    for var in [
+        "COMPACT_MODEL",
+        "COMPACT_TRIGGER_PCT",
+        "COMPACT_STORAGE_PATH",
+        "COMPACT_LOG",
+        "NO_COLOR",
+        "COMPACT_TELEMETRY_EXPORTER",
+        "COMPACT_EXPORTER",
+        "COMPACT_ARIADNE_URL",
+    ] {
+        c.env_remove(var);
+    }
+    c
+}
+
+/// `cmd` started with its three streams piped.
+pub(crate) fn spawn_piped(cmd: &mut Command) -> Child {
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn compact")
+}
+
+/// `cmd` run to its end with `stdin` as its input.
+pub(crate) fn run_with_input(cmd: &mut Command, stdin: &str) -> Output {
+    let mut child = spawn_piped(cmd);
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("write stdin");
+    child.wait_with_output().expect("wait")
+}
+
+/// `compact serve` on loopback port `port` with its data in `dir`.
+pub(crate) fn serve_command(dir: &Path, port: u16) -> Command {
+    let mut c = Command::new(compact_bin());
+    c.args([
+        "serve",
+        "--addr",
+        &format!("127.0.0.1:{port}"),
+        "--data-dir",
+    ])
+    .arg(dir);
+    c
 }
 
 /// A loopback port nobody listens on right now.
@@ -111,14 +173,7 @@ impl<'a> Serve<'a> {
                 .expect("the replica's log file opens"),
             None => Stdio::null(),
         };
-        let child = Command::new(compact_bin())
-            .args([
-                "serve",
-                "--addr",
-                &format!("127.0.0.1:{port}"),
-                "--data-dir",
-            ])
-            .arg(self.dir)
+        let child = serve_command(self.dir, port)
             .args(&self.args)
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .env("COMPACT_MAX_CONTEXT_TOKENS", self.window.to_string())

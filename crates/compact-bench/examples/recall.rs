@@ -25,6 +25,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use compact_bench::args::list;
 use compact_bench::corpus::Transcript;
 use compact_bench::recall::{full_text, latency, natural_query, placeholder_ids, triggered_time};
 use compact_bench::retention::{self, CallingMode, Options, check, config_for, replay};
@@ -81,12 +82,7 @@ fn quantile(sorted: &[Duration], q: f64) -> f64 {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let flag = |f: &str| args.iter().any(|a| a == f);
-    let windows: Vec<usize> = args
-        .iter()
-        .position(|a| a == "--windows")
-        .and_then(|i| args.get(i + 1))
-        .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
-        .unwrap_or_else(|| vec![8_000, 16_000]);
+    let windows: Vec<usize> = list(&args, "--windows").unwrap_or_else(|| vec![8_000, 16_000]);
     // `--mode compact`: another `policy.mode` (clearing keeps placeholders in the context).
     let mode = args
         .iter()

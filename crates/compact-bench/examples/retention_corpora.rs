@@ -7,8 +7,11 @@
 
 use std::collections::BTreeMap;
 
+use compact_bench::args::list;
 use compact_bench::corpus::{Corpus, SEED_SPLIT, Split, Transcript, corpora};
-use compact_bench::retention::{CallingMode, RunOutcome, WINDOWS, config_for, measure, on_threads};
+use compact_bench::retention::{
+    self, CallingMode, RunOutcome, WINDOWS, config_for, measure, on_threads,
+};
 use compact_middleware::CompactManager;
 use serde_json::json;
 
@@ -43,16 +46,6 @@ struct Cell {
     runs: usize,
 }
 
-fn list<T: std::str::FromStr>(args: &[String], flag: &str) -> Option<Vec<T>> {
-    let i = args.iter().position(|a| a == flag)?;
-    Some(
-        args.get(i + 1)?
-            .split(',')
-            .filter_map(|s| s.trim().parse().ok())
-            .collect(),
-    )
-}
-
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let names: Option<Vec<String>> = args
@@ -84,13 +77,7 @@ fn main() {
             }
         }
     }
-    let jobs: Vec<(usize, usize, CallingMode)> = (0..transcripts.len())
-        .flat_map(|t| {
-            windows
-                .iter()
-                .flat_map(move |&w| CallingMode::ALL.map(|m| (t, w, m)))
-        })
-        .collect();
+    let jobs = retention::jobs(transcripts.len(), &windows);
     let done = run_jobs(&transcripts, &jobs);
     // (corpus, split, window) → cell
     let mut cells: BTreeMap<(String, Split, usize), Cell> = BTreeMap::new();

@@ -20,20 +20,11 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use compact_bench::args::list;
 use compact_bench::corpus::{self, Agent, Location, SEED_SPLIT, SessionShape, Split, Transcript};
 use compact_bench::retention::{CallingMode, config_for, measure, on_threads};
 use compact_middleware::CompactManager;
 use compact_middleware::model::Format;
-
-fn list<T: std::str::FromStr>(args: &[String], flag: &str) -> Option<Vec<T>> {
-    let i = args.iter().position(|a| a == flag)?;
-    Some(
-        args.get(i + 1)?
-            .split(',')
-            .filter_map(|s| s.trim().parse().ok())
-            .collect(),
-    )
-}
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

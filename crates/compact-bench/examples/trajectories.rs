@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 
+use compact_bench::args::list;
 use compact_bench::corpus::{Split, trajectories};
 use compact_bench::retention::{CallingMode, SUMMARY_MARK, config_for, measure};
 use compact_middleware::CompactManager;
@@ -15,12 +16,8 @@ use compact_middleware::CompactManager;
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let flag = |f: &str| args.iter().any(|a| a == f);
-    let windows: Vec<usize> = args
-        .iter()
-        .position(|a| a == "--windows")
-        .and_then(|i| args.get(i + 1))
-        .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
-        .unwrap_or_else(|| vec![8_000, 16_000, 32_000]);
+    let windows: Vec<usize> =
+        list(&args, "--windows").unwrap_or_else(|| vec![8_000, 16_000, 32_000]);
     // `--summary-pct 0.2`: try another `policy.summary_max_pct`.
     let summary_pct: Option<f64> = args
         .iter()

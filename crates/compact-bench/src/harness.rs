@@ -66,6 +66,15 @@ pub(crate) fn measure_with<T>(
     Stats::from(samples)
 }
 
+/// A current-thread runtime for a suite, or the suite's JSON error: the
+/// paths measured are CPU-bound and run without scheduler noise.
+pub(crate) fn current_thread() -> Result<tokio::runtime::Runtime, serde_json::Value> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| serde_json::json!({"error": format!("cannot build a tokio runtime: {e}")}))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

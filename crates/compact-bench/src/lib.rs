@@ -17,8 +17,10 @@
 //! planted in tool outputs, replayed and checked for leaks and reports) and
 //! [`cost`] (what sessions cost with a provider's prompt cache, compact
 //! beside peer policies simulated on the same sessions), [`recall`] (recall's
-//! latency and indexing overhead, which the `recall` example reuses).
+//! latency and indexing overhead, which the `recall` example reuses), [`args`] (the
+//! examples' comma-separated flag values).
 
+pub mod args;
 pub mod corpus;
 pub mod cost;
 mod demo_visibility;

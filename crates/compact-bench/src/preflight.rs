@@ -13,12 +13,9 @@ use crate::workload::{history, received};
 pub(crate) fn run(quick: bool) -> Value {
     // A current-thread runtime: the preflight path is CPU-bound and this
     // measures it without scheduler noise.
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let rt = match crate::harness::current_thread() {
         Ok(rt) => rt,
-        Err(e) => return json!({"error": format!("cannot build a tokio runtime: {e}")}),
+        Err(e) => return e,
     };
     let base = history(100, 3000);
     let runs = if quick { 30 } else { 200 };
@@ -28,12 +25,9 @@ pub(crate) fn run(quick: bool) -> Value {
         max_context_tokens: Some(1_000_000),
         ..Config::default()
     };
-    let Ok(manager) = CompactManager::builder(config)
-        .without_config_exporters()
-        .without_storage()
-        .build()
-    else {
-        return json!({"error": "cannot build manager"});
+    let manager = match bare_manager(config) {
+        Ok(m) => m,
+        Err(e) => return e,
     };
     let t_est = manager.estimate(&base, &[]).t_est;
     let mut k = 0usize;
@@ -73,12 +67,9 @@ pub(crate) fn run(quick: bool) -> Value {
         model: "gpt-4o".into(),
         ..Config::default()
     };
-    let Ok(manager) = CompactManager::builder(config)
-        .without_config_exporters()
-        .without_storage()
-        .build()
-    else {
-        return json!({"error": "cannot build manager"});
+    let manager = match bare_manager(config) {
+        Ok(m) => m,
+        Err(e) => return e,
     };
     let mut n = 0usize;
     let mut tokens_after = 0;
@@ -159,6 +150,15 @@ fn anthropic(v: Value) -> Vec<Message> {
         .unwrap_or_default()
 }
 
+/// A manager without storage or exporters, or the suite's JSON error.
+fn bare_manager(config: Config) -> Result<CompactManager, Value> {
+    CompactManager::builder(config)
+        .without_config_exporters()
+        .without_storage()
+        .build()
+        .map_err(|_| json!({"error": "cannot build manager"}))
+}
+
 /// Warm preflights that do not trigger, each the last output (as the agent
 /// got it) plus a new exchange, under `setting`.
 fn anthropic_warm(rt: &tokio::runtime::Runtime, runs: usize, setting: CacheBreakpoints) -> Value {
@@ -167,12 +167,9 @@ fn anthropic_warm(rt: &tokio::runtime::Runtime, runs: usize, setting: CacheBreak
         ..Config::default()
     };
     config.policy.cache_breakpoints = setting;
-    let Ok(manager) = CompactManager::builder(config)
-        .without_config_exporters()
-        .without_storage()
-        .build()
-    else {
-        return json!({"error": "cannot build manager"});
+    let manager = match bare_manager(config) {
+        Ok(m) => m,
+        Err(e) => return e,
     };
     let sent = std::cell::RefCell::new(anthropic_history(133, 3000));
     let mut k = 0usize;

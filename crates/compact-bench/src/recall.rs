@@ -19,10 +19,10 @@
 
 use std::time::{Duration, Instant};
 
+use compact_middleware::CompactManager;
 use compact_middleware::config::Config;
 use compact_middleware::model::Message;
 use compact_middleware::recall::{RecallIndex, RecallQuery};
-use compact_middleware::{CompactManager, PreflightRequest};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -137,15 +137,7 @@ pub async fn triggered_time(m: &CompactManager, session: &str, t: &Transcript) -
         context.extend(turn.iter().cloned());
         let sent = std::mem::take(&mut context);
         let started = Instant::now();
-        let r = m
-            .preflight_with(
-                session,
-                PreflightRequest {
-                    messages: sent.clone(),
-                    ..PreflightRequest::default()
-                },
-            )
-            .await;
+        let r = m.preflight(session, sent.clone()).await;
         let took = started.elapsed();
         context = match r {
             Ok(o) => {
@@ -320,13 +312,7 @@ pub fn overhead_pairs(
             let session = format!("bench-recall-{tag}-{pair}");
             let started = Instant::now();
             let out = rt
-                .block_on(m.preflight_with(
-                    &session,
-                    PreflightRequest {
-                        messages: history.to_vec(),
-                        ..PreflightRequest::default()
-                    },
-                ))
+                .block_on(m.preflight(&session, history.to_vec()))
                 .map_err(|e| e.to_string())?;
             let took = started.elapsed();
             if !out.report.triggered {
@@ -401,12 +387,9 @@ fn forget(rt: &tokio::runtime::Runtime, url: &str, session: &str) -> bool {
 
 /// `compact bench recall`.
 pub(crate) fn run(quick: bool) -> Value {
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let rt = match crate::harness::current_thread() {
         Ok(rt) => rt,
-        Err(e) => return json!({"error": format!("cannot build a tokio runtime: {e}")}),
+        Err(e) => return e,
     };
     let sessions = retention::sessions(&if quick {
         Options::quick()

@@ -124,16 +124,7 @@ async fn visibility(from: &Sidecar, to: &Sidecar) -> Result<Value, String> {
     for i in 0..VISIBLE_EVENTS {
         let body = json!({"type":"span","trace_id":run,"span_id":format!("v{i}"),
             "name":"bench.visibility","data":{"sent_us": wall_us()}});
-        let resp = client
-            .post(&url)
-            .header("content-type", "application/json")
-            .body(body.to_string())
-            .send()
-            .await
-            .map_err(|e| e.to_string())?;
-        if !resp.status().is_success() {
-            return Err(format!("ingest answered {}", resp.status()));
-        }
+        crate::server::post(&client, &url, body.to_string()).await?;
         next += GAP;
         tokio::time::sleep_until(next.into()).await;
     }

@@ -224,14 +224,10 @@ fn batch_body(trace: &str, first: u64, n: usize, extra: &str) -> String {
     s
 }
 
-async fn post(client: &reqwest::Client, url: &str, body: String) -> Result<(), String> {
-    let resp = client
-        .post(url)
-        .header("content-type", "application/json")
-        .body(body)
-        .send()
-        .await
-        .map_err(|e| e.to_string())?;
+/// POSTs `body` (JSON) to the trace server's `url` (`…/ingest`); an answer
+/// other than success is an error.
+pub(crate) async fn post(client: &reqwest::Client, url: &str, body: String) -> Result<(), String> {
+    let resp = crate::sidecar::post_json(client, url, body).await?;
     if resp.status().is_success() {
         Ok(())
     } else {

@@ -90,23 +90,30 @@ pub(crate) fn run(quick: bool) -> Value {
 
 /// The `compact` binary to spawn.
 pub(crate) fn compact_binary() -> Result<PathBuf, String> {
-    if let Some(bin) = std::env::var_os("COMPACT_BIN") {
+    sibling_binary(
+        "COMPACT_BIN",
+        "compact",
+        "the sidecar suite spawns the `compact` binary: build it (`cargo build --release \
+         --bin compact`) or set COMPACT_BIN",
+    )
+}
+
+/// The binary `stem` to spawn: `$env` when set, else the one built beside
+/// this executable; `missing` is the error when there is none.
+pub(crate) fn sibling_binary(env: &str, stem: &str, missing: &str) -> Result<PathBuf, String> {
+    if let Some(bin) = std::env::var_os(env) {
         return Ok(bin.into());
     }
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    // target/<profile>/compact-bench → target/<profile>/compact (one level
+    // target/<profile>/compact-bench → target/<profile>/<stem> (one level
     // more for a test or an example under deps/ or examples/).
-    let name = format!("compact{}", std::env::consts::EXE_SUFFIX);
+    let name = format!("{stem}{}", std::env::consts::EXE_SUFFIX);
     exe.ancestors()
         .skip(1)
         .take(2)
         .map(|dir| dir.join(&name))
         .find(|c| c.is_file())
-        .ok_or_else(|| {
-            "the sidecar suite spawns the `compact` binary: build it (`cargo build --release \
-             --bin compact`) or set COMPACT_BIN"
-                .to_owned()
-        })
+        .ok_or_else(|| missing.to_owned())
 }
 
 /// A spawned `compact serve`, killed on drop, with its scratch directory.
@@ -206,19 +213,28 @@ fn body(session: &str, base: &[Value], extra: usize) -> Vec<u8> {
 }
 
 async fn preflight(client: &reqwest::Client, url: &str, body: Vec<u8>) -> Result<Value, String> {
-    let r = client
-        .post(url)
-        .header("content-type", "application/json")
-        .body(body)
-        .send()
-        .await
-        .map_err(|e| e.to_string())?;
+    let r = post_json(client, url, body).await?;
     let status = r.status();
     let bytes = r.bytes().await.map_err(|e| e.to_string())?;
     if !status.is_success() {
         return Err(format!("preflight answered {status}"));
     }
     serde_json::from_slice(&bytes).map_err(|e| e.to_string())
+}
+
+/// POSTs `body` to `url` as JSON; the answer, whatever its status.
+pub(crate) async fn post_json(
+    client: &reqwest::Client,
+    url: &str,
+    body: impl Into<reqwest::Body>,
+) -> Result<reqwest::Response, String> {
+    client
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .map_err(|e| e.to_string())
 }
 
 /// A prefix unique to this run, for session ids.

@@ -17,21 +17,12 @@ pub(crate) const DEFAULT_RUNS: usize = 1000;
 
 /// The `compact-soak` binary to spawn.
 fn soak_binary() -> Result<PathBuf, String> {
-    if let Some(bin) = std::env::var_os("COMPACT_SOAK_BIN") {
-        return Ok(bin.into());
-    }
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let name = format!("compact-soak{}", std::env::consts::EXE_SUFFIX);
-    exe.ancestors()
-        .skip(1)
-        .take(2)
-        .map(|dir| dir.join(&name))
-        .find(|c| c.is_file())
-        .ok_or_else(|| {
-            "the soak suite spawns the `compact-soak` binary: build it (`cargo build --release \
-             -p compact-soak`) or set COMPACT_SOAK_BIN"
-                .to_owned()
-        })
+    crate::sidecar::sibling_binary(
+        "COMPACT_SOAK_BIN",
+        "compact-soak",
+        "the soak suite spawns the `compact-soak` binary: build it (`cargo build --release \
+         -p compact-soak`) or set COMPACT_SOAK_BIN",
+    )
 }
 
 /// `runs` runs from `seed`; `quick` is 20 runs.

@@ -7,27 +7,10 @@
 #[path = "../../../tests/support/mod.rs"]
 mod support;
 
-use std::path::Path;
-use std::process::Command;
-
 use compact_bench::corpus::{self, Agent, SessionShape};
 use compact_middleware::model::{Format, Request};
 use serde_json::Value;
-
-/// `compact` confined to `sandbox` (as `tests/cli.rs` runs it): it runs
-/// there, and the places it writes by default are under it too.
-fn cli(sandbox: &Path) -> Command {
-    let mut c = Command::new(support::compact_bin());
-    c.current_dir(sandbox)
-        .env("XDG_DATA_HOME", sandbox.join("data"))
-        .env("HOME", sandbox.join("home"))
-        .env_remove("COMPACT_MODEL")
-        .env_remove("COMPACT_TRIGGER_PCT")
-        .env_remove("COMPACT_STORAGE_PATH")
-        .env_remove("COMPACT_LOG")
-        .env_remove("NO_COLOR");
-    c
-}
+use support::cli;
 
 fn sandbox() -> tempfile::TempDir {
     tempfile::tempdir().expect("a temporary directory")

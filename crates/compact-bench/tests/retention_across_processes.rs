@@ -27,7 +27,7 @@ use compact_bench::corpus::{self, Agent, SessionShape, Transcript};
 use compact_bench::retention::{CallingMode, check};
 use compact_middleware::config::Config;
 use compact_middleware::model::{Format, Request};
-use compact_middleware::{CompactManager, Message, PreflightRequest};
+use compact_middleware::{CompactManager, Message};
 use serde_json::{Value, json};
 use support::Serve;
 
@@ -150,13 +150,7 @@ fn in_process(c: &Case, mode: CallingMode) -> Run {
     for t in 0..TURNS {
         let items = next_input(c, mode, run.outputs.last(), t);
         let out = rt
-            .block_on(manager.preflight_with(
-                "s",
-                PreflightRequest {
-                    messages: decode(&items, c.wire),
-                    ..PreflightRequest::default()
-                },
-            ))
+            .block_on(manager.preflight("s", decode(&items, c.wire)))
             .unwrap_or_else(|e| panic!("turn {t}: {e}"));
         let report = serde_json::to_value(&out.report).expect("report");
         run.record(t, Value::Array(out.provider_messages()), &report);

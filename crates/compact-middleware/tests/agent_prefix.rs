@@ -162,6 +162,29 @@ async fn compact(server: &FakeServer, summarizer_extra: &str, messages: &[String
     Run { outcome, created }
 }
 
+/// Every request `server` got is the fresh prompt, and the run's summary
+/// (the scripted goals) says it was made from it.
+fn assert_only_fresh(server: &FakeServer, run: &Run) {
+    let sent = server.requests();
+    assert!(!sent.is_empty());
+    for r in &sent {
+        assert_fresh(&r.json());
+    }
+    assert!(summary_text(&run.outcome).contains("Goals: fix the NET retry tests."));
+    assert_eq!(run.created["data"]["prompt"], "fresh");
+}
+
+/// `server` got two requests, the agent's prefix (no tool choice) and then
+/// the fresh prompt, and the run's summary was made from the second.
+fn assert_asked_again_fresh(server: &FakeServer, run: &Run) {
+    let sent = server.requests();
+    assert_eq!(sent.len(), 2);
+    assert_eq!(sent[0].json()["tool_choice"], "none");
+    assert_fresh(&sent[1].json());
+    assert!(summary_text(&run.outcome).contains("Goals: fix the NET retry tests."));
+    assert_eq!(run.created["data"]["prompt"], "fresh");
+}
+
 fn summary_text(o: &PreflightOutcome) -> String {
     o.messages
         .iter()
@@ -249,13 +272,7 @@ async fn a_prefix_too_large_for_the_summarizer_window_gets_the_fresh_prompt() {
         &messages,
     )
     .await;
-    let sent = server.requests();
-    assert!(!sent.is_empty());
-    for r in &sent {
-        assert_fresh(&r.json());
-    }
-    assert!(summary_text(&run.outcome).contains("Goals: fix the NET retry tests."));
-    assert_eq!(run.created["data"]["prompt"], "fresh");
+    assert_only_fresh(&server, &run);
 }
 
 #[tokio::test]
@@ -267,12 +284,7 @@ async fn a_tool_call_answer_to_the_prefix_is_asked_again_with_the_fresh_prompt()
     );
     let server = FakeServer::start(vec![call, ok("Goals: fix the NET retry tests.")]).await;
     let run = compact(&server, "  prompt: agent_prefix\n", &agent_messages(4)).await;
-    let sent = server.requests();
-    assert_eq!(sent.len(), 2);
-    assert_eq!(sent[0].json()["tool_choice"], "none");
-    assert_fresh(&sent[1].json());
-    assert!(summary_text(&run.outcome).contains("Goals: fix the NET retry tests."));
-    assert_eq!(run.created["data"]["prompt"], "fresh");
+    assert_asked_again_fresh(&server, &run);
     assert!(
         run.outcome.report.fallbacks.is_empty(),
         "{:?}",
@@ -287,13 +299,7 @@ async fn an_anthropic_history_gets_the_fresh_prompt() {
     let server = FakeServer::start(vec![]).await;
     server.set_default(ok("Goals: fix the NET retry tests."));
     let run = compact(&server, "  prompt: agent_prefix\n", &anthropic_messages(4)).await;
-    let sent = server.requests();
-    assert!(!sent.is_empty());
-    for r in &sent {
-        assert_fresh(&r.json());
-    }
-    assert!(summary_text(&run.outcome).contains("Goals: fix the NET retry tests."));
-    assert_eq!(run.created["data"]["prompt"], "fresh");
+    assert_only_fresh(&server, &run);
 }
 
 #[tokio::test]
@@ -349,12 +355,7 @@ async fn a_4xx_answer_to_the_prefix_is_asked_again_with_the_fresh_prompt() {
     ])
     .await;
     let run = compact(&server, "  prompt: agent_prefix\n", &agent_messages(4)).await;
-    let sent = server.requests();
-    assert_eq!(sent.len(), 2);
-    assert_eq!(sent[0].json()["tool_choice"], "none");
-    assert_fresh(&sent[1].json());
-    assert!(summary_text(&run.outcome).contains("Goals: fix the NET retry tests."));
-    assert_eq!(run.created["data"]["prompt"], "fresh");
+    assert_asked_again_fresh(&server, &run);
 }
 
 #[tokio::test]

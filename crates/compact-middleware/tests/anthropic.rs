@@ -6,11 +6,13 @@
 //! `UPDATE_GOLDEN=1 cargo test -p compact-middleware --test anthropic` regenerates the
 //! goldens under `tests/fixtures/anthropic/`.
 
+mod cache_markers;
 mod manager_support;
 mod support;
 
 use std::path::PathBuf;
 
+use cache_markers::body_markers;
 use compact_middleware::PreflightRequest;
 use compact_middleware::cache::breakpoints::{self, Layer};
 use compact_middleware::config::{CacheBreakpoints, Mode, Policy};
@@ -669,29 +671,6 @@ fn an_anthropic_compaction_block_is_fresh_right_after_the_response() {
 
 // ------------------------------------------------ cache_control breakpoints
 
-/// Every `cache_control` in a body, with the type of the block that carries it.
-fn markers(v: &Value, owner: &str, out: &mut Vec<String>) {
-    match v {
-        Value::Object(o) => {
-            let ty = o.get("type").and_then(Value::as_str).unwrap_or(owner);
-            for (k, x) in o {
-                if k == "cache_control" {
-                    let empty = ty == "text" && o.get("text").and_then(Value::as_str) == Some("");
-                    out.push(if empty {
-                        "empty text".into()
-                    } else {
-                        ty.into()
-                    });
-                } else {
-                    markers(x, ty, out);
-                }
-            }
-        }
-        Value::Array(a) => a.iter().for_each(|x| markers(x, owner, out)),
-        _ => {}
-    }
-}
-
 fn strip_markers(v: &mut Value) {
     match v {
         Value::Object(o) => {
@@ -710,12 +689,6 @@ fn strip_markers(v: &mut Value) {
         Value::Array(a) => a.iter_mut().for_each(strip_markers),
         _ => {}
     }
-}
-
-fn body_markers(v: &Value) -> Vec<String> {
-    let mut out = Vec::new();
-    markers(v, "request", &mut out);
-    out
 }
 
 fn assert_provider_accepts(body: &Value) {

@@ -27,11 +27,7 @@ fn sid(s: &str) -> SessionId {
 }
 
 fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap_or_else(|e| panic!("runtime: {e}"))
+    manager_support::two_worker_runtime()
 }
 
 fn fixture_dir() -> PathBuf {

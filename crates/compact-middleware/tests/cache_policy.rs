@@ -7,7 +7,7 @@ use std::sync::Arc;
 use compact_middleware::config::Config;
 use compact_middleware::model::{Format, Message, Request};
 use compact_middleware::state::{SessionStore, SqliteSessionStore};
-use compact_middleware::{CompactManager, PreflightOutcome, PreflightRequest};
+use compact_middleware::{CompactManager, PreflightOutcome};
 use serde_json::{Value, json};
 
 fn manager(config: Config) -> CompactManager {
@@ -76,26 +76,24 @@ impl Agent {
     }
 }
 
+fn current_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
 /// Replays the run through `m`, the agent keeping compact's output; returns
 /// every outcome.
 fn replay(m: &CompactManager, calls: usize) -> Vec<PreflightOutcome> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let rt = current_thread();
     let mut agent = Agent { seed: 7 };
     let mut context = Agent::start();
     let mut outcomes = Vec::new();
     for i in 0..calls {
         context.extend(agent.round(i));
         let outcome = rt
-            .block_on(m.preflight_with(
-                "s1",
-                PreflightRequest {
-                    messages: std::mem::take(&mut context),
-                    ..PreflightRequest::default()
-                },
-            ))
+            .block_on(m.preflight("s1", std::mem::take(&mut context)))
             .unwrap_or_else(|e| panic!("call {i}: {e}"));
         context = outcome.compacted_messages();
         outcomes.push(outcome);
@@ -262,10 +260,7 @@ fn a_restarted_manager_keeps_the_pace() {
             .any(|o| o.report.reason.starts_with("cost:")),
         "the run compacts on cost"
     );
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let rt = current_thread();
     let mut agent = Agent { seed: 7 };
     let mut context = Agent::start();
     for (i, before) in straight.iter().enumerate() {
@@ -273,13 +268,7 @@ fn a_restarted_manager_keeps_the_pace() {
         // A new manager every call: only the store carries the session.
         let m = stored(128_000);
         let o = rt
-            .block_on(m.preflight_with(
-                "s1",
-                PreflightRequest {
-                    messages: std::mem::take(&mut context),
-                    ..PreflightRequest::default()
-                },
-            ))
+            .block_on(m.preflight("s1", std::mem::take(&mut context)))
             .unwrap_or_else(|e| panic!("call {i}: {e}"));
         assert_eq!(
             (o.report.triggered, &o.report.reason),

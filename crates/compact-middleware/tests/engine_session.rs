@@ -12,7 +12,7 @@ use compact_middleware::config::{Config, Policy};
 use compact_middleware::manager::ContinuationKind;
 use compact_middleware::model::{Format, Message, Request};
 use compact_middleware::pipeline::Tier;
-use compact_middleware::{CompactManager, PreflightOutcome, PreflightRequest};
+use compact_middleware::{CompactManager, PreflightOutcome};
 use serde_json::json;
 use support::invariants::{Tracker, check_call, is_summary_shaped};
 
@@ -88,15 +88,7 @@ async fn preflight(
     tracker: &mut Tracker,
     sent: Vec<Message>,
 ) -> PreflightOutcome {
-    let result = m
-        .preflight_with(
-            session,
-            PreflightRequest {
-                messages: sent.clone(),
-                ..PreflightRequest::default()
-            },
-        )
-        .await;
+    let result = m.preflight(session, sent.clone()).await;
     if let Err(e) = check_call(m, tracker, &sent, &[], &result) {
         panic!("{session}: invariant violated: {e}");
     }

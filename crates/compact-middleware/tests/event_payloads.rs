@@ -58,11 +58,7 @@ fn history(turns: usize) -> Vec<Message> {
 }
 
 fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap_or_else(|e| panic!("runtime: {e}"))
+    manager_support::two_worker_runtime()
 }
 
 fn reads_back_as<P: Payload + DeserializeOwned>(span: &SpanEvent) {

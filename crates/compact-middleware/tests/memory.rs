@@ -16,32 +16,31 @@ use compact_middleware::memory::{
 };
 use compact_middleware::strategy::{Level, Resolved, deep_merge, from_seed_fields, resolve_layers};
 use compact_middleware::summarize::{
-    ExtractiveSummarizer, OpenAiConfig, OpenAiSummarizer, Strategy, Summarizer, SummaryEntry,
+    OpenAiConfig, OpenAiSummarizer, Strategy, Summarizer, SummaryEntry,
 };
 use compact_middleware::{CompactManager, Message};
 use fake_openai::{FakeServer, Reply, ok, status};
-use memory_support::{router_history, seed_002_evolution, settings};
+use memory_support::{
+    begins_on_threads, compact_users_session_a, conversation,
+    crash_mid_summarization_is_recoverable, seed_002_evolution, settings,
+};
 use serde_json::json;
 use tokio::sync::Notify;
 
-/// Seq 2k is round k+1's user message, 2k+1 its assistant reply.
-fn conversation(n: usize) -> Vec<SummaryEntry> {
-    (0..n)
-        .map(|seq| {
-            let round = seq / 2 + 1;
-            if seq % 2 == 0 {
-                SummaryEntry::new(
-                    "user",
-                    format!("Round {round}: please check ticket R-{round} (seq {seq})."),
-                )
-            } else {
-                SummaryEntry::new(
-                    "assistant",
-                    format!("Round {round}: decided to close R-{round} (seq {seq})."),
-                )
-            }
-        })
-        .collect()
+/// This file's conversation ([`conversation`]): the user asks about a ticket.
+fn conversation_about(n: usize) -> Vec<SummaryEntry> {
+    conversation(n, "please check ticket")
+}
+
+/// A manager of `config` on the memory store `store`, without session
+/// storage or exporters.
+fn with_memory(config: Config, store: &Arc<dyn MemoryStore>) -> CompactManager {
+    CompactManager::builder(config)
+        .without_config_exporters()
+        .memory_store(store.clone())
+        .without_storage()
+        .build()
+        .expect("manager")
 }
 
 fn openai(base_url: &str) -> Arc<dyn Summarizer> {
@@ -79,7 +78,7 @@ fn the_seed_002_window_table() {
 #[tokio::test]
 async fn the_seed_002_memory_table_evolution() {
     let store = Arc::new(SqliteStore::in_memory().expect("store"));
-    seed_002_evolution(store.clone(), &conversation(20)).await;
+    seed_002_evolution(store.clone(), &conversation_about(20)).await;
     for r in store.history("c1").expect("history") {
         assert!(!r.memory_text.is_empty());
         assert!(r.generation_time_ms.is_some());
@@ -93,7 +92,7 @@ async fn summaries_are_incremental_and_told_when_the_window_slides() {
     let server = FakeServer::start(vec![]).await;
     let store = Arc::new(SqliteStore::in_memory().expect("store"));
     let window = SlidingWindow::new(store.clone(), openai(&server.base_url()), settings());
-    let messages = conversation(20);
+    let messages = conversation_about(20);
     for (i, last) in [5, 9, 13, 15].into_iter().enumerate() {
         server.push(ok(&format!("Memory {}.", i + 1)));
         let s = window
@@ -134,7 +133,7 @@ async fn background_summarization_never_blocks_and_allows_one_processing_row() {
     .await;
     let store = Arc::new(SqliteStore::in_memory().expect("store"));
     let window = SlidingWindow::new(store.clone(), openai(&server.base_url()), settings());
-    let mut messages = conversation(6);
+    let mut messages = conversation_about(6);
 
     // Round 3 ends (seq 5 saved): a processing row, the task runs in the background.
     let first = window
@@ -151,7 +150,7 @@ async fn background_summarization_never_blocks_and_allows_one_processing_row() {
     );
 
     // Round 4 starts: no completed memory yet, raw messages 0-6.
-    messages.extend(conversation(8).split_off(6));
+    messages.extend(conversation_about(8).split_off(6));
     let ctx = window
         .get_context_for_workflow("c", &messages[..7])
         .expect("ctx");
@@ -187,7 +186,7 @@ async fn background_summarization_never_blocks_and_allows_one_processing_row() {
     assert_eq!(first.handle.await.expect("task"), MemoryStatus::Completed);
 
     // Round 5 starts: memory 1 (end 5) plus the gap seq 6-7 before the current message 8.
-    messages.extend(conversation(10).split_off(8));
+    messages.extend(conversation_about(10).split_off(8));
     let ctx = window
         .get_context_for_workflow("c", &messages[..9])
         .expect("ctx");
@@ -212,15 +211,7 @@ async fn concurrent_stores_on_one_file_never_hold_two_processing_rows() {
     let stores: Vec<Arc<SqliteStore>> = (0..4)
         .map(|_| Arc::new(SqliteStore::open(&path).expect("open")))
         .collect();
-    let mut tasks = Vec::new();
-    for (i, store) in stores.iter().enumerate() {
-        for _ in 0..8 {
-            let store = store.clone();
-            tasks.push(tokio::task::spawn_blocking(move || {
-                store.begin("c", 0, 5 + i as i64, None)
-            }));
-        }
-    }
+    let tasks = begins_on_threads(&stores);
     let mut won = 0;
     for t in tasks {
         if t.await.expect("join").expect("begin").is_some() {
@@ -244,7 +235,7 @@ async fn a_failed_summary_marks_the_row_failed_and_the_next_round_retries() {
     let server = FakeServer::start(vec![status(500)]).await;
     let store = Arc::new(SqliteStore::in_memory().expect("store"));
     let window = SlidingWindow::new(store.clone(), openai(&server.base_url()), settings());
-    let messages = conversation(8);
+    let messages = conversation_about(8);
     let s = window
         .trigger_summarization_if_needed("c", &messages, 5)
         .expect("t")
@@ -267,51 +258,11 @@ async fn a_failed_summary_marks_the_row_failed_and_the_next_round_retries() {
 async fn a_crash_mid_summarization_is_recoverable() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("memory.sqlite3");
-    let messages = conversation(12);
-    {
-        // A completed memory, then a process that dies while summarizing.
-        let store = Arc::new(SqliteStore::open(&path).expect("open"));
-        let window = SlidingWindow::new(store.clone(), Arc::new(ExtractiveSummarizer), settings());
-        let s = window
-            .trigger_summarization_if_needed("c", &messages, 5)
-            .expect("t")
-            .expect("s");
-        s.handle.await.expect("task");
-        assert_eq!(store.begin("c", 0, 9, Some(1)).expect("begin"), Some(2));
-    }
-    let store = Arc::new(SqliteStore::open(&path).expect("reopen"));
-    assert_eq!(
-        store.processing("c").expect("p").map(|r| r.memory_id),
-        Some(2)
-    );
-
-    // Within the timeout the stuck row still blocks new work.
-    let window = SlidingWindow::new(store.clone(), Arc::new(ExtractiveSummarizer), settings());
-    assert!(
-        window
-            .trigger_summarization_if_needed("c", &messages, 11)
-            .expect("t")
-            .is_none()
-    );
-
-    // Past it, the row becomes failed and the next trigger proceeds from the
-    // latest completed memory.
-    let mut fast = settings();
-    fast.processing_timeout = Duration::ZERO;
-    let window = SlidingWindow::new(store.clone(), Arc::new(ExtractiveSummarizer), fast);
-    let s = window
-        .trigger_summarization_if_needed("c", &messages, 11)
-        .expect("t")
-        .expect("scheduled");
-    assert_eq!(
-        store.get(2).expect("get").expect("row").status,
-        MemoryStatus::Failed
-    );
-    assert_eq!((s.memory_id, s.base_memory_id), (3, Some(1)));
-    assert_eq!(s.handle.await.expect("task"), MemoryStatus::Completed);
-    // A late finisher of the crashed task cannot overwrite the recovered row.
-    assert!(!store.complete(2, "late", 1).expect("complete"));
-    assert_eq!(store.get(2).expect("get").expect("row").memory_text, "");
+    crash_mid_summarization_is_recoverable(
+        || Arc::new(SqliteStore::open(&path).expect("open")) as Arc<dyn MemoryStore>,
+        &conversation_about(12),
+    )
+    .await;
 }
 
 // ---------------------------------------------------- instructions injection
@@ -414,21 +365,10 @@ fn injection_prepends_a_system_message_when_there_is_none_and_keeps_content_part
 async fn cross_session_memory_is_persisted_and_injected_into_a_new_session() {
     let store: Arc<dyn MemoryStore> = Arc::new(SqliteStore::in_memory().expect("store"));
     let config = base_config("policy:\n  keep_recent_turns: 1\nmemory:\n  injection: true\n");
-    let manager = CompactManager::builder(config)
-        .without_config_exporters()
-        .memory_store(store.clone())
-        .without_storage()
-        .build()
-        .expect("manager");
+    let manager = with_memory(config, &store);
 
     // Session A: a summary is produced and persisted under the user's key.
-    manager.bind_memory_key("a", "user-42").await;
-    let history = router_history();
-    let out = manager
-        .manual_compact("a", history, "test")
-        .await
-        .expect("compact");
-    assert!(out.report.summary_version.is_some());
+    let out = compact_users_session_a(&manager).await;
     assert!(
         out.report.injected.is_empty(),
         "no memory existed when session a started"
@@ -465,12 +405,7 @@ async fn cross_session_memory_is_persisted_and_injected_into_a_new_session() {
         .await
         .expect("preflight");
     assert!(out.report.injected.is_empty());
-    let off = CompactManager::builder(base_config(""))
-        .without_config_exporters()
-        .memory_store(store.clone())
-        .without_storage()
-        .build()
-        .expect("manager");
+    let off = with_memory(base_config(""), &store);
     off.bind_memory_key("d", "user-42").await;
     assert!(
         off.preflight("d", history)
@@ -487,12 +422,7 @@ async fn sliding_window_mode_replaces_summarized_rounds_with_the_memory() {
     let store: Arc<dyn MemoryStore> = Arc::new(SqliteStore::in_memory().expect("store"));
     let mut config = base_config("memory:\n  summarize_after_seq: 3\n  rolling_window_size: 6\n");
     config.policy.mode = Mode::SlidingWindow;
-    let manager = CompactManager::builder(config)
-        .without_config_exporters()
-        .memory_store(store.clone())
-        .without_storage()
-        .build()
-        .expect("manager");
+    let manager = with_memory(config, &store);
     let mut history = vec![Message::system("You are an agent.")];
     for i in 0..3 {
         history.push(Message::user(format!("Question {i} about ticket Q-{i}.")));

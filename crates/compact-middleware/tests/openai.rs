@@ -91,6 +91,33 @@ fn request(strategy: Strategy, max_tokens: usize) -> SummaryRequest {
     }
 }
 
+/// A task-state summary of 300 tokens from `server` that must fail
+/// (`why` names the expected failure).
+async fn failed_summary(server: &FakeServer, why: &str) -> SummarizeError {
+    build(&settings(&server.base_url()))
+        .summarize(&request(Strategy::TaskState, 300))
+        .await
+        .expect_err(why)
+}
+
+/// A task-state request over `entries` with their fact ledger, within
+/// `max_tokens`.
+fn with_ledger(
+    previous: Option<String>,
+    entries: &[SummaryEntry],
+    max_tokens: usize,
+) -> SummaryRequest {
+    SummaryRequest {
+        previous,
+        entries: entries.to_vec(),
+        strategy: Strategy::TaskState,
+        max_tokens,
+        count_tokens: o200k(),
+        ledger: Some(ledger_of(entries)),
+        agent_prefix: None,
+    }
+}
+
 fn replaced(req: &SummaryRequest) -> usize {
     let c = &req.count_tokens;
     req.entries.iter().map(|e| c(&e.text)).sum::<usize>()
@@ -181,11 +208,7 @@ async fn a_429_then_success_is_retried() {
 async fn persistent_500s_exhaust_the_retries() {
     let server = FakeServer::start(vec![]).await;
     server.set_default(status(500));
-    let s = build(&settings(&server.base_url()));
-    let err = s
-        .summarize(&request(Strategy::TaskState, 300))
-        .await
-        .expect_err("500s");
+    let err = failed_summary(&server, "500s").await;
     assert!(
         matches!(err, SummarizeError::Http { status: 500, .. }),
         "{err:?}"
@@ -196,11 +219,7 @@ async fn persistent_500s_exhaust_the_retries() {
 #[tokio::test]
 async fn a_400_is_not_retried() {
     let server = FakeServer::start(vec![status(400)]).await;
-    let s = build(&settings(&server.base_url()));
-    let err = s
-        .summarize(&request(Strategy::TaskState, 300))
-        .await
-        .expect_err("400");
+    let err = failed_summary(&server, "400").await;
     assert!(
         matches!(err, SummarizeError::Http { status: 400, .. }),
         "{err:?}"
@@ -649,6 +668,16 @@ fn manager_config(base_url: &str, yaml_extra: &str) -> Config {
     Config::from_yaml_str(&yaml).expect("config")
 }
 
+/// A manager whose summarizer is `server` (`extra`: more summarizer
+/// settings), without storage or exporters.
+fn summarizing_manager(server: &FakeServer, extra: &str) -> CompactManager {
+    CompactManager::builder(manager_config(&server.base_url(), extra))
+        .without_config_exporters()
+        .without_storage()
+        .build()
+        .expect("manager")
+}
+
 fn turns(from: usize, to: usize) -> Vec<Message> {
     let mut out = Vec::new();
     for i in from..to {
@@ -667,11 +696,7 @@ fn turns(from: usize, to: usize) -> Vec<Message> {
 #[tokio::test]
 async fn a_configured_openai_summarizer_is_used_by_the_manager() {
     let server = FakeServer::start(vec![ok("Goals: investigate NET-0..NET-3 retries.")]).await;
-    let manager = CompactManager::builder(manager_config(&server.base_url(), ""))
-        .without_config_exporters()
-        .without_storage()
-        .build()
-        .expect("manager");
+    let manager = summarizing_manager(&server, "");
     assert_eq!(manager.summarizer().name(), "openai");
     let mut history = vec![Message::system("You are a coding agent.")];
     history.extend(turns(0, 4));
@@ -851,11 +876,7 @@ async fn a_model_that_omits_facts_cannot_make_the_summary_forget_them() {
     // The model answers with a plausible summary that leaves out the
     // constraint, the decision and the reserved port stated in the turns.
     let server = FakeServer::start(vec![ok("Goals: investigate the NET retries.")]).await;
-    let manager = CompactManager::builder(manager_config(&server.base_url(), ""))
-        .without_config_exporters()
-        .without_storage()
-        .build()
-        .expect("manager");
+    let manager = summarizing_manager(&server, "");
     let mut history = vec![Message::system("You are a coding agent.")];
     // The task stays in the context as it is; the facts come after it.
     history.push(Message::user("Look into the NET retries."));
@@ -1112,15 +1133,7 @@ async fn a_big_previous_summary_and_facts_list_are_cut_to_fit_never_the_instruct
         })
         .collect::<Vec<_>>()
         .join("\n");
-    let req = SummaryRequest {
-        previous: Some(previous),
-        entries: entries.clone(),
-        strategy: Strategy::TaskState,
-        max_tokens: 1_500,
-        count_tokens: o200k(),
-        ledger: Some(ledger_of(&entries)),
-        agent_prefix: None,
-    };
+    let req = with_ledger(Some(previous), &entries, 1_500);
     let summary = s.summarize(&req).await.expect("summary");
     assert!(
         summary.text.starts_with("Model summary m"),
@@ -1180,16 +1193,8 @@ async fn a_model_summary_that_omits_facts_is_kept_and_the_facts_are_added_by_ran
     )])
     .await;
     let s = build(&settings(&server.base_url()));
-    let req = SummaryRequest {
-        previous: None,
-        entries: entries.clone(),
-        strategy: Strategy::TaskState,
-        // Room for the model's text and some of the facts, not all 60.
-        max_tokens: 400,
-        count_tokens: o200k(),
-        ledger: Some(ledger_of(&entries)),
-        agent_prefix: None,
-    };
+    // Room for the model's text and some of the facts, not all 60.
+    let req = with_ledger(None, &entries, 400);
     let out = summarize_with_fallbacks(&s, &req, replaced(&req), false).await;
     assert!(out.fallbacks.is_empty(), "{:?}", out.fallbacks);
     assert!(!out.primary_failed);
@@ -1250,15 +1255,7 @@ async fn errors_refusals_and_empty_answers_still_fall_back_to_extractive() {
         let mut st = settings(&server.base_url());
         st.retries = 0;
         let s = build(&st);
-        let req = SummaryRequest {
-            previous: None,
-            entries: entries.clone(),
-            strategy: Strategy::TaskState,
-            max_tokens: 600,
-            count_tokens: o200k(),
-            ledger: Some(ledger_of(&entries)),
-            agent_prefix: None,
-        };
+        let req = with_ledger(None, &entries, 600);
         let out = summarize_with_fallbacks(&s, &req, replaced(&req), false).await;
         let (summary, by) = out.summary.expect("extractive");
         assert_eq!(by, "extractive", "{kind}");
@@ -1488,11 +1485,7 @@ async fn a_model_summary_that_repeats_a_tools_orders_is_not_committed_verbatim()
         "Goals: investigate NET-0..NET-3 retries.\nConstraints:\n- {order}\nDecisions:\n- Keep the 10 ms backoff."
     ))])
     .await;
-    let manager = CompactManager::builder(manager_config(&server.base_url(), ""))
-        .without_config_exporters()
-        .without_storage()
-        .build()
-        .expect("manager");
+    let manager = summarizing_manager(&server, "");
     let mut items = vec![json!({"role": "system", "content": "You are a coding agent."})];
     for m in turns(0, 2) {
         items.push(m.to_provider_value());

@@ -12,28 +12,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use compact_middleware::config::{Config, Mode, StateStoreKind};
-use compact_middleware::memory::{MemoryStatus, MemoryStore, PostgresMemoryStore, SlidingWindow};
-use compact_middleware::summarize::{ExtractiveSummarizer, SummaryEntry};
+use compact_middleware::memory::{MemoryStatus, MemoryStore, PostgresMemoryStore};
 use compact_middleware::{CompactManager, Message};
-use memory_support::{router_history, seed_002_evolution, settings};
-
-/// Seq 2k is round k+1's user message, 2k+1 its assistant reply.
-fn conversation(n: usize) -> Vec<SummaryEntry> {
-    (0..n)
-        .map(|seq| {
-            let round = seq / 2 + 1;
-            let (role, verb) = if seq % 2 == 0 {
-                ("user", "please check")
-            } else {
-                ("assistant", "decided to close")
-            };
-            SummaryEntry::new(
-                role,
-                format!("Round {round}: {verb} R-{round} (seq {seq})."),
-            )
-        })
-        .collect()
-}
+use memory_support::{
+    begins_on_threads, compact_users_session_a, conversation,
+    crash_mid_summarization_is_recoverable, seed_002_evolution,
+};
 
 fn connect(url: &str) -> Arc<PostgresMemoryStore> {
     Arc::new(PostgresMemoryStore::connect(url).unwrap_or_else(|e| panic!("{e}")))
@@ -43,7 +27,7 @@ fn connect(url: &str) -> Arc<PostgresMemoryStore> {
 async fn the_seed_002_memory_table_evolution() {
     let db = postgres_support::database().await;
     let store = connect(&db.url);
-    seed_002_evolution(store.clone(), &conversation(20)).await;
+    seed_002_evolution(store.clone(), &conversation(20, "please check")).await;
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .expect("clock")
@@ -68,15 +52,7 @@ async fn replicas_never_hold_two_processing_rows() {
     let db = postgres_support::database().await;
     // Four stores, four connections: four replicas on one database.
     let stores: Vec<Arc<PostgresMemoryStore>> = (0..4).map(|_| connect(&db.url)).collect();
-    let mut tasks = Vec::new();
-    for (i, store) in stores.iter().enumerate() {
-        for _ in 0..8 {
-            let store = store.clone();
-            tasks.push(tokio::task::spawn_blocking(move || {
-                store.begin("c", 0, 5 + i as i64, None)
-            }));
-        }
-    }
+    let mut tasks = begins_on_threads(&stores);
     // Also straight from async tasks (as the sliding window's trigger is).
     for store in &stores {
         let store = store.clone();
@@ -118,49 +94,11 @@ async fn replicas_never_hold_two_processing_rows() {
 #[tokio::test]
 async fn a_crashed_replicas_summarization_is_recoverable() {
     let db = postgres_support::database().await;
-    let messages = conversation(12);
-    {
-        let store = connect(&db.url);
-        let window = SlidingWindow::new(store.clone(), Arc::new(ExtractiveSummarizer), settings());
-        let s = window
-            .trigger_summarization_if_needed("c", &messages, 5)
-            .expect("trigger")
-            .expect("scheduled");
-        s.handle.await.expect("task");
-        // The replica dies while summarizing: its row stays `processing`.
-        assert_eq!(store.begin("c", 0, 9, Some(1)).expect("begin"), Some(2));
-    }
-    let store = connect(&db.url);
-    assert_eq!(
-        store
-            .processing("c")
-            .expect("processing")
-            .map(|r| r.memory_id),
-        Some(2)
-    );
-    let window = SlidingWindow::new(store.clone(), Arc::new(ExtractiveSummarizer), settings());
-    assert!(
-        window
-            .trigger_summarization_if_needed("c", &messages, 11)
-            .expect("trigger")
-            .is_none(),
-        "within the timeout the stuck row still blocks new work"
-    );
-    let mut fast = settings();
-    fast.processing_timeout = Duration::ZERO;
-    let window = SlidingWindow::new(store.clone(), Arc::new(ExtractiveSummarizer), fast);
-    let s = window
-        .trigger_summarization_if_needed("c", &messages, 11)
-        .expect("trigger")
-        .expect("scheduled");
-    assert_eq!(
-        store.get(2).expect("get").expect("row").status,
-        MemoryStatus::Failed
-    );
-    assert_eq!((s.memory_id, s.base_memory_id), (3, Some(1)));
-    assert_eq!(s.handle.await.expect("task"), MemoryStatus::Completed);
-    assert!(!store.complete(2, "late", 1).expect("complete"));
-    assert_eq!(store.get(2).expect("get").expect("row").memory_text, "");
+    crash_mid_summarization_is_recoverable(
+        || connect(&db.url) as Arc<dyn MemoryStore>,
+        &conversation(12, "please check"),
+    )
+    .await;
 }
 
 fn config(dir: &std::path::Path, url: &str, yaml: &str) -> Config {
@@ -211,13 +149,7 @@ async fn managers_pick_it_with_the_session_store_and_share_cross_session_memory(
     );
     assert!(!format!("{store:?}").contains("secret"));
 
-    a.bind_memory_key("a", "user-42").await;
-    let history = router_history();
-    let out = a
-        .manual_compact("a", history, "test")
-        .await
-        .expect("compact");
-    assert!(out.report.summary_version.is_some());
+    compact_users_session_a(&a).await;
     assert_eq!(
         rows(
             &db.url,

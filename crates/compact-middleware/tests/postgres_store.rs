@@ -11,27 +11,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use compact_middleware::archive::SessionId;
-use compact_middleware::config::Config;
 use compact_middleware::state::{
     Fetched, PostgresSessionStore, SessionRecord, SessionStore, StateError,
 };
 use compact_middleware::{CompactManager, Message};
-use manager_support::manager;
-
-fn turn(i: usize) -> Vec<Message> {
-    vec![
-        Message::user(format!(
-            "turn {i}: ticket OPS-{i} belongs to team-{i}. We decided to keep service-{i} on port {}. {}",
-            8000 + i,
-            "lorem ipsum ".repeat(40)
-        )),
-        Message::assistant(format!("Done with OPS-{i}. {}", "dolor sit ".repeat(40))),
-    ]
-}
-
-fn config(dir: &std::path::Path) -> Config {
-    manager_support::config_in(dir, 2_000)
-}
+use manager_support::{manager, store_config as config, ticket_turn};
 
 /// `turns` turns of session `s1`, the agent feeding our output back; turn
 /// `i` goes to `managers[pick(i)]`.
@@ -40,7 +24,7 @@ async fn drive(
     pick: impl Fn(usize) -> usize,
     turns: usize,
 ) -> Vec<Vec<Message>> {
-    manager_support::drive(managers, pick, turns, true, turn).await
+    manager_support::drive(managers, pick, turns, true, |i| ticket_turn(i, true)).await
 }
 
 fn id(s: &str) -> SessionId {
@@ -119,16 +103,17 @@ async fn the_store_keeps_records_and_their_ledger() {
     assert!(store.load(&id("copy")).await.expect("load").is_none());
 }
 
+/// 24 turns on one manager without a session store: what managers
+/// sharing the database must answer.
+async fn on_one_manager(dir: &std::path::Path) -> Vec<Vec<Message>> {
+    drive(&[manager(&config(&dir.join("one")), None)], |_| 0, 24).await
+}
+
 #[tokio::test]
 async fn alternating_managers_on_one_database_match_one_manager() {
     let db = postgres_support::database().await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let one = drive(
-        &[manager(&config(&dir.path().join("one")), None)],
-        |_| 0,
-        24,
-    )
-    .await;
+    let one = on_one_manager(dir.path()).await;
     let cfg = config(&dir.path().join("pg"));
     // Two replicas with their own connections, and a third built fresh at
     // turn 10 (a restart).
@@ -343,7 +328,7 @@ async fn concurrent_preflights_of_one_session_on_two_replicas_never_fork_the_cha
     let mut history = vec![Message::system("You are an agent.")];
     let mut last = 0;
     for i in 0..10 {
-        history.extend(turn(i));
+        history.extend(ticket_turn(i, true));
         // Both replicas get the same raw history at once: whichever runs
         // second sees the first's record, so versions only move forward.
         let (x, y) = tokio::join!(
@@ -417,12 +402,7 @@ async fn raw_client(url: &str) -> tokio_postgres::Client {
 async fn a_record_stored_whole_by_an_earlier_version_continues_and_is_stored_in_parts() {
     let db = postgres_support::database().await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let one = drive(
-        &[manager(&config(&dir.path().join("one")), None)],
-        |_| 0,
-        24,
-    )
-    .await;
+    let one = on_one_manager(dir.path()).await;
 
     // Turns 0-11 on a manager of its own; its record then goes into the
     // table and the row an earlier version wrote: the whole record, as
@@ -433,7 +413,7 @@ async fn a_record_stored_whole_by_an_earlier_version_continues_and_is_stored_in_
     let mut fed = vec![Message::system("You are an agent.")];
     let mut outputs = Vec::new();
     for i in 0..12 {
-        fed.extend(turn(i));
+        fed.extend(ticket_turn(i, true));
         let out = first.preflight("s1", fed.clone()).await.expect("turn");
         fed = out.messages.clone();
         outputs.push(out.messages);
@@ -474,7 +454,7 @@ async fn a_record_stored_whole_by_an_earlier_version_continues_and_is_stored_in_
     );
     let second = manager(&cfg, Some(store));
     for i in 12..24 {
-        fed.extend(turn(i));
+        fed.extend(ticket_turn(i, true));
         let out = second.preflight("s1", fed.clone()).await.expect("turn");
         fed = out.messages.clone();
         outputs.push(out.messages);

@@ -79,13 +79,7 @@ fn each_call_predicts_the_cache_and_each_rewrite_reports_its_break() {
     for i in 0..14 {
         context.extend(turn(i));
         let o = rt
-            .block_on(m.preflight_with(
-                "s",
-                PreflightRequest {
-                    messages: std::mem::take(&mut context),
-                    ..PreflightRequest::default()
-                },
-            ))
+            .block_on(m.preflight("s", std::mem::take(&mut context)))
             .unwrap_or_else(|e| panic!("call {i}: {e}"));
         context = o.messages.clone();
         outcomes.push(o);
@@ -162,8 +156,9 @@ fn reported_figures_reach_the_event_and_are_priced() {
         cache_write_1h: 0,
         output_tokens: Some(300),
     };
-    let o = rt
-        .block_on(m.preflight_with(
+    // Session `s` of `history` on `m`, with the provider's usage figures.
+    let with_usage = |m: &CompactManager, history: Vec<Message>| {
+        rt.block_on(m.preflight_with(
             "s",
             PreflightRequest {
                 messages: history,
@@ -171,7 +166,9 @@ fn reported_figures_reach_the_event_and_are_priced() {
                 ..PreflightRequest::default()
             },
         ))
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let o = with_usage(&m, history);
     let c = o.report.cache.unwrap_or_else(|| panic!("no cache report"));
     assert_eq!(c.rule, CacheRule::Anthropic);
     // No cache_control in the request: Anthropic caches nothing.
@@ -192,16 +189,7 @@ fn reported_figures_reach_the_event_and_are_priced() {
     let (m, _) = manager("gpt-4", 8_000);
     let mut history = decode(vec![json!({"role": "system", "content": "s"})]);
     history.extend(turn(0));
-    let o = rt
-        .block_on(m.preflight_with(
-            "s",
-            PreflightRequest {
-                messages: history,
-                usage_details: Some(reported),
-                ..PreflightRequest::default()
-            },
-        ))
-        .unwrap_or_else(|e| panic!("{e}"));
+    let o = with_usage(&m, history);
     let c = o.report.cache.unwrap_or_else(|| panic!("no cache report"));
     assert_eq!(
         (c.predicted_input_cost_usd, c.reported_cost_usd),

@@ -528,24 +528,10 @@ async fn advertise_off_changes_neither_tools_nor_summaries() {
 }
 
 mod props {
-    use compact_middleware::model::{Format, Request};
     use compact_middleware::recall::{RecallIndex, RecallQuery};
     use proptest::prelude::*;
-    use serde_json::{Value, json};
 
-    fn tool_history(outputs: &[String]) -> Vec<compact_middleware::Message> {
-        let mut v = vec![json!({"role": "user", "content": "go"})];
-        for (i, o) in outputs.iter().enumerate() {
-            let id = format!("call_{i}");
-            v.push(json!({"role": "assistant", "content": null, "tool_calls": [
-                {"id": id, "type": "function", "function": {"name": "run", "arguments": "{}"}}
-            ]}));
-            v.push(json!({"role": "tool", "tool_call_id": id, "content": o}));
-        }
-        Request::from_value(Value::Array(v), Format::Auto)
-            .expect("decodes")
-            .messages
-    }
+    use crate::recall_support::tool_history;
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(24))]

@@ -6,26 +6,11 @@ mod manager_support;
 
 use std::sync::Arc;
 
-use compact_middleware::config::Config;
 use compact_middleware::state::{
     MemorySessionStore, SessionRecord, SessionStore, SqliteSessionStore,
 };
 use compact_middleware::{CompactManager, Message};
-use manager_support::manager;
-
-fn turn(i: usize) -> Vec<Message> {
-    vec![
-        Message::user(format!(
-            "turn {i}: ticket OPS-{i} belongs to team-{i}. {}",
-            "lorem ipsum ".repeat(40)
-        )),
-        Message::assistant(format!("Done with OPS-{i}. {}", "dolor sit ".repeat(40))),
-    ]
-}
-
-fn config(dir: &std::path::Path) -> Config {
-    manager_support::config_in(dir, 2_000)
-}
+use manager_support::{manager, store_config as config, ticket_turn};
 
 /// Runs `turns` turns of one session (see [`manager_support::drive`]).
 async fn drive(
@@ -34,7 +19,7 @@ async fn drive(
     turns: usize,
     feed_back: bool,
 ) -> Vec<Vec<Message>> {
-    manager_support::drive(managers, pick, turns, feed_back, turn).await
+    manager_support::drive(managers, pick, turns, feed_back, |i| ticket_turn(i, false)).await
 }
 
 #[tokio::test]
@@ -227,8 +212,8 @@ async fn a_record_stored_whole_by_an_earlier_version_continues_and_is_stored_in_
                 assert_eq!(stored_layout(&path, "s1").2, 0);
                 current = manager(&cfg, Some(store));
             }
-            raw.extend(turn(i));
-            fed.extend(turn(i));
+            raw.extend(ticket_turn(i, false));
+            fed.extend(ticket_turn(i, false));
             let input = if feed_back { fed.clone() } else { raw.clone() };
             let out = current
                 .preflight("s1", input)
@@ -260,7 +245,7 @@ async fn a_long_session_writes_what_changed_not_the_whole_record() {
     let mut whole = 0;
     let mut before = store.write_stats();
     for i in 0..200 {
-        raw.extend(turn(i));
+        raw.extend(ticket_turn(i, false));
         m.preflight("s1", raw.clone())
             .await
             .unwrap_or_else(|e| panic!("turn {i}: {e}"));

@@ -563,22 +563,33 @@ fn round_entries(i: usize) -> (Vec<SummaryEntry>, Planted) {
     (entries, p)
 }
 
-#[test]
-fn rolling_big_budget_retains_everything() {
+/// 50 rounds of task-state summaries at `budget`, each over the last
+/// one's text; `check` sees each round's index, what it planted and its
+/// summary. The last summary's text and everything planted.
+fn roll_task_state(
+    budget: usize,
+    mut check: impl FnMut(usize, &Planted, &Summary),
+) -> (String, Vec<Planted>) {
     let mut previous: Option<String> = None;
     let mut planted = Vec::new();
     for i in 0..50 {
         let (entries, p) = round_entries(i);
-        planted.push(p);
         let out = run(&request(
             previous.as_deref(),
             entries,
             Strategy::TaskState,
-            1_000_000,
+            budget,
         ));
+        check(i, &p, &out);
+        planted.push(p);
         previous = Some(out.text);
     }
-    let body = previous.unwrap_or_default();
+    (previous.unwrap_or_default(), planted)
+}
+
+#[test]
+fn rolling_big_budget_retains_everything() {
+    let (body, planted) = roll_task_state(1_000_000, |_, _, _| {});
     for p in &planted {
         for fact in [&p.constraint, &p.decision, &p.ticket, &p.sha] {
             assert!(body.contains(fact.as_str()), "lost {fact:?}");
@@ -609,26 +620,14 @@ fn rolling_big_budget_retains_everything() {
 #[test]
 fn rolling_tight_budget_prefers_constraints_and_latest() {
     const BUDGET: usize = 600;
-    let mut previous: Option<String> = None;
-    let mut planted = Vec::new();
-    for i in 0..50 {
-        let (entries, p) = round_entries(i);
-        planted.push(p);
-        let out = run(&request(
-            previous.as_deref(),
-            entries,
-            Strategy::TaskState,
-            BUDGET,
-        ));
+    let (body, planted) = roll_task_state(BUDGET, |i, p, out| {
         assert!(out.tokens <= BUDGET, "round {i}: {} > {BUDGET}", out.tokens);
         assert_eq!(out.tokens, bpe_openai::o200k_base().count(&out.text));
         assert!(
-            out.text.contains(&planted[i].request),
+            out.text.contains(&p.request),
             "round {i} lost the latest request"
         );
-        previous = Some(out.text);
-    }
-    let body = previous.unwrap_or_default();
+    });
     let survived = |f: fn(&Planted) -> &str| planted.iter().filter(|p| body.contains(f(p))).count();
     // Under pressure a fact is shown by its key ("zone 7 must never exceed
     // 107 MB"): it survives when its key does.

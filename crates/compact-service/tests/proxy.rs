@@ -6,10 +6,13 @@
 //! once compacted, and every failure of ours answers in the provider's
 //! error shape. Each call is one `compact.model_call` span.
 
+#[path = "../../compact-middleware/tests/cache_markers/mod.rs"]
+mod cache_markers;
 mod support;
 
 use std::time::Duration;
 
+use cache_markers::body_markers as breakpoints;
 use compact_middleware::model::Format;
 use serde_json::{Value, json};
 use support::harness::{provider_valid, proxy};
@@ -759,35 +762,6 @@ async fn a_stream_is_pulled_only_as_fast_as_the_caller_reads() {
             .contains("caller closed"),
         "{spans:?}"
     );
-}
-
-/// Every `cache_control` of a body: the type of what carries it.
-fn breakpoints_in(v: &Value, owner: &str, out: &mut Vec<String>) {
-    match v {
-        Value::Object(o) => {
-            let ty = o.get("type").and_then(Value::as_str).unwrap_or(owner);
-            for (k, x) in o {
-                if k == "cache_control" {
-                    let empty = ty == "text" && o.get("text").and_then(Value::as_str) == Some("");
-                    out.push(if empty {
-                        "empty text".into()
-                    } else {
-                        ty.to_string()
-                    });
-                } else {
-                    breakpoints_in(x, ty, out);
-                }
-            }
-        }
-        Value::Array(a) => a.iter().for_each(|x| breakpoints_in(x, owner, out)),
-        _ => {}
-    }
-}
-
-fn breakpoints(v: &Value) -> Vec<String> {
-    let mut out = Vec::new();
-    breakpoints_in(v, "request", &mut out);
-    out
 }
 
 /// An Anthropic agent through the proxy, keeping its own history (the

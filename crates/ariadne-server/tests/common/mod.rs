@@ -64,12 +64,7 @@ impl TestServer {
             .send()
             .await
             .expect("request");
-        let status = resp.status().as_u16();
-        let text = resp.text().await.expect("body");
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
+        answer(resp).await
     }
 
     pub(crate) async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
@@ -83,12 +78,7 @@ impl TestServer {
             .send()
             .await
             .expect("request");
-        let status = resp.status().as_u16();
-        let text = resp.text().await.expect("body");
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
+        answer(resp).await
     }
 
     pub(crate) async fn subscribe(&self, query: &str, last_event_id: Option<u64>) -> Sse {
@@ -172,3 +162,13 @@ fn parse(raw: &str) -> Msg {
 }
 
 pub(crate) const WAIT: Duration = Duration::from_secs(10);
+
+/// A response's status and its body as JSON (a string when it is not).
+async fn answer(resp: reqwest::Response) -> (u16, Value) {
+    let status = resp.status().as_u16();
+    let text = resp.text().await.expect("body");
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}

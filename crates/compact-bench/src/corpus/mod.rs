@@ -339,6 +339,20 @@ impl Session {
     }
 }
 
+impl Session {
+    /// The session holding those of `facts` that [`retain_unique`] keeps,
+    /// the others counted as dropped. A session that does not decode
+    /// keeps no facts: its tests fail loudly.
+    pub(crate) fn with_unique_facts(mut self, mut facts: Vec<Fact>) -> Session {
+        self.dropped = match self.transcript() {
+            Ok(t) => retain_unique(&t.messages(), &mut facts),
+            Err(_) => std::mem::take(&mut facts).len(),
+        };
+        self.facts = facts;
+        self
+    }
+}
+
 /// Keeps the facts whose anchor occurs exactly once in `messages`, on a
 /// line with all their probes; returns how many were dropped.
 pub fn retain_unique(messages: &[Message], facts: &mut Vec<Fact>) -> usize {
@@ -382,12 +396,12 @@ pub fn generate(seed: u64, agent: Agent, wire: Format, shape: &SessionShape) -> 
     g.scale = (56.0 / n.max(1) as f64).max(1.0);
     let turns: Vec<Vec<Value>> = (1..=n).map(|t| g.turn(t)).collect();
     let replaced = g.replaced;
-    let mut facts: Vec<Fact> = g
+    let facts: Vec<Fact> = g
         .facts
         .into_iter()
         .filter(|f| !replaced.contains(&f.id))
         .collect();
-    let mut session = Session {
+    Session {
         name: format!(
             "{}-{}-{seed}",
             agent.name(),
@@ -406,14 +420,8 @@ pub fn generate(seed: u64, agent: Agent, wire: Format, shape: &SessionShape) -> 
         turns,
         facts: Vec::new(),
         dropped: 0,
-    };
-    // A session that does not decode keeps no facts: its tests fail loudly.
-    session.dropped = match session.transcript() {
-        Ok(t) => retain_unique(&t.messages(), &mut facts),
-        Err(_) => std::mem::take(&mut facts).len(),
-    };
-    session.facts = facts;
-    session
+    }
+    .with_unique_facts(facts)
 }
 
 /// A fact waiting to be written into its turn.

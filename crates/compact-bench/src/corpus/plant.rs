@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use compact_middleware::model::Format;
 use serde_json::Value;
 
-use super::{Agent, Fact, FactKind, Location, Session, Split, retain_unique};
+use super::{Agent, Fact, FactKind, Location, Session, Split};
 use crate::rng::Rng;
 
 /// The facts of one session and the values they reserved.
@@ -133,8 +133,7 @@ pub(super) fn assemble(
     } else {
         "chat"
     };
-    let mut facts = ledger.current();
-    let mut session = Session {
+    Session {
         name: format!("{}-{wire}-{}", h.corpus, h.seed),
         source: h.corpus.to_string(),
         split: Split::of_seed(h.seed),
@@ -145,14 +144,8 @@ pub(super) fn assemble(
         turns,
         facts: Vec::new(),
         dropped: 0,
-    };
-    // A session that does not decode keeps no facts: its tests fail loudly.
-    session.dropped = match session.transcript() {
-        Ok(t) => retain_unique(&t.messages(), &mut facts),
-        Err(_) => std::mem::take(&mut facts).len(),
-    };
-    session.facts = facts;
-    session
+    }
+    .with_unique_facts(ledger.current())
 }
 
 /// The first letter upper-cased.

@@ -38,8 +38,7 @@ mod own_summary;
 pub mod peers;
 pub mod report;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use compact_middleware::cache::breakpoints;
@@ -571,31 +570,21 @@ pub fn run_all(transcripts: &[Transcript], opts: &Options) -> Result<Vec<Run>, S
         })
         .collect();
     let cache = Arc::new(CountCache::new(400_000));
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Result<Run, String>>>> = Mutex::new(vec![None; jobs.len()]);
-    std::thread::scope(|s| {
-        for _ in 0..opts.threads.clamp(1, jobs.len().max(1)) {
-            s.spawn(|| {
-                let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                else {
-                    return;
-                };
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(&(t, window, policy)) = jobs.get(i) else {
-                        break;
-                    };
-                    let run = run_one(&transcripts[t], t, window, policy, opts, cache.clone(), &rt);
-                    if let Ok(mut r) = results.lock() {
-                        r[i] = Some(run);
-                    }
-                }
-            });
-        }
+    let threads = opts.threads.clamp(1, jobs.len().max(1));
+    let results = retention::on_threads(&jobs, threads, |rt, &(t, window, policy)| {
+        Some(run_one(
+            &transcripts[t],
+            t,
+            window,
+            policy,
+            opts,
+            cache.clone(),
+            rt,
+        ))
     });
-    let results = results.into_inner().map_err(|e| e.to_string())?;
+    if results.len() != jobs.len() {
+        return Err("the runs' results were lost (a thread panicked)".into());
+    }
     let mut runs = Vec::with_capacity(jobs.len());
     for r in results {
         match r {

@@ -3,9 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use compact_middleware::{
-    CompactError, CompactManager, Message, PreflightOutcome, PreflightRequest,
-};
+use compact_middleware::{CompactError, CompactManager, Message, PreflightOutcome};
 use serde::Serialize;
 
 use crate::corpus::{ProbeMatch, Transcript};
@@ -132,15 +130,7 @@ pub async fn replay(
             CallingMode::FedBack => std::mem::take(&mut context),
             CallingMode::RawResent => raw.clone(),
         };
-        let result = manager
-            .preflight_with(
-                session,
-                PreflightRequest {
-                    messages: sent.clone(),
-                    ..PreflightRequest::default()
-                },
-            )
-            .await;
+        let result = manager.preflight(session, sent.clone()).await;
         seen(&sent, &result);
         context = match result {
             Ok(o) => o.messages,

@@ -147,34 +147,26 @@ pub struct Sessions {
 pub fn sessions(opts: &Options) -> Sessions {
     let mut transcripts: Vec<Transcript> = Vec::new();
     let mut problems: Vec<String> = Vec::new();
+    let mut keep = |s: corpus::Session| {
+        if s.dropped > 0 {
+            problems.push(format!(
+                "{}: {} facts not unique, dropped",
+                s.name, s.dropped
+            ));
+        }
+        match s.transcript() {
+            Ok(t) => transcripts.push(t),
+            Err(e) => problems.push(format!("{}: {e}", s.name)),
+        }
+    };
     for &seed in &opts.seeds {
         for &(agent, wire) in &opts.kinds {
-            let s = corpus::generate(seed, agent, wire, &opts.shape);
-            if s.dropped > 0 {
-                problems.push(format!(
-                    "{}: {} facts not unique, dropped",
-                    s.name, s.dropped
-                ));
-            }
-            match s.transcript() {
-                Ok(t) => transcripts.push(t),
-                Err(e) => problems.push(format!("{}: {e}", s.name)),
-            }
+            keep(corpus::generate(seed, agent, wire, &opts.shape));
         }
     }
     for &(c, wire) in &opts.corpora {
         for &seed in &opts.corpus_seeds {
-            let s = c.generate(seed, wire);
-            if s.dropped > 0 {
-                problems.push(format!(
-                    "{}: {} facts not unique, dropped",
-                    s.name, s.dropped
-                ));
-            }
-            match s.transcript() {
-                Ok(t) => transcripts.push(t),
-                Err(e) => problems.push(format!("{}: {e}", s.name)),
-            }
+            keep(c.generate(seed, wire));
         }
     }
     if opts.fixtures {
@@ -282,6 +274,18 @@ pub fn on_threads<J: Sync, R: Send>(
     results.into_inner().unwrap_or_default()
 }
 
+/// Every (transcript index, window, calling mode) of `transcripts`
+/// transcripts in `windows`, transcript by transcript.
+pub fn jobs(transcripts: usize, windows: &[usize]) -> Vec<(usize, usize, CallingMode)> {
+    (0..transcripts)
+        .flat_map(|t| {
+            windows
+                .iter()
+                .flat_map(move |&w| CallingMode::ALL.map(|m| (t, w, m)))
+        })
+        .collect()
+}
+
 /// Every (transcript, window, mode) run, on `threads` threads, each with
 /// its own current-thread runtime. Runs share one count cache.
 fn run_all(
@@ -289,13 +293,7 @@ fn run_all(
     windows: &[usize],
     threads: usize,
 ) -> Result<Vec<Run>, String> {
-    let jobs: Vec<(usize, usize, CallingMode)> = (0..transcripts.len())
-        .flat_map(|t| {
-            windows
-                .iter()
-                .flat_map(move |&w| CallingMode::ALL.map(|m| (t, w, m)))
-        })
-        .collect();
+    let jobs = jobs(transcripts.len(), windows);
     // Build every manager once up front: a bad configuration is one error.
     for &w in windows {
         CompactManager::builder(config_for(w))

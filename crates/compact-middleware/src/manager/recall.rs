@@ -17,6 +17,9 @@ use crate::model::Message;
 use crate::recall::{Location, RecallAnswer, RecallError, RecallIndex, RecallKey, RecallQuery};
 use crate::redact::LiteralScrub;
 
+/// Index writes still running, per session (`Shared::recall_pending`).
+type PendingWrites = HashMap<String, Vec<tokio::task::JoinHandle<()>>>;
+
 impl Builder {
     /// Uses `index` as the recall index instead of the one `recall.path`
     /// (or the state store) selects; recall is on whatever
@@ -165,12 +168,7 @@ impl CompactManager {
                 tracing::warn!(session = %session_id, error = %e, "recall index write failed; these entries are not indexed");
             }
         };
-        let mut map = self
-            .inner
-            .shared
-            .recall_pending
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut map = self.recall_pending();
         let list = map.entry(sid.to_owned()).or_default();
         list.retain(|h| !h.is_finished());
         // One session's writes run in order, each after the last: its
@@ -187,17 +185,22 @@ impl CompactManager {
         }));
     }
 
+    /// The index writes still running, by session (a poisoned lock's map
+    /// as it was: a panicked writer leaves nothing half-changed in it).
+    fn recall_pending(&self) -> std::sync::MutexGuard<'_, PendingWrites> {
+        self.inner
+            .shared
+            .recall_pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// Waits for the index writes of `session` (all sessions: `None`) that
     /// are still running. A recall does this itself; a process that is
     /// about to exit calls it so that nothing queued is dropped.
     pub async fn flush_recall(&self, session: Option<&str>) {
         let handles: Vec<_> = {
-            let mut map = self
-                .inner
-                .shared
-                .recall_pending
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut map = self.recall_pending();
             match session {
                 Some(s) => map.remove(s).unwrap_or_default(),
                 None => map.drain().flat_map(|(_, v)| v).collect(),

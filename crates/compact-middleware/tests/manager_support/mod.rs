@@ -83,3 +83,36 @@ pub(crate) async fn drive(
     }
     outputs
 }
+
+/// The session-store tests' configuration: 2,000 tokens, under `dir`.
+pub(crate) fn store_config(dir: &Path) -> Config {
+    config_in(dir, 2_000)
+}
+
+/// Turn `i` of the session-store tests: a user message naming ticket
+/// OPS-`i` and its team (with `port`, also a decision to keep service-`i`
+/// on port 8000 + `i`), padded, and the reply.
+pub(crate) fn ticket_turn(i: usize, port: bool) -> Vec<Message> {
+    let decided = if port {
+        format!("We decided to keep service-{i} on port {}. ", 8000 + i)
+    } else {
+        String::new()
+    };
+    vec![
+        Message::user(format!(
+            "turn {i}: ticket OPS-{i} belongs to team-{i}. {decided}{}",
+            "lorem ipsum ".repeat(40)
+        )),
+        Message::assistant(format!("Done with OPS-{i}. {}", "dolor sit ".repeat(40))),
+    ]
+}
+
+/// A multi-thread runtime of two workers, for tests that drive a manager
+/// from synchronous code.
+pub(crate) fn two_worker_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("runtime: {e}"))
+}

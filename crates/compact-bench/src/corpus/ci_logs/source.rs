@@ -20,7 +20,9 @@ const COMMENTS: &[&str] = &[
     "NOTE: do not reorder, the CLI relies on it",
 ];
 
-const DOCS: &[&str] = &[
+/// The doc comments of generated functions (a README's usage lines use
+/// the first six).
+pub(super) const DOCS: &[&str] = &[
     "Return the normalized form of the input",
     "Split the raw text into its parts",
     "Look the value up in the registry",

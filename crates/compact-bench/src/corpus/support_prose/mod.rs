@@ -66,7 +66,7 @@ pub(super) fn generate(seed: u64, language: Language) -> Session {
     let sentences: Vec<String> = plan.facts.iter().map(|f| fact_text(tx, f)).collect();
     for (f, text) in plan.facts.iter().zip(&sentences) {
         let mut probes = vec![f.v.clone()];
-        probes.extend(tx.cues[f.say.index()].map(str::to_string));
+        probes.extend(tx.cue(f.say.index()).map(str::to_string));
         match f.replaces {
             Some(old) => ledger.supersede(old, f.location, f.turn, probes, text.clone()),
             None => ledger.plant(f.kind, f.location, f.turn, probes, text.clone()),
@@ -252,7 +252,7 @@ mod tests {
             for (i, variants) in tx.facts.iter().enumerate() {
                 for s in variants {
                     assert!(s.contains("{v}"), "{lang:?} {i}: {s}");
-                    if let Some(cue) = tx.cues[i] {
+                    if let Some(cue) = tx.cue(i) {
                         let probe = crate::probe::Haystack::new(s);
                         assert_eq!(probe.occurrences(cue), 1, "{lang:?} {i}: {s} lacks {cue:?}");
                     }

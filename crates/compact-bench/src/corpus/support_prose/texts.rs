@@ -6,7 +6,7 @@
 //! customer's device, `{person}` a first name.
 
 /// What a fact sentence says; its index picks the sentence in
-/// [`Texts::facts`] and the cue in [`Texts::cues`].
+/// [`Texts::facts`] and the cue through [`Texts::cue`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Say {
     Order,
@@ -39,6 +39,13 @@ pub(super) enum Say {
 /// How many [`Say`]s there are.
 pub(super) const SAYS: usize = 25;
 
+/// The first [`Say`] with a cue word and how many have one: those before
+/// (an order number, an address, ...) and after (a depot, a firmware
+/// version) are bare identifiers in every language, so each language lists
+/// only the cued ones.
+const FIRST_CUED: usize = Say::NeverCall as usize;
+pub(super) const CUED: usize = Say::Depot as usize - FIRST_CUED;
+
 impl Say {
     pub(super) fn index(self) -> usize {
         self as usize
@@ -65,9 +72,18 @@ pub(super) struct Texts {
     pub people: [&'static str; 8],
     /// Two wordings of each fact, by [`Say::index`].
     pub facts: [[&'static str; 2]; SAYS],
-    /// The cue word a fact's sentence holds (its second probe), by
-    /// [`Say::index`]; none for a bare identifier.
-    pub cues: [Option<&'static str>; SAYS],
+    /// The cue word a fact's sentence holds (its second probe), for the
+    /// [`CUED`] says from `NeverCall` on; read through [`Texts::cue`].
+    pub cues: [&'static str; CUED],
     /// Notes of the support system's records (noise).
     pub notes: [&'static str; 6],
+}
+
+impl Texts {
+    /// The cue word of the fact sentence at [`Say::index`] `index`; none
+    /// for a bare identifier.
+    pub(super) fn cue(&self, index: usize) -> Option<&'static str> {
+        let cued = index.checked_sub(FIRST_CUED)?;
+        self.cues.get(cued).copied()
+    }
 }

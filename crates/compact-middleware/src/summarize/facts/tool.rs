@@ -938,36 +938,32 @@ enum Split {
 }
 
 impl Split {
+    /// `line` trimmed, a `|` table's row without its outer pipes.
+    fn row(self, line: &str) -> &str {
+        let line = line.trim();
+        match self {
+            Split::Char('|') => line.trim_matches('|'),
+            _ => line,
+        }
+    }
+
     /// How many cells [`Split::cells`] finds in `line`, without building
     /// them (every output is tried as a table, each way of splitting).
     fn count(self, line: &str) -> usize {
-        let line = line.trim();
+        let line = self.row(line);
         match self {
-            Split::Char(sep) => {
-                let line = if sep == '|' {
-                    line.trim_matches('|')
-                } else {
-                    line
-                };
-                line.matches(sep).count() + 1
-            }
+            Split::Char(sep) => line.matches(sep).count() + 1,
             Split::Spaces => line.split("  ").filter(|c| !c.trim().is_empty()).count(),
         }
     }
 
     fn cells(self, line: &str) -> Vec<String> {
-        let line = line.trim();
+        let line = self.row(line);
         match self {
-            Split::Char(sep) => {
-                let line = if sep == '|' {
-                    line.trim_matches('|')
-                } else {
-                    line
-                };
-                line.split(sep)
-                    .map(|c| c.trim().trim_matches('"').to_owned())
-                    .collect()
-            }
+            Split::Char(sep) => line
+                .split(sep)
+                .map(|c| c.trim().trim_matches('"').to_owned())
+                .collect(),
             Split::Spaces => line
                 .split("  ")
                 .map(str::trim)
