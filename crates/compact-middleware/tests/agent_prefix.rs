@@ -7,7 +7,6 @@
 //! `fresh`, the default, sends today's request.
 mod fake_openai;
 
-use std::time::Duration;
 
 use compact_middleware::config::{Config, SummaryPrompt};
 use compact_middleware::manager::PreflightRequest;
@@ -146,19 +145,7 @@ async fn compact(server: &FakeServer, summarizer_extra: &str, messages: &[String
         )
         .await
         .expect("compact");
-    // A hang guard only: flush returns as soon as the file has every event.
-    assert!(
-        manager
-            .dispatcher()
-            .flush_async(Duration::from_secs(120))
-            .await
-    );
-    let text = std::fs::read_to_string(&events).expect("events written");
-    let created = text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find(|e| e["name"] == "compact.summary_created")
-        .expect("summary_created event");
+    let created = fake_openai::summary_created(&manager, &events).await;
     Run { outcome, created }
 }
 

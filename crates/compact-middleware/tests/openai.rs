@@ -839,19 +839,7 @@ async fn summary_created_event_carries_model_usage_and_ratio() {
         .manual_compact("s", history, "t")
         .await
         .expect("compact");
-    // A hang guard only: flush returns as soon as the file has every event.
-    assert!(
-        manager
-            .dispatcher()
-            .flush_async(Duration::from_secs(120))
-            .await
-    );
-    let text = std::fs::read_to_string(&events).expect("events written");
-    let created: serde_json::Value = text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .find(|e| e.to_string().contains("compact.summary_created"))
-        .expect("summary_created event");
+    let created = fake_openai::summary_created(&manager, &events).await;
     let s = created.to_string();
     for needle in [
         "\"strategy\":\"task_state\"",
@@ -1272,15 +1260,7 @@ async fn errors_refusals_and_empty_answers_still_fall_back_to_extractive() {
 // ------------------------------------------------------------------ repair
 
 fn facts_request(entries: &[SummaryEntry], max_tokens: usize) -> SummaryRequest {
-    SummaryRequest {
-        previous: None,
-        entries: entries.to_vec(),
-        strategy: Strategy::TaskState,
-        max_tokens,
-        count_tokens: o200k(),
-        ledger: Some(ledger_of(entries)),
-        agent_prefix: None,
-    }
+    with_ledger(None, entries, max_tokens)
 }
 
 /// The `- fact` lines of a repair request's prompt.

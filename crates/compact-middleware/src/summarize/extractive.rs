@@ -290,6 +290,35 @@ struct Row {
     cost: [usize; 3],
 }
 
+/// A row of section `sec` went from shown or not to shown or not
+/// (`was_now`): a section's header is paid while it shows a row, so the
+/// first row shown adds the header's cost to `total` and the last one
+/// hidden takes it back. The fitting and the completion of a model's
+/// summary both keep their totals this way.
+fn count_header(
+    per_section: &mut [usize],
+    header_cost: &[usize],
+    total: &mut usize,
+    sec: usize,
+    was_now: (bool, bool),
+) {
+    match was_now {
+        (false, true) => {
+            if per_section[sec] == 0 {
+                *total += header_cost[sec];
+            }
+            per_section[sec] += 1;
+        }
+        (true, false) => {
+            per_section[sec] -= 1;
+            if per_section[sec] == 0 {
+                *total -= header_cost[sec];
+            }
+        }
+        _ => {}
+    }
+}
+
 /// The fitting: which rows are shown, at which size.
 struct Fit<'a> {
     items: &'a [Item],
@@ -311,21 +340,13 @@ impl Fit<'_> {
         let before = self.shown[r];
         let sec = self.rows[r].section;
         self.total = self.total + self.cost(r, size) - self.cost(r, before);
-        match (before.is_some(), size.is_some()) {
-            (false, true) => {
-                if self.per_section[sec] == 0 {
-                    self.total += self.header_cost[sec];
-                }
-                self.per_section[sec] += 1;
-            }
-            (true, false) => {
-                self.per_section[sec] -= 1;
-                if self.per_section[sec] == 0 {
-                    self.total -= self.header_cost[sec];
-                }
-            }
-            _ => {}
-        }
+        count_header(
+            &mut self.per_section,
+            &self.header_cost,
+            &mut self.total,
+            sec,
+            (before.is_some(), size.is_some()),
+        );
         self.shown[r] = size;
     }
 
@@ -1081,21 +1102,13 @@ impl Completion {
         let before = self.shown[r].map_or(0, |s| self.costs[r][s as usize]);
         let after = size.map_or(0, |s| self.costs[r][s as usize]);
         self.total = self.total + after - before;
-        match (self.shown[r].is_some(), size.is_some()) {
-            (false, true) => {
-                if self.per_section[sec] == 0 {
-                    self.total += self.header_cost[sec];
-                }
-                self.per_section[sec] += 1;
-            }
-            (true, false) => {
-                self.per_section[sec] -= 1;
-                if self.per_section[sec] == 0 {
-                    self.total -= self.header_cost[sec];
-                }
-            }
-            _ => {}
-        }
+        count_header(
+            &mut self.per_section,
+            &self.header_cost,
+            &mut self.total,
+            sec,
+            (self.shown[r].is_some(), size.is_some()),
+        );
         self.shown[r] = size;
     }
 

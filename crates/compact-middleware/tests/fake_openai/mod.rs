@@ -204,3 +204,23 @@ impl FakeServer {
         self.shared.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
+
+/// The `compact.summary_created` event `manager` wrote to the JSONL file
+/// `events`, once its dispatcher has flushed.
+pub(crate) async fn summary_created(
+    manager: &compact_middleware::CompactManager,
+    events: &std::path::Path,
+) -> Value {
+    // A hang guard only: flush returns as soon as the file has every event.
+    assert!(
+        manager
+            .dispatcher()
+            .flush_async(Duration::from_secs(120))
+            .await
+    );
+    let text = std::fs::read_to_string(events).expect("events written");
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["name"] == "compact.summary_created")
+        .expect("summary_created event")
+}
