@@ -7,7 +7,6 @@
 //! `fresh`, the default, sends today's request.
 mod fake_openai;
 
-
 use compact_middleware::config::{Config, SummaryPrompt};
 use compact_middleware::manager::PreflightRequest;
 use compact_middleware::model::{Format, Request};

@@ -168,17 +168,10 @@ impl CompactManager {
         let raw_hashes = std::mem::take(&mut input.raw_hashes);
         let messages = if decision.triggered {
             let limits = limits.scaled(estimate.scale());
-            self.compact_and_settle(
-                session,
-                trail,
-                &input,
-                &tools,
-                &decision,
-                forced,
-                limits,
-                &mut report,
-            )
-            .await?
+            let c = self
+                .compact(session, trail, &input, &tools, &decision, forced, limits)
+                .await?;
+            self.settle(session, trail, &input, c, &mut report).await?
         } else {
             input.messages
         };
@@ -213,28 +206,6 @@ impl CompactManager {
         } else {
             tools
         }
-    }
-
-    /// Compacts a triggered call and settles it (`compact`, `settle`); the
-    /// depth it reached goes to the session's pace.
-    #[allow(clippy::too_many_arguments)]
-    async fn compact_and_settle(
-        &self,
-        session: &mut Session,
-        trail: &mut Trail,
-        input: &Recognised,
-        tools: &[serde_json::Value],
-        decision: &Decision,
-        forced: Option<Forced>,
-        limits: Limits,
-        report: &mut Report,
-    ) -> Result<Vec<Message>, CompactError> {
-        let c = self
-            .compact(session, trail, input, tools, decision, forced, limits)
-            .await?;
-        let settled = self.settle(session, trail, input, c, report).await?;
-        session.pace.compacted(report.tokens_after);
-        Ok(settled)
     }
 
     /// Whether this call compacts (`trigger::decide`, then the cost
@@ -502,6 +473,8 @@ impl CompactManager {
                 .await;
         }
         report.apply(&c);
+        // The depth this compaction reached, for the cost model.
+        session.pace.compacted(report.tokens_after);
         Ok(c.messages)
     }
 
