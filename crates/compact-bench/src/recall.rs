@@ -292,11 +292,18 @@ fn overhead_manager(index: Option<&std::path::Path>) -> Result<CompactManager, S
 }
 
 /// [`Overhead`] over `pairs` interleaved pairs of triggered preflights of
-/// `history` (a fresh session each: every run compacts and indexes the
-/// whole history), recall off and on, the order alternating.
+/// `history(tag)` (a fresh session each: every run compacts and indexes the
+/// whole history), recall off and on, the order alternating. Each run's
+/// history is counted first, untimed, as the calls before it would have:
+/// what the timed preflight counts is what its compaction wrote. With a
+/// `history` that gives each tag its own call ids, that is new text on
+/// both sides, as in a real session; with one that ignores the tag, `off`
+/// finds its placeholders already counted by the runs before it (the
+/// same call ids in every session), and `on` does not (its recall ids are
+/// the session's own).
 pub fn overhead_pairs(
     rt: &tokio::runtime::Runtime,
-    history: &[Message],
+    history: &dyn Fn(&str) -> Vec<Message>,
     pairs: usize,
 ) -> Result<Overhead, String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
@@ -310,9 +317,11 @@ pub fn overhead_pairs(
     for pair in 0..=pairs {
         let mut one = |m: &CompactManager, tag: &str| -> Result<Duration, String> {
             let session = format!("bench-recall-{tag}-{pair}");
+            let messages = history(&format!("{tag}{pair}_"));
+            m.estimate(&messages, &[]);
             let started = Instant::now();
             let out = rt
-                .block_on(m.preflight(&session, history.to_vec()))
+                .block_on(m.preflight(&session, messages))
                 .map_err(|e| e.to_string())?;
             let took = started.elapsed();
             if !out.report.triggered {
@@ -434,15 +443,20 @@ pub(crate) fn run(quick: bool) -> Value {
             v
         }
     };
-    let history = crate::workload::history(100, 3000);
-    let overhead = match overhead_pairs(&rt, &history, if quick { 5 } else { 30 }) {
-        Ok(o) => json!(o),
-        Err(e) => json!({"error": e}),
-    };
+    let pairs = if quick { 5 } else { 30 };
+    let overhead =
+        |history: &dyn Fn(&str) -> Vec<Message>| match overhead_pairs(&rt, history, pairs) {
+            Ok(o) => json!(o),
+            Err(e) => json!({"error": e}),
+        };
+    let own_ids = overhead(&|tag| crate::workload::history_with_ids(100, 3000, tag));
+    let same = crate::workload::history(100, 3000);
+    let same_ids = overhead(&|_| same.clone());
     json!({
         "sessions": sessions.transcripts.len(),
         "latency": {"sqlite": sqlite, "postgres": postgres},
-        "indexing_overhead": overhead,
+        "indexing_overhead": own_ids,
+        "indexing_overhead_same_ids": same_ids,
         "bars": {"sqlite_p99_ms": 20, "postgres_p99_ms": 50, "indexing_ratio": 1.10},
     })
 }
@@ -467,7 +481,7 @@ mod tests {
             .enable_all()
             .build()
             .expect("runtime");
-        let history = crate::workload::history(100, 3000);
+        let history = |tag: &str| crate::workload::history_with_ids(100, 3000, tag);
         let o = overhead_pairs(&rt, &history, 2).expect("measured");
         assert_eq!((o.off.runs, o.on.runs, o.write.runs), (2, 2, 2));
         assert!(o.entries > 100, "{o:?}");

@@ -26,9 +26,16 @@ pub(crate) fn mixed_text(bytes: usize) -> String {
 /// A chat history of `turns` turns (4 messages each: user, assistant tool
 /// call, tool result of about `output_chars`, assistant reply).
 pub(crate) fn history(turns: usize, output_chars: usize) -> Vec<Message> {
+    history_with_ids(turns, output_chars, "")
+}
+
+/// [`history`] with `tag` in every call id: the same texts, but what
+/// compaction writes of them (placeholders name the call) is new, as in
+/// every real session, whose provider-made call ids are its own.
+pub(crate) fn history_with_ids(turns: usize, output_chars: usize, tag: &str) -> Vec<Message> {
     let mut items = vec![json!({"role": "system", "content": "You are a careful coding agent."})];
     for t in 0..turns {
-        let id = format!("call_{t:04}");
+        let id = format!("call_{tag}{t:04}");
         items.push(json!({"role": "user", "content": format!("Step {t}: check the logs of job J-{t} and fix ticket AUTH-{}.", 1000 + t)}));
         items.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "read_logs", "arguments": format!("{{\"job\":\"J-{t}\"}}")}}]}));
         let mut out = String::with_capacity(output_chars + 64);

@@ -229,7 +229,9 @@ impl CompactManager {
         };
         // The index holds what the archive would: the same redaction and
         // learned secrets, archive or not.
-        self.index_recall(session, step, transcript, &scrub);
+        if let Some(write) = self.recall_write(session, step, transcript, &scrub) {
+            trail.queue_recall_write(write);
+        }
         // The archive's fsyncs come next: the decision spans go now, scrubbed
         // of the fragments just learned (a summary may quote them).
         self.stream(session, trail);

@@ -57,9 +57,15 @@ impl CompactManager {
                 layers,
             });
         }
-        if let Some(guard) = guard {
-            self.save_session(guard, &mut session).await?;
-        }
+        let saved = match guard {
+            Some(guard) => self.save_session(guard, &mut session).await,
+            None => Ok(()),
+        };
+        // The recall index writes start now that this call is done with the
+        // CPU (still under the session lock, so they queue in order), even
+        // when the save failed: what they index was archived.
+        this.start_recall_writes(closed.recall_writes);
+        saved?;
         // Where a slow preflight spent its time (`COMPACT_LOG=compact_middleware=debug`).
         tracing::debug!(
             session = %id,

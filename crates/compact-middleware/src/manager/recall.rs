@@ -20,6 +20,21 @@ use crate::redact::LiteralScrub;
 /// Index writes still running, per session (`Shared::recall_pending`).
 type PendingWrites = HashMap<String, Vec<tokio::task::JoinHandle<()>>>;
 
+/// One compaction's index write, queued on the preflight's trail and
+/// started when the preflight is done with the CPU.
+pub(super) struct RecallWrite {
+    session_id: String,
+    write: Box<dyn FnOnce() + Send>,
+}
+
+impl std::fmt::Debug for RecallWrite {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecallWrite")
+            .field("session_id", &self.session_id)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Builder {
     /// Uses `index` as the recall index instead of the one `recall.path`
     /// (or the state store) selects; recall is on whatever
@@ -128,31 +143,29 @@ impl CompactManager {
         self.recall_index().map(|i| i.key(session.id().as_str()))
     }
 
-    /// Indexes what compaction `step` archived of `transcript`, redacted as
-    /// the archive is (`redact` then `scrub`, the session's learned
-    /// secrets). All of it runs on the blocking pool, off the preflight's
-    /// path: finding what is new (a hash lookup per message the session
-    /// indexed before; the messages are shared, not copied), the redaction
-    /// and the write; a recall of the session waits for it. Never fails
-    /// the preflight: a failure is logged.
-    pub(super) fn index_recall(
+    /// The index write of what compaction `step` archived of `transcript`,
+    /// redacted as the archive is (`redact` then `scrub`, the session's
+    /// learned secrets); `None` when recall is off. Nothing runs yet: the
+    /// preflight starts it once its own work is done
+    /// ([`CompactManager::start_recall_writes`]), so the write (finding
+    /// what is new, a hash lookup per message the session indexed before;
+    /// the redaction; the SQL) never takes CPU from the preflight that
+    /// queued it. The messages are shared, not copied.
+    pub(super) fn recall_write(
         &self,
         session: &Session,
         step: u32,
         transcript: &[Message],
         scrub: &LiteralScrub,
-    ) {
-        let Some(index) = self.recall_index() else {
-            return;
-        };
-        let sid = session.id().as_str();
-        let index = index.clone();
+    ) -> Option<RecallWrite> {
+        let index = self.recall_index()?.clone();
         let transcript = transcript.to_vec();
         let redactor = self.redactor().clone();
         let scrub = scrub.clone();
-        let session_id = sid.to_owned();
+        let session_id = session.id().as_str().to_owned();
+        let sid = session_id.clone();
         let write = move || {
-            let pending = index.prepare(&session_id, &transcript);
+            let pending = index.prepare(&sid, &transcript);
             if pending.is_empty() {
                 return;
             }
@@ -165,24 +178,37 @@ impl CompactManager {
                 }
             };
             if let Err(e) = index.write(pending, step, &clean) {
-                tracing::warn!(session = %session_id, error = %e, "recall index write failed; these entries are not indexed");
+                tracing::warn!(session = %sid, error = %e, "recall index write failed; these entries are not indexed");
             }
         };
-        let mut map = self.recall_pending();
-        let list = map.entry(sid.to_owned()).or_default();
-        list.retain(|h| !h.is_finished());
-        // One session's writes run in order, each after the last: its
-        // compactions' steps are recorded in order, and what one found new
-        // the next knows.
-        let previous = std::mem::take(list);
-        list.push(tokio::spawn(async move {
-            for h in previous {
-                let _ = h.await;
-            }
-            if let Err(e) = tokio::task::spawn_blocking(write).await {
-                tracing::warn!(error = %e, "recall index write did not finish");
-            }
-        }));
+        Some(RecallWrite {
+            session_id,
+            write: Box::new(write),
+        })
+    }
+
+    /// Starts this preflight's index writes on the blocking pool, each
+    /// after the session's writes still running. Never fails the
+    /// preflight: a failure is logged. A recall of the session waits for
+    /// them ([`CompactManager::flush_recall`]).
+    pub(super) fn start_recall_writes(&self, writes: Vec<RecallWrite>) {
+        for RecallWrite { session_id, write } in writes {
+            let mut map = self.recall_pending();
+            let list = map.entry(session_id).or_default();
+            list.retain(|h| !h.is_finished());
+            // One session's writes run in order, each after the last: its
+            // compactions' steps are recorded in order, and what one found
+            // new the next knows.
+            let previous = std::mem::take(list);
+            list.push(tokio::spawn(async move {
+                for h in previous {
+                    let _ = h.await;
+                }
+                if let Err(e) = tokio::task::spawn_blocking(write).await {
+                    tracing::warn!(error = %e, "recall index write did not finish");
+                }
+            }));
+        }
     }
 
     /// The index writes still running, by session (a poisoned lock's map

@@ -12,6 +12,7 @@ use crate::pipeline::{Compaction, Insufficient};
 use crate::trigger::{Decision, Forced};
 
 use super::error::CompactError;
+use super::recall::RecallWrite;
 use super::report::Report;
 use super::session::{Recognised, Session};
 
@@ -30,6 +31,9 @@ pub(super) struct Trail {
     sent: usize,
     /// Nothing goes out before the end (see [`Trail::hold`]).
     held: bool,
+    /// The recall index writes of this preflight's compactions, started
+    /// when it ends.
+    recall_writes: Vec<RecallWrite>,
 }
 
 /// A finished trail: every event, the preflight span last.
@@ -38,6 +42,8 @@ pub(super) struct Closed {
     pub(super) archived: bool,
     /// The first `sent` events were exported already; all are archived.
     pub(super) sent: usize,
+    /// The recall index writes to start ([`Trail::queue_recall_write`]).
+    pub(super) recall_writes: Vec<RecallWrite>,
 }
 
 /// A span started when its step started.
@@ -60,7 +66,14 @@ impl Trail {
             archived: false,
             sent: 0,
             held: false,
+            recall_writes: Vec::new(),
         }
+    }
+
+    /// Queues a compaction's recall index write for the end of the
+    /// preflight.
+    pub(super) fn queue_recall_write(&mut self, write: RecallWrite) {
+        self.recall_writes.push(write);
     }
 
     /// Keeps every event for the end of the preflight: the caller's note
@@ -294,6 +307,7 @@ impl Trail {
             archived,
             sent,
             held: _,
+            recall_writes,
         } = self;
         let root = match outcome {
             Ok(r) => {
@@ -332,6 +346,7 @@ impl Trail {
             events,
             archived,
             sent,
+            recall_writes,
         }
     }
 }
