@@ -5,9 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use ariadne_server::ServerConfig;
-use compact_middleware::config::{
-    Config, Loaded, ServerSettings, ServerStoreBackend, Source, StateStoreKind, redact_url_password,
-};
+use compact_middleware::config::{Config, Loaded, Source, StateStoreKind, redact_url_password};
 
 use crate::exit::{CliError, CliResult};
 
@@ -77,10 +75,8 @@ fn load(args: &Args) -> Result<(Config, ServerConfig), CliError> {
             }
         }
     };
-    let mut cfg = match legacy {
-        Some(server) => server,
-        None => server_config(&config.server)?,
-    };
+    // `server:` is the server's own settings type: nothing to translate.
+    let mut cfg = legacy.unwrap_or_else(|| config.server.clone());
     if let Some(a) = args.addr {
         cfg.addr = a;
     }
@@ -117,45 +113,6 @@ fn default_state_under_data_dir(loaded: &mut Loaded) -> CliResult {
         }
     }
     Ok(())
-}
-
-/// `server:` as the trace server's own settings.
-fn server_config(s: &ServerSettings) -> Result<ServerConfig, CliError> {
-    let addr = s
-        .addr
-        .parse()
-        .map_err(|_| CliError::BadInput(format!("configuration: server.addr: {:?}", s.addr)))?;
-    Ok(ServerConfig {
-        addr,
-        data_dir: PathBuf::from(&s.data_dir),
-        ingest_token: s.ingest_token.clone(),
-        read_token: s.read_token.clone(),
-        cors_origins: s.cors_origins.clone(),
-        insecure: s.insecure,
-        limits: ariadne_server::Limits {
-            ingest_body_bytes: s.limits.ingest_body_bytes,
-            otel_body_bytes: s.limits.otel_body_bytes,
-            max_connections: s.limits.max_connections,
-            max_sse_clients: s.limits.max_sse_clients,
-            sse_queue: s.limits.sse_queue,
-            heartbeat_secs: s.limits.heartbeat_secs,
-        },
-        retention: ariadne_server::Retention {
-            max_events: s.retention.max_events,
-            max_age_secs: s.retention.max_age_secs,
-        },
-        store: ariadne_server::StoreOptions {
-            segment_bytes: s.store.segment_bytes,
-            backend: match s.store.backend {
-                ServerStoreBackend::Log => ariadne_server::StoreBackend::Log,
-                ServerStoreBackend::Clickhouse => ariadne_server::StoreBackend::Clickhouse,
-            },
-            clickhouse_url: s.store.clickhouse_url.clone(),
-            clickhouse_database: s.store.clickhouse_database.clone(),
-            clickhouse_table: s.store.clickhouse_table.clone(),
-            replica: s.store.replica.clone(),
-        },
-    })
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

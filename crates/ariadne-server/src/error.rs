@@ -6,12 +6,12 @@ use std::net::SocketAddr;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ServerError {
-    /// A non-loopback bind without tokens and without `insecure`.
-    #[error(
-        "refusing to bind {0}: a non-loopback address needs --ingest-token and --read-token (or --insecure)"
-    )]
-    InsecureBind(SocketAddr),
-    /// Invalid configuration.
+    /// The settings break a rule: a non-loopback bind without tokens and
+    /// without `insecure`, or a value out of range
+    /// ([`compact_events::settings::ServerSettings::check`]).
+    #[error(transparent)]
+    Settings(#[from] compact_events::settings::SettingsError),
+    /// Invalid configuration found past the settings' rules.
     #[error("invalid configuration: {0}")]
     Config(String),
     /// Binding the listen address failed.

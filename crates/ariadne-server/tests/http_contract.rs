@@ -422,7 +422,12 @@ async fn non_loopback_bind_needs_tokens_or_insecure() {
     cfg.addr = ([0, 0, 0, 0], 0).into();
     let err = ariadne_server::spawn(cfg.clone()).await.unwrap_err();
     assert!(
-        matches!(err, ariadne_server::ServerError::InsecureBind(_)),
+        matches!(
+            err,
+            ariadne_server::ServerError::Settings(
+                compact_events::settings::SettingsError::InsecureBind(_)
+            )
+        ),
         "{err}"
     );
     cfg.ingest_token = Some("a".into());

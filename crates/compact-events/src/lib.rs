@@ -11,12 +11,15 @@
 //!   waits on an exporter;
 //! - the built-in exporters, [`ConsoleExporter`] and [`JsonlExporter`].
 //!
-//! Three namespaces:
+//! Four namespaces:
 //! - [`names`]: the `compact.*` event names and the span kind.
 //! - [`payload`]: one struct per event name, the schema of its `data`
 //!   (`docs/events.md` is the reference), and [`SpanBuilder::for_payload`].
 //! - [`truncate`]: the size rule for names and `data` strings, shared by the
 //!   server (on ingest) and the exporters (before sending).
+//! - [`settings`]: the trace server's settings (`server:` of the configuration
+//!   file), their defaults and rules: the one definition that the middleware's
+//!   configuration loads and the server runs with.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -43,6 +46,7 @@ mod exporter;
 mod jsonl;
 pub mod names;
 pub mod payload;
+pub mod settings;
 mod span;
 pub mod truncate;
 

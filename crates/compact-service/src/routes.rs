@@ -7,10 +7,10 @@ use ariadne_server::{AppState, Mount, ServerConfig};
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::routing::{delete, get, patch, post};
 use axum::{Json, Router};
+use compact_middleware::PreflightOutcome;
 use compact_middleware::manager::Overlays;
 use compact_middleware::model::{Format, Message, Request};
 use compact_middleware::trigger::Forced;
-use compact_middleware::{PreflightOutcome, PreflightRequest};
 use serde_json::{Map, Value};
 
 use crate::api::{
@@ -19,7 +19,7 @@ use crate::api::{
 };
 use crate::error::ApiError;
 use crate::json::JsonBody;
-use crate::service::{Service, ServiceError};
+use crate::service::{Service, ServiceError, preflight_request};
 
 type Shared = State<Arc<Service>>;
 
@@ -303,30 +303,16 @@ async fn compaction(
     note: Option<String>,
 ) -> Result<Json<CompactionResponse>, ApiError> {
     let mut req = history(p.messages, p.input, p.tools, p.format.as_deref())?;
-    let (usage, usage_details) =
-        compact_wiring::usage_figures(p.usage.as_ref()).map_err(|e| ApiError::Invalid {
-            path: e.path,
-            message: e.message,
-        })?;
-    let outcome = s
-        .manager
-        .preflight_with(
-            session,
-            PreflightRequest {
-                messages: std::mem::take(&mut req.messages),
-                tools: std::mem::take(&mut req.tools),
-                forced,
-                note,
-                strict: false,
-                usage,
-                usage_details,
-                overlays: Overlays {
-                    agent: p.agent,
-                    request: p.config,
-                },
-            },
-        )
-        .await?;
+    let usage = compact_wiring::usage_figures(p.usage.as_ref()).map_err(|e| ApiError::Invalid {
+        path: e.path,
+        message: e.message,
+    })?;
+    let overlays = Overlays {
+        agent: p.agent,
+        request: p.config,
+    };
+    let call = preflight_request(&mut req, usage, forced, note, overlays);
+    let outcome = s.manager.preflight_with(session, call).await?;
     Ok(Json(answer(&req, outcome, p.keep_meta.unwrap_or(false))))
 }
 

@@ -3,9 +3,13 @@
 use std::sync::{Arc, OnceLock};
 
 use ariadne_server::AppState;
+use compact_middleware::cache::ReportedUsage;
 use compact_middleware::config::Config;
 use compact_middleware::events::{Event, ExportError, Exporter};
-use compact_middleware::{BoxFuture, CompactError, CompactManager};
+use compact_middleware::manager::Overlays;
+use compact_middleware::model::Request;
+use compact_middleware::trigger::Forced;
+use compact_middleware::{BoxFuture, CompactError, CompactManager, PreflightRequest};
 use compact_wiring::Parts;
 
 /// Why the service could not be built.
@@ -188,5 +192,27 @@ impl Exporter for ServerEvents {
                 .map(|_| ())
                 .map_err(|e| ExportError::Io(std::io::Error::other(e.to_string())))
         })
+    }
+}
+
+/// One call as the manager takes it: the decoded history and tools (moved
+/// out of `req`), the caller's usage figures, what forces it and its
+/// overlays. The session API and the proxy both build theirs here.
+pub(crate) fn preflight_request(
+    req: &mut Request,
+    (usage, usage_details): (Option<usize>, Option<ReportedUsage>),
+    forced: Option<Forced>,
+    note: Option<String>,
+    overlays: Overlays,
+) -> PreflightRequest {
+    PreflightRequest {
+        messages: std::mem::take(&mut req.messages),
+        tools: std::mem::take(&mut req.tools),
+        forced,
+        note,
+        strict: false,
+        usage,
+        usage_details,
+        overlays,
     }
 }

@@ -69,8 +69,6 @@ const REJOIN_AFTER: Duration = Duration::from_millis(1500);
 const PROMISE_AHEAD: Duration = Duration::from_millis(100);
 /// How often a follower reads the table when nothing pokes it.
 const POLL: Duration = Duration::from_millis(10);
-/// Most events one insert takes.
-const MAX_GROUP_EVENTS: usize = 20_000;
 /// How often the index applies retention, and ClickHouse's partitions are checked.
 const SWEEP_EVERY: Duration = Duration::from_secs(5);
 const DROP_PARTITIONS_EVERY: Duration = Duration::from_secs(600);
@@ -602,17 +600,7 @@ async fn write_loop(
         };
         match first {
             Some(first) => {
-                let mut group = vec![first];
-                let mut n = group[0].events.len();
-                while n < MAX_GROUP_EVENTS {
-                    match rx.try_recv() {
-                        Ok(r) => {
-                            n += r.events.len();
-                            group.push(r);
-                        }
-                        Err(_) => break,
-                    }
-                }
+                let group = super::gather(first, || rx.try_recv().ok());
                 insert_events(&common, group).await;
             }
             None => heartbeat(&common).await,

@@ -365,18 +365,16 @@ fn stored_from_json(seq: u64, received_ms: i64, json: String) -> Option<StoredEv
     Some(StoredEvent::new(seq, received_ms, meta, json.into()))
 }
 
-/// Every request waiting now, after `first`, up to [`MAX_GROUP_EVENTS`].
-fn gather(first: WriteReq, rx: &mpsc::Receiver<WriteReq>) -> Vec<WriteReq> {
+/// Every request waiting now (what `waiting` hands over without waiting),
+/// after `first`, up to [`MAX_GROUP_EVENTS`]: one group commit, for the log
+/// and for ClickHouse alike.
+fn gather(first: WriteReq, mut waiting: impl FnMut() -> Option<WriteReq>) -> Vec<WriteReq> {
     let mut n = first.events.len();
     let mut group = vec![first];
     while n < MAX_GROUP_EVENTS {
-        match rx.try_recv() {
-            Ok(r) => {
-                n += r.events.len();
-                group.push(r);
-            }
-            Err(_) => break,
-        }
+        let Some(r) = waiting() else { break };
+        n += r.events.len();
+        group.push(r);
     }
     group
 }
@@ -519,7 +517,7 @@ impl Writer {
                     Err(mpsc::RecvTimeoutError::Disconnected) => break,
                 }
             };
-            let written = next.and_then(|first| self.write(gather(first, &rx)));
+            let written = next.and_then(|first| self.write(gather(first, || rx.try_recv().ok())));
             let Some(prev) = in_sync.take() else {
                 in_sync = written.and_then(|w| syncer.start_sync(w));
                 continue;

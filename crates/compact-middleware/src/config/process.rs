@@ -1,13 +1,19 @@
 //! The sections that configure the rest of the program: `state:` (where
 //! session state lives, docs/design.md §13), `server:` (`compact serve`,
-//! docs/design.md §8) and `proxy:` (`compact proxy`, docs/design.md §15). One file configures the library, the sidecar and the
-//! trace server; the server crate does not depend on this one, so the
-//! `compact` binary turns `server:` into the server's own settings.
+//! docs/design.md §8) and `proxy:` (`compact proxy`, docs/design.md §15).
+//! One file configures the library, the sidecar and the trace server. The
+//! `server:` section's type, defaults and rules are the trace server's own
+//! ([`compact_events::settings`]; the server crate does not depend on this
+//! one), so what the file says reaches the server unchanged.
 
 use garde::{Error, Validate};
 use serde::{Deserialize, Serialize};
 
 use super::rules;
+pub use compact_events::settings::{
+    ServerLimits, ServerRetention, ServerSettings, ServerStore, ServerStoreBackend,
+    redact_url_password,
+};
 
 /// Which session store keeps session state.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -123,32 +129,6 @@ impl std::fmt::Debug for StateSettings {
     }
 }
 
-/// `postgres://user:secret@host/db` → `postgres://user:***@host/db`: a
-/// connection URL as it may be shown.
-pub fn redact_url_password(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    // The last `@` ends the user info even when an unescaped password holds
-    // `/` or `@`: hiding too much is fine, showing a password is not.
-    if let Some(at) = rest.rfind('@') {
-        let (userinfo, host) = (&rest[..at], &rest[at + 1..]);
-        return match userinfo.split_once(':') {
-            Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
-            None => url.to_owned(),
-        };
-    }
-    // key=value parameters: hide a password= parameter.
-    let hidden: Vec<String> = rest
-        .split('&')
-        .map(|kv| match kv.split_once('=') {
-            Some((k, _)) if k.rsplit(['?', '&']).next() == Some("password") => format!("{k}=***"),
-            _ => kv.to_owned(),
-        })
-        .collect();
-    format!("{scheme}://{}", hidden.join("&"))
-}
-
 fn ssl_mode_rule(value: &Option<String>, _: &()) -> garde::Result {
     const MODES: [&str; 6] = [
         "disable",
@@ -176,210 +156,6 @@ fn postgres_url(value: &Option<String>, _: &()) -> garde::Result {
             redact_url_password(url)
         ))),
     }
-}
-
-/// `server:`: `compact serve` (the trace server and the sidecar routes).
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, Validate)]
-#[serde(default, deny_unknown_fields)]
-pub struct ServerSettings {
-    /// Listen address; anything but loopback needs both tokens or `insecure`.
-    #[garde(custom(socket_addr))]
-    pub addr: String,
-    /// Directory of the durable event log (and of the session state when
-    /// `state.store` is left at its default).
-    #[garde(custom(rules::non_empty))]
-    pub data_dir: String,
-    /// Bearer token required by the write routes (ingest, preflight, the
-    /// session API's writes), when set.
-    #[garde(custom(rules::opt_non_empty))]
-    pub ingest_token: Option<String>,
-    /// Bearer token required by the read routes (`/events`, `/api`,
-    /// `/metrics`, `GET /v1/sessions/{id}`), when set.
-    #[garde(custom(rules::opt_non_empty))]
-    pub read_token: Option<String>,
-    /// Browser origins allowed by CORS (exact match).
-    #[garde(inner(custom(rules::non_empty)))]
-    pub cors_origins: Vec<String>,
-    /// Allow a non-loopback bind without tokens.
-    #[garde(skip)]
-    pub insecure: bool,
-    /// Request, connection and stream limits.
-    #[garde(dive)]
-    pub limits: ServerLimits,
-    /// How many events are kept.
-    #[garde(dive)]
-    pub retention: ServerRetention,
-    /// Durable log tuning.
-    #[garde(dive)]
-    pub store: ServerStore,
-}
-
-impl Default for ServerSettings {
-    fn default() -> Self {
-        Self {
-            addr: "127.0.0.1:5175".to_owned(),
-            data_dir: ".compact/server".to_owned(),
-            ingest_token: None,
-            read_token: None,
-            cors_origins: vec![
-                "http://localhost:5173".to_owned(),
-                "http://127.0.0.1:5173".to_owned(),
-            ],
-            insecure: false,
-            limits: ServerLimits::default(),
-            retention: ServerRetention::default(),
-            store: ServerStore::default(),
-        }
-    }
-}
-
-impl std::fmt::Debug for ServerSettings {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let hidden = |t: &Option<String>| t.as_ref().map(|_| "***");
-        f.debug_struct("ServerSettings")
-            .field("addr", &self.addr)
-            .field("data_dir", &self.data_dir)
-            .field("ingest_token", &hidden(&self.ingest_token))
-            .field("read_token", &hidden(&self.read_token))
-            .field("cors_origins", &self.cors_origins)
-            .field("insecure", &self.insecure)
-            .field("limits", &self.limits)
-            .field("retention", &self.retention)
-            .field("store", &self.store)
-            .finish()
-    }
-}
-
-/// `server.limits:`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Validate)]
-#[serde(default, deny_unknown_fields)]
-pub struct ServerLimits {
-    /// `POST /ingest` body limit in bytes (Ariadne's 256 KiB).
-    #[garde(custom(rules::at_least(1024)))]
-    pub ingest_body_bytes: usize,
-    /// `POST /v1/traces/ingest` and `POST /v1/traces` body limit.
-    #[garde(custom(rules::at_least(1024)))]
-    pub otel_body_bytes: usize,
-    /// Body limit of the sidecar routes (`/v1/preflight`, the session API):
-    /// whole histories.
-    #[garde(custom(rules::at_least(1024)))]
-    pub preflight_body_bytes: usize,
-    /// Open TCP connections; more wait in the accept queue.
-    #[garde(custom(rules::at_least(1)))]
-    pub max_connections: usize,
-    /// Concurrent `/events` subscribers; more get a 503.
-    #[garde(skip)]
-    pub max_sse_clients: usize,
-    /// Events a subscriber may fall behind before it skips.
-    #[garde(custom(rules::at_least(1)))]
-    pub sse_queue: usize,
-    /// Seconds between `:heartbeat` comments.
-    #[garde(skip)]
-    pub heartbeat_secs: u64,
-}
-
-impl Default for ServerLimits {
-    fn default() -> Self {
-        Self {
-            ingest_body_bytes: 262_144,
-            otel_body_bytes: 16 * 1024 * 1024,
-            preflight_body_bytes: 32 * 1024 * 1024,
-            max_connections: 1024,
-            max_sse_clients: 256,
-            sse_queue: 4096,
-            heartbeat_secs: 15,
-        }
-    }
-}
-
-/// `server.retention:`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Validate)]
-#[serde(default, deny_unknown_fields)]
-pub struct ServerRetention {
-    /// Events kept.
-    #[garde(custom(rules::at_least(1)))]
-    pub max_events: usize,
-    /// Seconds an event is kept; 0 keeps forever.
-    #[garde(skip)]
-    pub max_age_secs: u64,
-}
-
-impl Default for ServerRetention {
-    fn default() -> Self {
-        Self {
-            max_events: 100_000,
-            max_age_secs: 7 * 24 * 3600,
-        }
-    }
-}
-
-/// `server.store:` (in a file also just the backend's name: `store: clickhouse`).
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, Validate)]
-#[serde(default, deny_unknown_fields)]
-pub struct ServerStore {
-    /// `log` (this process's durable log under `data_dir`) or `clickhouse`
-    /// (one ClickHouse that several replicas share).
-    #[garde(skip)]
-    pub backend: ServerStoreBackend,
-    /// ClickHouse's HTTP interface (`backend: clickhouse`), e.g.
-    /// `http://127.0.0.1:8123`; a user and password may be in the URL (never
-    /// printed or logged).
-    #[garde(custom(clickhouse_http_url))]
-    pub clickhouse_url: Option<String>,
-    /// The ClickHouse database (created if missing).
-    #[garde(custom(identifier))]
-    pub clickhouse_database: String,
-    /// The ClickHouse table of events (created if missing).
-    #[garde(custom(identifier))]
-    pub clickhouse_table: String,
-    /// This replica's name in the shared store (default: host name, process
-    /// id and a random suffix).
-    #[garde(custom(rules::opt_non_empty))]
-    pub replica: Option<String>,
-    /// A log segment is closed past this size (`backend: log`). Last, as
-    /// it was the section's only key.
-    #[garde(custom(rules::at_least_u64(4096)))]
-    pub segment_bytes: u64,
-}
-
-impl Default for ServerStore {
-    fn default() -> Self {
-        Self {
-            backend: ServerStoreBackend::Log,
-            clickhouse_url: None,
-            clickhouse_database: "default".to_owned(),
-            clickhouse_table: "compact_events".to_owned(),
-            replica: None,
-            segment_bytes: 16 * 1024 * 1024,
-        }
-    }
-}
-
-impl std::fmt::Debug for ServerStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ServerStore")
-            .field("backend", &self.backend)
-            .field(
-                "clickhouse_url",
-                &self.clickhouse_url.as_deref().map(redact_url_password),
-            )
-            .field("clickhouse_database", &self.clickhouse_database)
-            .field("clickhouse_table", &self.clickhouse_table)
-            .field("replica", &self.replica)
-            .field("segment_bytes", &self.segment_bytes)
-            .finish()
-    }
-}
-
-/// Which store keeps the trace server's events.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ServerStoreBackend {
-    /// The durable log under `server.data_dir` (one process).
-    #[default]
-    Log,
-    /// A ClickHouse server that several `compact serve` replicas share.
-    Clickhouse,
 }
 
 /// `proxy:`: `compact proxy` (and `compact serve --proxy`), the
@@ -467,27 +243,6 @@ fn upstream_entry(value: &str, ctx: &()) -> garde::Result {
     }
 }
 
-fn clickhouse_http_url(value: &Option<String>, _: &()) -> garde::Result {
-    match value {
-        None => Ok(()),
-        Some(url) if url.starts_with("http://") || url.starts_with("https://") => Ok(()),
-        Some(url) => Err(Error::new(format!(
-            "must start with http:// or https:// (ClickHouse's HTTP interface) (got {:?})",
-            redact_url_password(url)
-        ))),
-    }
-}
-
-fn identifier(value: &str, _: &()) -> garde::Result {
-    if !value.is_empty() && value.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-        Ok(())
-    } else {
-        Err(Error::new(format!(
-            "letters, digits and _ only (got {value:?})"
-        )))
-    }
-}
-
 fn socket_addr(value: &str, _: &()) -> garde::Result {
     value
         .parse::<std::net::SocketAddr>()
@@ -497,31 +252,4 @@ fn socket_addr(value: &str, _: &()) -> garde::Result {
                 "must be an IP address and port such as 127.0.0.1:5175 (got {value:?})"
             ))
         })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::redact_url_password;
-
-    #[test]
-    fn passwords_are_hidden() {
-        assert_eq!(
-            redact_url_password("postgres://u:s3cret@db:5432/x?sslmode=disable"),
-            "postgres://u:***@db:5432/x?sslmode=disable"
-        );
-        assert_eq!(
-            redact_url_password("postgresql://u@db/x"),
-            "postgresql://u@db/x"
-        );
-        assert_eq!(
-            redact_url_password("postgres://db/x?user=u&password=p"),
-            "postgres://db/x?user=u&password=***"
-        );
-        assert!(!redact_url_password("postgres://a:b:c@h/d").contains("b:c"));
-        assert!(!redact_url_password("postgres://a:p/w@h/d").contains("p/w"));
-        assert_eq!(
-            redact_url_password("postgres://db/x?password=p"),
-            "postgres://db/x?password=***"
-        );
-    }
 }

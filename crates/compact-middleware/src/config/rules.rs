@@ -184,9 +184,14 @@ fn regex_error_line(err: &regex::Error) -> String {
     }
 }
 
-/// Rules that span sections, which garde's per-struct derive cannot see.
+/// The `server:` section's rules, then those that span sections, which
+/// garde's per-struct derive cannot see.
 pub(super) fn cross_section(config: &Config) -> Vec<FieldError> {
-    let mut errors = Vec::new();
+    // `server:` is the trace server's own type (compact-events, which has no
+    // garde): its rules, worded as these, come with it.
+    let mut errors: Vec<FieldError> = (config.server.problems().into_iter())
+        .map(|p| FieldError::new(format!("server.{}", p.path), p.message))
+        .collect();
     if config.storage.adapter == StorageAdapterKind::S3 && config.storage.s3.bucket.is_none() {
         errors.push(FieldError::new(
             "storage.s3.bucket",

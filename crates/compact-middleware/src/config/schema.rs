@@ -61,8 +61,9 @@ pub struct Config {
     /// Where session state lives.
     #[garde(dive)]
     pub state: super::process::StateSettings,
-    /// `compact serve`: the trace server and the sidecar routes.
-    #[garde(dive)]
+    /// `compact serve`: the trace server and the sidecar routes. Its rules
+    /// come with its type (`rules::cross_section` reports them).
+    #[garde(skip)]
     pub server: super::process::ServerSettings,
     /// `compact proxy`: the provider-compatible proxy.
     #[garde(dive)]

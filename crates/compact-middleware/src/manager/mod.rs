@@ -223,13 +223,16 @@ impl Engine {
     }
 }
 
+/// Every session's state by id, one record each behind its own lock.
+type SessionMap = HashMap<SessionId, Arc<tokio::sync::Mutex<Session>>>;
+
 /// What every configuration's calls of one manager share: the dispatcher,
 /// the sessions (map and store), the archive, the count cache, and the
 /// summarizer the builder was given.
 struct Shared {
     dispatcher: Dispatcher,
     /// Every session's state, one record each behind its own lock.
-    sessions: Mutex<HashMap<SessionId, Arc<tokio::sync::Mutex<Session>>>>,
+    sessions: Mutex<SessionMap>,
     archive: archive::ArchiveState,
     /// Where session state outlives this manager, if anywhere.
     store: Option<Arc<dyn SessionStore>>,
@@ -393,16 +396,8 @@ impl CompactManager {
         messages: Vec<Message>,
         note: &str,
     ) -> Result<PreflightOutcome, CompactError> {
-        self.preflight_with(
-            session_id,
-            PreflightRequest {
-                messages,
-                forced: Some(Forced::Manual),
-                note: Some(note.to_string()),
-                ..PreflightRequest::default()
-            },
-        )
-        .await
+        self.forced(session_id, messages, Forced::Manual, note)
+            .await
     }
 
     /// The reactive path: the provider rejected the request as too long.
@@ -413,26 +408,30 @@ impl CompactManager {
         messages: Vec<Message>,
         error: &str,
     ) -> Result<PreflightOutcome, CompactError> {
-        self.preflight_with(
-            session_id,
-            PreflightRequest {
-                messages,
-                forced: Some(Forced::ContextOverflow),
-                note: Some(error.to_string()),
-                ..PreflightRequest::default()
-            },
-        )
-        .await
+        self.forced(session_id, messages, Forced::ContextOverflow, error)
+            .await
+    }
+
+    /// A compaction whatever the trigger says, for `why`.
+    async fn forced(
+        &self,
+        session_id: &str,
+        messages: Vec<Message>,
+        why: Forced,
+        note: &str,
+    ) -> Result<PreflightOutcome, CompactError> {
+        let req = PreflightRequest {
+            messages,
+            forced: Some(why),
+            note: Some(note.to_owned()),
+            ..PreflightRequest::default()
+        };
+        self.preflight_with(session_id, req).await
     }
 
     /// The session's record, created on first use.
     fn session_handle(&self, id: SessionId) -> Arc<tokio::sync::Mutex<Session>> {
-        let mut map = self
-            .inner
-            .shared
-            .sessions
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut map = self.sessions();
         map.entry(id)
             .or_insert_with_key(|id| Arc::new(tokio::sync::Mutex::new(Session::new(id.clone()))))
             .clone()
@@ -444,22 +443,23 @@ impl CompactManager {
     /// stays too: [`CompactManager::delete_session`] removes both.
     pub fn end_session(&self, id: &str) {
         let Ok(id) = SessionId::parse(id) else { return };
-        let mut map = self
-            .inner
-            .shared
-            .sessions
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut map = self.sessions();
         map.remove(&id);
     }
 
     /// How many sessions the manager holds state for.
     pub fn session_count(&self) -> usize {
+        self.sessions().len()
+    }
+
+    /// The map of every session's state. A panic while it was held left
+    /// no half-made entry (each change is one insert or remove), so a
+    /// poisoned lock is used as it is.
+    fn sessions(&self) -> std::sync::MutexGuard<'_, SessionMap> {
         self.inner
             .shared
             .sessions
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .len()
     }
 }

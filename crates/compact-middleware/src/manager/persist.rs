@@ -117,12 +117,7 @@ impl CompactManager {
         id: &SessionId,
         handle: &Arc<tokio::sync::Mutex<Session>>,
     ) {
-        let mut map = self
-            .inner
-            .shared
-            .sessions
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut map = self.sessions();
         let unknown = handle.try_lock().is_ok_and(|s| !s.is_known());
         if unknown && map.get(id).is_some_and(|h| Arc::ptr_eq(h, handle)) {
             map.remove(id);

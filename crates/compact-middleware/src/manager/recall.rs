@@ -313,12 +313,7 @@ impl CompactManager {
         let handle = if !self.inner.shared.dispatcher.is_enabled() {
             None
         } else {
-            let map = self
-                .inner
-                .shared
-                .sessions
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let map = self.sessions();
             map.get(sid).cloned()
         };
         let scrub = match handle {

@@ -10,10 +10,11 @@ use compact_middleware::manager::{Continuation, Overlays};
 use compact_middleware::model::{Item, Message, Request};
 use compact_middleware::tokens::builtin_profile;
 use compact_middleware::trigger::Forced;
-use compact_middleware::{CompactManager, PreflightOutcome, PreflightRequest};
+use compact_middleware::{CompactManager, PreflightOutcome};
 use serde_json::{Map, Value};
 
 use super::wire::Api;
+use crate::service::preflight_request;
 
 /// What compaction did to one request, and the body to send.
 #[derive(Debug, Clone)]
@@ -118,28 +119,13 @@ impl Call<'_> {
         });
         // A usage object the wiring does not read is dropped, not an error:
         // the provider's shape is not the caller's fault.
-        let (usage, usage_details) =
-            compact_wiring::usage_figures(self.usage.as_ref()).unwrap_or((None, None));
+        let usage = compact_wiring::usage_figures(self.usage.as_ref()).unwrap_or((None, None));
         let (forced, note) = match &self.overflow {
             Some(message) => (Some(Forced::ContextOverflow), Some(message.clone())),
             None => (None, None),
         };
-        let outcome = self
-            .manager
-            .preflight_with(
-                self.session,
-                PreflightRequest {
-                    messages: std::mem::take(&mut req.messages),
-                    tools: std::mem::take(&mut req.tools),
-                    forced,
-                    note,
-                    strict: false,
-                    usage,
-                    usage_details,
-                    overlays,
-                },
-            )
-            .await;
+        let call = preflight_request(&mut req, usage, forced, note, overlays);
+        let outcome = self.manager.preflight_with(self.session, call).await;
         let plan = match outcome {
             Ok(outcome) => self.plan(&req, outcome, instructions, original),
             Err(e) => Plan::unchanged(
