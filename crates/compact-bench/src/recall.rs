@@ -270,6 +270,39 @@ pub struct Overhead {
     pub write: Stats,
     /// Entries each compaction indexed.
     pub entries: usize,
+    /// The CPU time of the thread that ran each preflight, recall off and
+    /// on (`CLOCK_THREAD_CPUTIME_ID`; `None` where there is none): the
+    /// work on the preflight's path, which other processes on a busy
+    /// machine do not stretch as they stretch wall time.
+    pub cpu: Option<CpuOverhead>,
+}
+
+/// [`Overhead`]'s CPU-time side.
+#[derive(Debug, Clone, Serialize)]
+pub struct CpuOverhead {
+    /// Recall off.
+    pub off: Stats,
+    /// Recall on.
+    pub on: Stats,
+    /// `on.p50_us / off.p50_us`.
+    pub ratio_p50: f64,
+}
+
+/// Nanoseconds the calling thread has run on a CPU (`None` where the
+/// platform has no per-thread CPU clock).
+fn thread_cpu_ns() -> Option<u64> {
+    #[cfg(unix)]
+    {
+        let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+        u64::try_from(t.tv_sec)
+            .ok()?
+            .checked_mul(1_000_000_000)?
+            .checked_add(u64::try_from(t.tv_nsec).ok()?)
+    }
+    #[cfg(not(unix))]
+    {
+        None
+    }
 }
 
 /// The manager of [`overhead_pairs`]: the preflight suite's triggered
@@ -313,17 +346,31 @@ pub fn overhead_pairs(
     let index = on.recall_index().ok_or("recall is off")?.clone();
     let (mut t_off, mut t_on, mut t_write, mut ratios) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut cpu_off, mut cpu_on) = (Vec::new(), Vec::new());
     let mut entries = 0;
     for pair in 0..=pairs {
         let mut one = |m: &CompactManager, tag: &str| -> Result<Duration, String> {
             let session = format!("bench-recall-{tag}-{pair}");
             let messages = history(&format!("{tag}{pair}_"));
             m.estimate(&messages, &[]);
+            // The CPU interval lies inside the wall one: a thread's CPU
+            // time never exceeds it.
             let started = Instant::now();
-            let out = rt
-                .block_on(m.preflight(&session, messages))
-                .map_err(|e| e.to_string())?;
+            let cpu_started = thread_cpu_ns();
+            let out = rt.block_on(m.preflight(&session, messages));
+            let cpu_ended = thread_cpu_ns();
             let took = started.elapsed();
+            let out = out.map_err(|e| e.to_string())?;
+            if let (Some(a), Some(b)) = (cpu_started, cpu_ended)
+                && pair > 0
+            {
+                let cpu = Duration::from_nanos(b.saturating_sub(a));
+                if tag == "on" {
+                    cpu_on.push(cpu);
+                } else {
+                    cpu_off.push(cpu);
+                }
+            }
             if !out.report.triggered {
                 return Err("the preflight did not trigger".into());
             }
@@ -354,6 +401,14 @@ pub fn overhead_pairs(
     ratios.sort_by(f64::total_cmp);
     let (off, on) = (Stats::from(t_off), Stats::from(t_on));
     let round = |x: f64| (x * 1000.0).round() / 1000.0;
+    let cpu = (cpu_off.len() == pairs && cpu_on.len() == pairs && pairs > 0).then(|| {
+        let (off, on) = (Stats::from(cpu_off), Stats::from(cpu_on));
+        CpuOverhead {
+            ratio_p50: round(on.p50_us / off.p50_us.max(1e-9)),
+            off,
+            on,
+        }
+    });
     Ok(Overhead {
         pairs,
         ratio_p50: round(on.p50_us / off.p50_us.max(1e-9)),
@@ -362,6 +417,7 @@ pub fn overhead_pairs(
         on,
         write: Stats::from(t_write),
         entries,
+        cpu,
     })
 }
 
@@ -486,5 +542,15 @@ mod tests {
         assert_eq!((o.off.runs, o.on.runs, o.write.runs), (2, 2, 2));
         assert!(o.entries > 100, "{o:?}");
         assert!(o.ratio_p50 > 0.0 && o.ratio_pairs_p50 > 0.0);
+        if cfg!(unix) {
+            let cpu = o.cpu.expect("the thread's CPU time on Unix");
+            assert_eq!((cpu.off.runs, cpu.on.runs), (2, 2));
+            // A triggered preflight of 100 turns runs for a while on its
+            // thread, and never longer than it took.
+            assert!(
+                cpu.off.min_us > 100.0 && cpu.off.max_us <= o.off.max_us,
+                "{cpu:?}"
+            );
+        }
     }
 }
