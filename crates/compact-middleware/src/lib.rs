@@ -1,6 +1,9 @@
 //! The compact library: everything an agent needs to keep its context window
 //! under control, with no HTTP server and no cloud SDK inside.
 //!
+//! The engine is here; `model`, `tokens`, `estimate` and `price` come from
+//! `compact-model` and `summarize` from `compact-summarize`, re-exported.
+//!
 //! - [`model`]: the message model. Lossless codecs for OpenAI Chat Completions
 //!   messages and Responses input items, atomic groups, turns, the validator.
 //! - [`tokens`]: exact OpenAI BPE token accounting, model profiles, the
@@ -33,22 +36,25 @@ pub mod archive;
 pub mod cache;
 pub mod config;
 mod db;
-pub mod estimate;
 pub mod invariants;
 pub mod manager;
 pub mod memory;
-pub mod model;
 mod pgtls;
 pub mod pipeline;
-mod prehashed;
-pub mod price;
 pub mod recall;
 pub mod redact;
 pub mod state;
 pub mod strategy;
-pub mod summarize;
-pub mod tokens;
 pub mod trigger;
+
+/// The message model, the token counting, the estimates and the prices live
+/// in `compact-model`, the leaf every crate that reads a history shares; the
+/// `compact_middleware::{model, tokens, estimate, price}` paths stay valid.
+pub use compact_model::{estimate, model, price, tokens};
+
+/// The summarizers and the fact ledger live in `compact-summarize`; the
+/// `compact_middleware::summarize::...` paths stay valid.
+pub use compact_summarize as summarize;
 
 pub use manager::{
     BeforeModelCall, CompactError, CompactManager, ModelCallContext, PreflightOutcome,

@@ -1,6 +1,7 @@
 //! Custom validation rules. garde's built-in messages ("lower than 1") do not
 //! say what the value was, so every rule here writes the message the
-//! configuration reference promises: the rule, then `(got VALUE)`.
+//! configuration reference promises: the rule, then `(got VALUE)`. The rules
+//! of one value alone are `compact_model::rules`, re-exported.
 
 use std::collections::BTreeMap;
 
@@ -9,54 +10,12 @@ use garde::Error;
 use super::FieldError;
 use super::schema::{Config, ModelOverride, Role, StorageAdapterKind};
 
-/// A share of the context window.
-pub(super) fn fraction(value: &f64, _: &()) -> garde::Result {
-    if (0.0..=1.0).contains(value) {
-        Ok(())
-    } else {
-        Err(Error::new(format!(
-            "must be between 0.0 and 1.0 (got {value})"
-        )))
-    }
-}
-
-pub(super) fn opt_fraction(value: &Option<f64>, ctx: &()) -> garde::Result {
-    value.as_ref().map_or(Ok(()), |v| fraction(v, ctx))
-}
-
-pub(super) fn at_least(min: usize) -> impl FnOnce(&usize, &()) -> garde::Result {
-    move |value, _| {
-        if *value >= min {
-            Ok(())
-        } else {
-            Err(Error::new(format!("must be at least {min} (got {value})")))
-        }
-    }
-}
-
-pub(super) fn at_least_u64(min: u64) -> impl FnOnce(&u64, &()) -> garde::Result {
-    move |value, _| {
-        if *value >= min {
-            Ok(())
-        } else {
-            Err(Error::new(format!("must be at least {min} (got {value})")))
-        }
-    }
-}
-
-pub(super) fn at_most_count(max: usize) -> impl FnOnce(&usize, &()) -> garde::Result {
-    move |value, _| {
-        if *value <= max {
-            Ok(())
-        } else {
-            Err(Error::new(format!("must be at most {max} (got {value})")))
-        }
-    }
-}
-
-pub(super) fn opt_at_least(min: usize) -> impl FnOnce(&Option<usize>, &()) -> garde::Result {
-    move |value, ctx| value.map_or(Ok(()), |v| at_least(min)(&v, ctx))
-}
+// The rules that read one value alone are shared with the sections defined
+// in other crates (`summarizer:` in compact-summarize).
+pub(super) use compact_model::rules::{
+    at_least, at_least_u64, fraction, http_url, non_empty, opt_at_least, opt_fraction,
+    opt_http_url, opt_non_empty,
+};
 
 /// `value < other`, where `other` is the field named `other_path`.
 pub(super) fn below(other_path: &str, other: f64) -> impl FnOnce(&f64, &()) -> garde::Result + '_ {
@@ -97,35 +56,6 @@ pub(super) fn soft_budget(
         ))),
         _ => Ok(()),
     }
-}
-
-pub(super) fn non_empty(value: &str, _: &()) -> garde::Result {
-    if value.trim().is_empty() {
-        Err(Error::new("must not be empty"))
-    } else {
-        Ok(())
-    }
-}
-
-pub(super) fn opt_non_empty(value: &Option<String>, ctx: &()) -> garde::Result {
-    value.as_ref().map_or(Ok(()), |v| non_empty(v, ctx))
-}
-
-pub(super) fn http_url(value: &str, _: &()) -> garde::Result {
-    let rest = value
-        .strip_prefix("http://")
-        .or_else(|| value.strip_prefix("https://"));
-    match rest {
-        Some(host) if !host.is_empty() && !host.starts_with('/') => Ok(()),
-        Some(_) => Err(Error::new(format!("must name a host (got {value:?})"))),
-        None => Err(Error::new(format!(
-            "must start with http:// or https:// (got {value:?})"
-        ))),
-    }
-}
-
-pub(super) fn opt_http_url(value: &Option<String>, ctx: &()) -> garde::Result {
-    value.as_ref().map_or(Ok(()), |v| http_url(v, ctx))
 }
 
 /// The summary is sent to the model as a conversational message; a `tool`

@@ -147,6 +147,22 @@ impl ModelOverride {
     }
 }
 
+/// What `ModelLimits::from_config` reads (compact-model sits below the
+/// configuration, so it names what it needs as a trait).
+impl crate::estimate::LimitsSource for Config {
+    fn model_name(&self) -> &str {
+        &self.model
+    }
+
+    fn configured_profile(&self, name: &str) -> Option<crate::tokens::ModelProfile> {
+        self.models.get(name).and_then(ModelOverride::profile)
+    }
+
+    fn max_context_tokens(&self) -> Option<usize> {
+        self.max_context_tokens
+    }
+}
+
 impl Config {
     /// The prices of `model`: its `models` entry's `price`, else the
     /// built-in one; `None` when neither has one.

@@ -271,8 +271,8 @@ mod tests {
         };
         let back = SessionRecord::from_json(&with_ledger.to_json().unwrap()).unwrap();
         assert_eq!(back.ledger.steps(), with_ledger.ledger.steps());
-        assert_eq!(back.ledger.0.flagged, with_ledger.ledger.0.flagged);
-        assert!(!back.ledger.0.flagged.is_empty());
+        assert_eq!(back.ledger.flagged(), with_ledger.ledger.flagged());
+        assert!(!back.ledger.flagged().is_empty());
 
         // A newer writer's extra fields are ignored; an older one's missing
         // fields take their defaults.

@@ -7,7 +7,7 @@ use std::hash::Hasher;
 /// Takes a `u64` key as its hash and the low half of a `u128` one (both
 /// already well mixed); anything else still hashes, with FNV-1a.
 #[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct Prehashed(u64);
+pub struct Prehashed(u64);
 
 impl Hasher for Prehashed {
     fn finish(&self) -> u64 {

@@ -85,7 +85,7 @@ impl Summarizer for ExtractiveSummarizer {
     fn summarize<'a>(
         &'a self,
         req: &'a SummaryRequest,
-    ) -> crate::BoxFuture<'a, Result<Summary, SummarizeError>> {
+    ) -> compact_events::BoxFuture<'a, Result<Summary, SummarizeError>> {
         Box::pin(async move { Ok(self.summarize_sync(req)) })
     }
 }
@@ -881,24 +881,24 @@ impl ModelFact {
     }
 }
 
-/// A model summary completed from the ledger.
+/// A model summary completed from the ledger ([`complete_model_summary`](crate::complete_model_summary)).
 #[derive(Debug, Clone)]
-pub(crate) struct Completed {
-    /// The model's text, then, under [`OMITTED_HEADER`], the facts it left
+pub struct Completed {
+    /// The model's text, then, under the omitted-facts header, the facts it left
     /// out that fit the budget beside it.
-    pub(crate) text: String,
+    pub text: String,
     /// `count_tokens(text)`.
-    pub(crate) tokens: usize,
+    pub tokens: usize,
     /// What the completed summary keeps of the ledger.
-    pub(crate) report: FactsReport,
+    pub report: FactsReport,
     /// Facts the extractive summary would carry: what the model was asked
     /// to keep (goals and the latest request, which a model words its own
     /// way, not counted).
-    pub(crate) must: usize,
+    pub must: usize,
     /// Of those, the ones the model's text leaves out.
-    pub(crate) must_missing: usize,
+    pub must_missing: usize,
     /// Of those, the ones that did not fit beside the model's text either.
-    pub(crate) must_dropped: usize,
+    pub must_dropped: usize,
 }
 
 /// Whether `text` carries a fact: every identifier, quantity and number

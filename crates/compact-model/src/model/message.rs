@@ -174,7 +174,11 @@ impl PartialEq for Message {
 }
 
 impl Message {
-    pub(crate) fn from_parts(raw: Map<String, Value>, kind: Kind) -> Self {
+    /// A message of `raw` described by `kind`, as is: the caller vouches that
+    /// `kind` is what the codec would read from `raw` (the middleware builds
+    /// instruction blocks this way from a message it already decoded).
+    #[doc(hidden)]
+    pub fn from_parts(raw: Map<String, Value>, kind: Kind) -> Self {
         Self {
             raw: Arc::new(raw),
             kind: Arc::new(kind),
@@ -201,8 +205,9 @@ impl Message {
         Ok(Self::from_parts(raw, kind))
     }
 
-    /// [`Message::anthropic_system`] of a plain string (it cannot be malformed).
-    pub(crate) fn anthropic_system_text(text: String) -> Self {
+    /// The top-level `system` of an Anthropic request holding the plain
+    /// string `text` (it cannot be malformed), as a message.
+    pub fn anthropic_system_text(text: String) -> Self {
         let mut raw = Map::new();
         raw.insert("role".into(), Value::String("system".into()));
         raw.insert("content".into(), Value::String(text));

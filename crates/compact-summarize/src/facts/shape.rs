@@ -77,7 +77,7 @@ pub(crate) fn shape_key(s: &str) -> u64 {
 
 /// A map keyed by shape keys, which are hashes already: no second hash.
 pub(crate) type KeyMap<V> =
-    HashMap<u64, V, std::hash::BuildHasherDefault<crate::prehashed::Prehashed>>;
+    HashMap<u64, V, std::hash::BuildHasherDefault<compact_model::prehashed::Prehashed>>;
 
 /// How often each shape was seen in the tool outputs of a session.
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]

@@ -12,7 +12,6 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::config::Config;
 use crate::model::{Message, Role};
 use crate::tokens::{self, CountCache, TokenCounter};
 
@@ -30,19 +29,30 @@ pub struct ModelLimits {
     pub chars_per_token: Option<tokens::CharsPerToken>,
 }
 
+/// What [`ModelLimits::from_config`] reads of a configuration: the model,
+/// the profile its `models` entry describes, and the window override.
+/// `compact_middleware::config::Config` implements it; the trait keeps this
+/// crate below the configuration.
+pub trait LimitsSource {
+    /// The configured model name (`model`).
+    fn model_name(&self) -> &str;
+    /// The profile the `models` entry of `name` describes, if any.
+    fn configured_profile(&self, name: &str) -> Option<tokens::ModelProfile>;
+    /// `max_context_tokens`.
+    fn max_context_tokens(&self) -> Option<usize>;
+}
+
 impl ModelLimits {
     /// Resolves `model` against `models` overrides and the built-in profiles;
     /// `max_context_tokens` overrides the window. An unknown model needs
     /// `max_context_tokens`.
-    pub fn from_config(config: &Config) -> Result<Self, String> {
-        let name = config.model.as_str();
+    pub fn from_config(config: &impl LimitsSource) -> Result<Self, String> {
+        let name = config.model_name();
         let profile = config
-            .models
-            .get(name)
-            .and_then(crate::config::ModelOverride::profile)
+            .configured_profile(name)
             .or_else(|| tokens::builtin_profile(name));
         let ratio = profile.and_then(|p| p.ratio);
-        let (window, encoding) = match (profile, config.max_context_tokens) {
+        let (window, encoding) = match (profile, config.max_context_tokens()) {
             (Some(p), Some(max)) => (max, p.encoding),
             (Some(p), None) => (p.context_window as usize, p.encoding),
             (None, Some(max)) => (max, tokens::Encoding::O200k),

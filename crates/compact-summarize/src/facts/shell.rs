@@ -517,7 +517,7 @@ pub(crate) fn read_shell(script: &str) -> Call {
         });
     }
     Call {
-        command: Some(crate::summarize::facts::clip(
+        command: Some(crate::facts::clip(
             &tidy(&display).replace('`', "'"),
             MAX_COMMAND,
         )),

@@ -36,7 +36,7 @@ const IDENTIFIERS_PER_MESSAGE: usize = 40;
 impl Ledger {
     /// Prose from the people who set the task (system, developer, a
     /// previous summary's stray lines).
-    pub(in crate::summarize) fn extract_prose(&mut self, text: &str) {
+    pub(crate) fn extract_prose(&mut self, text: &str) {
         self.extract_prose_as(text, Voice::Principal);
     }
 
@@ -192,7 +192,7 @@ impl Ledger {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::summarize::forms::{key, short};
+    use crate::forms::{key, short};
 
     fn statements(l: &Ledger) -> Vec<(Kind, &str, bool)> {
         l.items

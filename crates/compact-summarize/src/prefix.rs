@@ -17,7 +17,7 @@ use serde_json::value::RawValue;
 
 use super::openai::{ChatMessage, JOIN_TOKENS, MIN_COMPLETION_TOKENS, OpenAiSummarizer, Spent};
 use super::{AgentPrefix, SummarizeError, SummaryRequest};
-use crate::model::Format;
+use compact_model::model::Format;
 
 /// Opens the instruction of an agent-prefix request: the model is mid-task
 /// with tools in reach, and must write the summary instead of carrying on.
@@ -225,19 +225,19 @@ impl AgentPrefix {
     /// up to and including `last`, with the request's `tools`;
     /// `summary_index` is where our previous summary sits. Only a chat
     /// completions history is serialized: no other wire can be sent.
-    pub(crate) fn build(
-        messages: &[crate::model::Message],
+    pub fn build(
+        messages: &[compact_model::model::Message],
         last: usize,
         tools: &[Value],
         summary_index: Option<usize>,
-        est: &crate::estimate::Estimator,
+        est: &compact_model::estimate::Estimator,
     ) -> Self {
         let upto = &messages[..(last + 1).min(messages.len())];
         let format = if upto.iter().any(|m| m.kind().shape.is_anthropic()) {
             Format::Anthropic
         } else if upto
             .iter()
-            .all(|m| m.kind().shape == crate::model::Shape::ChatMessage)
+            .all(|m| m.kind().shape == compact_model::model::Shape::ChatMessage)
         {
             Format::Chat
         } else {

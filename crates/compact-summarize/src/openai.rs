@@ -45,7 +45,7 @@ use serde_json::Value;
 
 use super::templates::{TemplateError, Templates};
 use super::{SummarizeError, Summarizer, Summary, SummaryEntry, SummaryRequest, TokenCountFn};
-use crate::config::{SummarizerSettings, SummaryPrompt};
+use crate::{SummarizerSettings, SummaryPrompt};
 
 /// Tokens kept free in the summarizer's window for message framing and the
 /// difference between our counter and the summarizer model's tokenizer.
@@ -1090,7 +1090,7 @@ impl Summarizer for OpenAiSummarizer {
     fn summarize<'a>(
         &'a self,
         req: &'a SummaryRequest,
-    ) -> crate::BoxFuture<'a, Result<Summary, SummarizeError>> {
+    ) -> compact_events::BoxFuture<'a, Result<Summary, SummarizeError>> {
         Box::pin(async move {
             let mut spent = Spent::new(&self.config.model);
             let (mut text, prompt) = self.first_draft(req, &mut spent).await?;

@@ -5,6 +5,14 @@
 //!
 //! The body a summarizer returns is plain text; the pipeline wraps it in the
 //! `COMPACT-SUMMARY vN` message, so summarizers never emit that header.
+//!
+//! Also here: the [`FactLedger`] behind the rolling summary (what each
+//! message taught, read once), the [`OpenAiSummarizer`] for any
+//! OpenAI-compatible chat-completions endpoint with its agent-prefix
+//! request, the injection guard ([`orders_in`]), and the `summarizer:`
+//! configuration section ([`SummarizerSettings`]), which
+//! `compact_middleware::config` re-exports. `compact-middleware` re-exports
+//! this crate as `compact_middleware::summarize`.
 use std::fmt;
 use std::sync::Arc;
 
@@ -18,9 +26,10 @@ mod guard;
 mod openai;
 mod prefix;
 mod render;
+mod settings;
 mod templates;
 
-pub use extractive::ExtractiveSummarizer;
+pub use extractive::{Completed, ExtractiveSummarizer};
 
 /// The fact lines the extractive summary of `ledger` keeps within
 /// `req.max_tokens`: what a model summary must carry too.
@@ -29,12 +38,9 @@ pub fn must_keep(ledger: &FactLedger, req: &SummaryRequest) -> Vec<String> {
 }
 
 /// A model's summary `text` completed from `ledger`: the facts it leaves
-/// out added after it by the extractive rule (`pipeline/fallback.rs`).
-pub(crate) fn complete_model_summary(
-    ledger: &FactLedger,
-    req: &SummaryRequest,
-    text: &str,
-) -> extractive::Completed {
+/// out added after it by the extractive rule (the middleware's
+/// `pipeline/fallback.rs`).
+pub fn complete_model_summary(ledger: &FactLedger, req: &SummaryRequest, text: &str) -> Completed {
     extractive::complete_model_summary(&ledger.0, req, text)
 }
 
@@ -45,6 +51,7 @@ pub fn fact_keys(line: &str) -> Vec<String> {
 }
 pub use openai::{OpenAiConfig, OpenAiError, OpenAiSummarizer};
 pub use prefix::PREFIX_INTRO as AGENT_PREFIX_INTRO;
+pub use settings::{SummarizerKind, SummarizerSettings, SummaryPrompt};
 pub use templates::{TemplateError, Templates};
 
 /// The summary styles (docs/design.md §6).
@@ -191,7 +198,7 @@ pub struct SummaryRequest {
 #[derive(Debug, Clone)]
 pub struct AgentPrefix {
     /// The wire format of the agent's messages.
-    pub format: crate::model::Format,
+    pub format: compact_model::model::Format,
     /// The messages, each serialized as the provider saw it, in order.
     pub messages: Vec<Box<serde_json::value::RawValue>>,
     /// The request's tool schemas, as received.
@@ -239,7 +246,7 @@ pub struct Summary {
     /// The prompt the model was sent (`fresh` after an `agent_prefix`
     /// that did not fit); `None` when no model was called.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prompt: Option<crate::config::SummaryPrompt>,
+    pub prompt: Option<SummaryPrompt>,
     /// Prompt tokens the provider served from its prompt cache
     /// (`usage.prompt_tokens_details.cached_tokens`), when it says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -269,7 +276,7 @@ pub fn orders_in(text: &str) -> Vec<(&'static str, &str)> {
 /// repeats a flagged clause of an earlier span the `ledger` remembers (an
 /// agent's reply quoting it, copied by the model). Instructions the user
 /// gave stay: only what a tool said is held back.
-pub(crate) fn guard_model_summary(
+pub fn guard_model_summary(
     mut summary: Summary,
     entries: &[SummaryEntry],
     ledger: Option<&FactLedger>,
@@ -371,13 +378,15 @@ impl FactLedger {
     }
 
     /// The agent's step of each message of the last output, by message
-    /// key (`pipeline/steps.rs`).
-    pub(crate) fn steps(&self) -> &std::collections::BTreeMap<u64, u32> {
+    /// key (the middleware's `pipeline/steps.rs`).
+    #[doc(hidden)]
+    pub fn steps(&self) -> &std::collections::BTreeMap<u64, u32> {
         &self.0.steps
     }
 
     /// Remembers the steps of the messages of an output.
-    pub(crate) fn set_steps(&mut self, steps: std::collections::BTreeMap<u64, u32>) {
+    #[doc(hidden)]
+    pub fn set_steps(&mut self, steps: std::collections::BTreeMap<u64, u32>) {
         self.0.steps = steps;
     }
 
@@ -388,20 +397,28 @@ impl FactLedger {
 
     /// Live facts that rank above the bulk of tool output (what a summary
     /// shows first).
-    pub(crate) fn ranked_len(&self) -> usize {
+    pub fn ranked_len(&self) -> usize {
         extractive::ranked_facts(&self.0)
     }
 
     /// How often the artifact trail changed what it shows (see
     /// `Ledger::trail_rev`).
-    pub(crate) fn trail_rev(&self) -> u64 {
+    /// The word 4-grams of the flagged clauses the ledger remembers (hash →
+    /// item; `Ledger::flagged`): what spots an echo of a tool's orders.
+    #[doc(hidden)]
+    pub fn flagged(&self) -> &std::collections::BTreeMap<u64, usize> {
+        &self.0.flagged
+    }
+
+    #[doc(hidden)]
+    pub fn trail_rev(&self) -> u64 {
         self.0.trail_rev
     }
 
     /// Tokens the summary of this ledger takes with every fact at its
     /// short form (bulk and bare identifiers left out): the room a summary
     /// wants to keep everything readably.
-    pub(crate) fn want_tokens(&self, strategy: Strategy, count: &TokenCountFn) -> usize {
+    pub fn want_tokens(&self, strategy: Strategy, count: &TokenCountFn) -> usize {
         extractive::want_tokens(&self.0, strategy, count)
     }
 
@@ -418,7 +435,7 @@ impl FactLedger {
     /// Learns what reads as orders in a tool output that stays in the
     /// context while replies after it leave, so that a reply repeating it
     /// is reduced to its note (docs/design.md §12).
-    pub(crate) fn learn_orders(&mut self, entry: &SummaryEntry) {
+    pub fn learn_orders(&mut self, entry: &SummaryEntry) {
         self.0.learn_orders(entry);
     }
 
@@ -546,7 +563,7 @@ pub trait Summarizer: Send + Sync + fmt::Debug {
     fn summarize<'a>(
         &'a self,
         req: &'a SummaryRequest,
-    ) -> crate::BoxFuture<'a, Result<Summary, SummarizeError>>;
+    ) -> compact_events::BoxFuture<'a, Result<Summary, SummarizeError>>;
 }
 
 #[cfg(test)]
