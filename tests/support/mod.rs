@@ -73,15 +73,21 @@ pub(crate) fn spawn_piped(cmd: &mut Command) -> Child {
         .expect("spawn compact")
 }
 
-/// `cmd` run to its end with `stdin` as its input.
+/// `cmd` run to its end with `stdin` as its input. A command that refuses
+/// its arguments exits before reading its input: the closed pipe is then
+/// part of the outcome the test checks, not a failure of the harness.
 pub(crate) fn run_with_input(cmd: &mut Command, stdin: &str) -> Output {
     let mut child = spawn_piped(cmd);
-    child
+    let written = child
         .stdin
         .take()
         .expect("stdin")
-        .write_all(stdin.as_bytes())
-        .expect("write stdin");
+        .write_all(stdin.as_bytes());
+    if let Err(e) = written
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        panic!("write stdin: {e}");
+    }
     child.wait_with_output().expect("wait")
 }
 
