@@ -188,7 +188,7 @@ fn auto_compacts_a_large_window_when_it_pays_and_the_bill_drops() {
             o.report.tokens_after
         );
     }
-    // Runs between compactions: at least twelve calls of the observed growth.
+    // Runs between compactions: at least ten calls of the observed growth.
     let at: Vec<usize> = auto
         .iter()
         .enumerate()
