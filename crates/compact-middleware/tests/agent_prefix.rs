@@ -158,6 +158,10 @@ fn assert_only_fresh(server: &FakeServer, run: &Run) {
     }
     assert!(summary_text(&run.outcome).contains("Goals: fix the NET retry tests."));
     assert_eq!(run.created["data"]["prompt"], "fresh");
+    assert_eq!(
+        run.outcome.report.summary_prompt,
+        Some(SummaryPrompt::Fresh)
+    );
 }
 
 /// `server` got two requests, the agent's prefix (no tool choice) and then
@@ -169,6 +173,11 @@ fn assert_asked_again_fresh(server: &FakeServer, run: &Run) {
     assert_fresh(&sent[1].json());
     assert!(summary_text(&run.outcome).contains("Goals: fix the NET retry tests."));
     assert_eq!(run.created["data"]["prompt"], "fresh");
+    // The report says which prompt wrote the summary: the fallback's.
+    assert_eq!(
+        run.outcome.report.summary_prompt,
+        Some(SummaryPrompt::Fresh)
+    );
 }
 
 fn summary_text(o: &PreflightOutcome) -> String {
@@ -244,6 +253,10 @@ async fn the_summary_request_starts_with_the_agents_messages_byte_for_byte() {
     assert_eq!(data["prompt"], "agent_prefix");
     assert_eq!(data["cached_prompt_tokens"], 2176);
     assert_eq!(data["prompt_tokens"], 2400);
+    // So does the preflight's report, on the wire as the caller reads it.
+    let report = serde_json::to_value(&run.outcome.report).expect("report");
+    assert_eq!(report["summary_prompt"], "agent_prefix");
+    assert_eq!(report["summary_cached_prompt_tokens"], 2176);
 }
 
 #[tokio::test]

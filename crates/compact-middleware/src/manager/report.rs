@@ -104,6 +104,16 @@ pub struct Report {
     pub summary_version: Option<u32>,
     /// Tokens of the summary body this call wrote; `None` when it wrote none.
     pub summary_tokens: Option<usize>,
+    /// The prompt a model was sent for that summary (`summarizer.prompt`:
+    /// `fresh` or `agent_prefix`, after any fallback to `fresh`); left out
+    /// when no model wrote it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary_prompt: Option<crate::config::SummaryPrompt>,
+    /// Prompt tokens of that request the provider served from its cache,
+    /// when it said (`agent_prefix` is meant to raise it); left out
+    /// otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary_cached_prompt_tokens: Option<u64>,
     /// Whether `tokens_after` is at or below `target`.
     pub target_reached: bool,
     /// How the input relates to the session's previous call.
@@ -192,6 +202,8 @@ impl Report {
             dropped: 0,
             summary_version: None,
             summary_tokens: None,
+            summary_prompt: None,
+            summary_cached_prompt_tokens: None,
             target_reached: est.t_est <= f.limits.target,
             continuation: f.input.continuation,
             reused_messages: f.input.reused,
@@ -222,6 +234,8 @@ impl Report {
         self.dropped = c.dropped;
         self.summary_version = c.summary.as_ref().map(|s| s.version);
         self.summary_tokens = c.summary.as_ref().map(|s| s.summary_tokens);
+        self.summary_prompt = c.summary.as_ref().and_then(|s| s.prompt);
+        self.summary_cached_prompt_tokens = c.summary.as_ref().and_then(|s| s.cached_prompt_tokens);
         self.target_reached = c.target_reached;
         self.fallbacks = c.fallbacks.clone();
         self.neutralized = c.neutralized.clone();
