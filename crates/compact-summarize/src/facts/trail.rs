@@ -229,6 +229,34 @@ pub(crate) fn forms(kind: Kind, text: &str, apis: &[String], t: &Trail) -> [Stri
     }
 }
 
+/// Which words of a command line may name its run: not an option
+/// (`--settings=django.conf.global_settings`, `-xvs`: the longest word of a
+/// Django test command is often its settings), not a quoted argument, not a
+/// redirection (`2>&1`), and nothing of a filter the output is piped through
+/// (`| grep "FAIL\|ERROR"`), up to the next `&&`, `||` or `;`.
+fn may_name_the_run(words: &[&str]) -> Vec<bool> {
+    let mut piped = false;
+    words
+        .iter()
+        .map(|w| match *w {
+            "|" => {
+                piped = true;
+                false
+            }
+            "&&" | "||" | ";" => {
+                piped = false;
+                false
+            }
+            w => {
+                !piped
+                    && !w.starts_with('-')
+                    && !w.starts_with(['"', '\''])
+                    && !w.contains(['>', '<'])
+            }
+        })
+        .collect()
+}
+
 /// `cmd` cut to about `max` bytes, keeping its longest word whole: that is
 /// what names the run (`annotations.tests.AnnotationTest.test_empty_…`, the
 /// script's path), and a cut through it keeps neither half findable.
@@ -246,11 +274,15 @@ fn clip_command(cmd: &str, max: usize) -> String {
     if words.len() > 64 {
         return clip_middle(cmd, max);
     }
-    let Some((long, longest)) = words
-        .iter()
-        .enumerate()
-        .max_by_key(|(i, w)| (w.len(), std::cmp::Reverse(*i)))
-    else {
+    let names = may_name_the_run(&words);
+    let longest_of = |only_names: bool| {
+        words
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !only_names || names[*i])
+            .max_by_key(|(i, w)| (w.len(), std::cmp::Reverse(*i)))
+    };
+    let Some((long, longest)) = longest_of(true).or_else(|| longest_of(false)) else {
         return clip_middle(cmd, max);
     };
     // A word longer than the room is not a name (a blob, a one-line
@@ -932,6 +964,24 @@ mod tests {
             opts,
             "python -m pytest tests/migrations/test_state.py::StateTests::test_x …"
         );
+        // A settings option longer than the name does not name the run,
+        // nor does the filter the output goes through.
+        let settings = clip_command(
+            "python -m django test migrations.test_writer --settings=django.conf.global_settings --verbosity=0",
+            60,
+        );
+        assert!(
+            settings.starts_with("python -m django test migrations.test_writer"),
+            "{settings}"
+        );
+        let piped = clip_command(
+            r#"cd /testbed && python -m django test migrations.test_autodetector 2>&1 | grep "order_with_respect_to\|FAIL\|ERROR\|test_""#,
+            60,
+        );
+        assert!(piped.contains("migrations.test_autodetector"), "{piped}");
+        // With no word that may name it, the longest word still does.
+        let only_options = format!("--{} -y", "x".repeat(50));
+        assert!(clip_command(&only_options, 40).contains(&"x".repeat(50)));
     }
 
     #[test]
