@@ -64,7 +64,7 @@ impl CompactManager {
         // The recall index writes start now that this call is done with the
         // CPU (still under the session lock, so they queue in order), even
         // when the save failed: what they index was archived.
-        this.start_recall_writes(closed.recall_writes);
+        this.start_recall_writes(id.as_str(), closed.recall_writes);
         saved?;
         // Where a slow preflight spent its time (`COMPACT_LOG=compact_middleware=debug`).
         tracing::debug!(

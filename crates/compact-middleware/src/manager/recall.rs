@@ -22,18 +22,7 @@ type PendingWrites = HashMap<String, Vec<tokio::task::JoinHandle<()>>>;
 
 /// One compaction's index write, queued on the preflight's trail and
 /// started when the preflight is done with the CPU.
-pub(super) struct RecallWrite {
-    session_id: String,
-    write: Box<dyn FnOnce() + Send>,
-}
-
-impl std::fmt::Debug for RecallWrite {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RecallWrite")
-            .field("session_id", &self.session_id)
-            .finish_non_exhaustive()
-    }
-}
+pub(super) struct RecallWrite(Box<dyn FnOnce() + Send>);
 
 impl Builder {
     /// Uses `index` as the recall index instead of the one `recall.path`
@@ -162,8 +151,7 @@ impl CompactManager {
         let transcript = transcript.to_vec();
         let redactor = self.redactor().clone();
         let scrub = scrub.clone();
-        let session_id = session.id().as_str().to_owned();
-        let sid = session_id.clone();
+        let sid = session.id().as_str().to_owned();
         let write = move || {
             let pending = index.prepare(&sid, &transcript);
             if pending.is_empty() {
@@ -181,21 +169,21 @@ impl CompactManager {
                 tracing::warn!(session = %sid, error = %e, "recall index write failed; these entries are not indexed");
             }
         };
-        Some(RecallWrite {
-            session_id,
-            write: Box::new(write),
-        })
+        Some(RecallWrite(Box::new(write)))
     }
 
-    /// Starts this preflight's index writes on the blocking pool, each
-    /// after the session's writes still running. Never fails the
-    /// preflight: a failure is logged. A recall of the session waits for
-    /// them ([`CompactManager::flush_recall`]).
-    pub(super) fn start_recall_writes(&self, writes: Vec<RecallWrite>) {
-        for RecallWrite { session_id, write } in writes {
-            let mut map = self.recall_pending();
-            let list = map.entry(session_id).or_default();
-            list.retain(|h| !h.is_finished());
+    /// Starts the index writes a preflight of `session` queued, on the
+    /// blocking pool, each after the session's writes still running. Never
+    /// fails the preflight: a failure is logged. A recall of the session
+    /// waits for them ([`CompactManager::flush_recall`]).
+    pub(super) fn start_recall_writes(&self, session: &str, writes: Vec<RecallWrite>) {
+        if writes.is_empty() {
+            return;
+        }
+        let mut map = self.recall_pending();
+        let list = map.entry(session.to_owned()).or_default();
+        list.retain(|h| !h.is_finished());
+        for RecallWrite(write) in writes {
             // One session's writes run in order, each after the last: its
             // compactions' steps are recorded in order, and what one found
             // new the next knows.
