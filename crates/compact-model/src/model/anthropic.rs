@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 use super::codec::{P, check_meta, req_str};
 use super::error::InputError;
-use super::message::{CallRef, ItemType, Kind, Role, Shape};
+use super::message::{CallRef, ItemType, Kind, Role, Shape, push_line};
 
 /// Content block types that only Anthropic messages use (format detection). Server tool
 /// results (`web_search_tool_result`, …) are recognised by their `_tool_result` suffix.
@@ -212,16 +212,6 @@ pub(super) fn system_kind(v: &Value, path: &str) -> Result<Kind, InputError> {
 /// True when the message carries a `thinking` or `redacted_thinking` block.
 pub(super) fn has_signed_blocks(raw: &Map<String, Value>) -> bool {
     blocks(raw).iter().filter_map(block_type).any(is_signed)
-}
-
-fn push_line(out: &mut String, s: &str) {
-    if s.is_empty() {
-        return;
-    }
-    if !out.is_empty() {
-        out.push('\n');
-    }
-    out.push_str(s);
 }
 
 /// Text of a `tool_result` content (a string, or the text of its text blocks).

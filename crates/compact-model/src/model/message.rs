@@ -728,7 +728,8 @@ impl<'de> Deserialize<'de> for Message {
     }
 }
 
-fn push_line(out: &mut String, s: &str) {
+/// Appends `s` to `out` as a line of its own (nothing for an empty `s`).
+pub(super) fn push_line(out: &mut String, s: &str) {
     if s.is_empty() {
         return;
     }
