@@ -817,28 +817,41 @@ fn report(ledger: &Ledger, f: &Fit<'_>, text: &str, facts: &[usize]) -> FactsRep
             } else {
                 keys.iter().all(|k| present.contains(k))
             };
-            if carried {
-                report.kept += 1;
-                if f.shown[r].is_some_and(|s| s != Size::Full && row.cost[s as usize] < row.cost[2])
-                {
-                    report.shrunk += 1;
-                }
-            } else {
-                report.dropped += 1;
-                if report.dropped_keys.len() < MAX_DROPPED_KEYS {
-                    report.dropped_keys.push(clip(&it.text, 80));
-                }
-            }
+            let shrunk =
+                f.shown[r].is_some_and(|s| s != Size::Full && row.cost[s as usize] < row.cost[2]);
+            tally(&mut report, it, carried, shrunk);
         }
     }
-    report.superseded = ledger
+    report.superseded = superseded(ledger);
+    report
+}
+
+/// Counts fact `it` into `report`: kept (`shrunk` when shown in a form
+/// cheaper than its full one) or dropped, its text among the first
+/// dropped keys.
+fn tally(report: &mut FactsReport, it: &Item, carried: bool, shrunk: bool) {
+    if carried {
+        report.kept += 1;
+        if shrunk {
+            report.shrunk += 1;
+        }
+    } else {
+        report.dropped += 1;
+        if report.dropped_keys.len() < MAX_DROPPED_KEYS {
+            report.dropped_keys.push(clip(&it.text, 80));
+        }
+    }
+}
+
+/// Statements a later item superseded (narrative left out).
+fn superseded(ledger: &Ledger) -> usize {
+    ledger
         .items
         .iter()
         .filter(|it| {
             it.superseded_by.is_some() && it.kind.is_statement() && !it.kind.is_narrative()
         })
-        .count();
-    report
+        .count()
 }
 
 /// Used by the pipeline's LLM path: the fact lines the ledger renders
@@ -1192,25 +1205,11 @@ fn completed(
         if it.kind.is_narrative() {
             continue;
         }
-        if carried {
-            report.kept += 1;
-            if shown[r].is_some_and(|s| s != Size::Full && costs[r][s as usize] < costs[r][2]) {
-                report.shrunk += 1;
-            }
-        } else {
-            report.dropped += 1;
-            if report.dropped_keys.len() < MAX_DROPPED_KEYS {
-                report.dropped_keys.push(clip(&it.text, 80));
-            }
-        }
+        let shrunk =
+            shown[r].is_some_and(|s| s != Size::Full && costs[r][s as usize] < costs[r][2]);
+        tally(&mut report, it, carried, shrunk);
     }
-    report.superseded = ledger
-        .items
-        .iter()
-        .filter(|it| {
-            it.superseded_by.is_some() && it.kind.is_statement() && !it.kind.is_narrative()
-        })
-        .count();
+    report.superseded = superseded(ledger);
     Completed {
         text: best.0,
         tokens: best.1,
