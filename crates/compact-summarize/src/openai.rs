@@ -194,12 +194,34 @@ impl OpenAiConfig {
 struct ChatRequest<'a> {
     model: &'a str,
     messages: [ChatMessage<'a>; 2],
+    #[serde(flatten)]
+    sampling: Sampling,
+}
+
+/// What ends every request body this summarizer sends, fresh or agent
+/// prefix: the sampling settings and the completion's length, one
+/// completion, no stream. Field order is the wire order.
+#[derive(Debug, Serialize)]
+pub(super) struct Sampling {
     temperature: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     seed: Option<u64>,
     max_tokens: usize,
     n: u32,
     stream: bool,
+}
+
+impl Sampling {
+    /// `config`'s sampling settings with `max_tokens`.
+    pub(super) fn of(config: &OpenAiConfig, max_tokens: usize) -> Self {
+        Self {
+            temperature: config.temperature,
+            seed: config.seed,
+            max_tokens,
+            n: 1,
+            stream: false,
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -412,11 +434,7 @@ impl OpenAiSummarizer {
                     content: user,
                 },
             ],
-            temperature: self.config.temperature,
-            seed: self.config.seed,
-            max_tokens,
-            n: 1,
-            stream: false,
+            sampling: Sampling::of(&self.config, max_tokens),
         };
         // Serializing strings and numbers into a Vec cannot fail.
         serde_json::to_vec(&body).unwrap_or_default()

@@ -15,7 +15,9 @@ use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::openai::{ChatMessage, JOIN_TOKENS, MIN_COMPLETION_TOKENS, OpenAiSummarizer, Spent};
+use super::openai::{
+    ChatMessage, JOIN_TOKENS, MIN_COMPLETION_TOKENS, OpenAiSummarizer, Sampling, Spent,
+};
 use super::{AgentPrefix, SummarizeError, SummaryRequest};
 use compact_model::model::Format;
 
@@ -45,12 +47,8 @@ struct PrefixRequest<'a> {
     tools: &'a [Value],
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_choice: Option<&'static str>,
-    temperature: f64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    seed: Option<u64>,
-    max_tokens: usize,
-    n: u32,
-    stream: bool,
+    #[serde(flatten)]
+    sampling: Sampling,
 }
 
 fn no_tools(tools: &&[Value]) -> bool {
@@ -100,11 +98,7 @@ impl OpenAiSummarizer {
             messages,
             tools: &prefix.tools,
             tool_choice: (!prefix.tools.is_empty()).then_some("none"),
-            temperature: self.config().temperature,
-            seed: self.config().seed,
-            max_tokens,
-            n: 1,
-            stream: false,
+            sampling: Sampling::of(self.config(), max_tokens),
         };
         // Raw JSON, strings and numbers: serializing cannot fail.
         serde_json::to_vec(&body).unwrap_or_default()
