@@ -265,6 +265,9 @@ struct Simple {
     writes: Vec<(String, bool)>,
     /// Fed by a pipe: a filter of another command's output.
     piped: bool,
+    /// The here-document it reads (`python3 - <<'PY' … PY`): a file's
+    /// contents for `cat > f`, a script for an interpreter.
+    stdin: Option<String>,
 }
 
 /// Splits a shell script into simple commands and a display form without
@@ -276,7 +279,10 @@ fn parse(script: &str) -> (Vec<Simple>, String) {
     let mut cur = Simple::default();
     let mut word = String::new();
     let mut in_word = false;
-    let mut pending_heredocs: Vec<(String, bool)> = Vec::new();
+    // Each opened here-document: delimiter, tab stripping, and the index in
+    // `out` of the command it feeds (pushed before its body is read).
+    let mut pending_heredocs: Vec<(String, bool, usize)> = Vec::new();
+    let mut bodies: Vec<(usize, String)> = Vec::new();
     let mut redirect: Option<bool> = None; // Some(append) when the next word is a target
     let mut i = 0;
     let flush_word =
@@ -322,7 +328,7 @@ fn parse(script: &str) -> (Vec<Simple>, String) {
                 cur.piped = pipe;
                 if c == '\n' {
                     // Here-document bodies follow the line that opened them.
-                    i = skip_heredoc_bodies(&chars, i + 1, pending_heredocs.drain(..));
+                    i = read_heredoc_bodies(&chars, i + 1, pending_heredocs.drain(..), &mut bodies);
                     if !display.ends_with(' ') && !display.is_empty() && !display.ends_with('\n') {
                         display.push_str(" ; ");
                     }
@@ -350,7 +356,8 @@ fn parse(script: &str) -> (Vec<Simple>, String) {
                 flush_word(&mut word, &mut in_word, &mut cur, &mut redirect);
                 let (next, heredoc) = heredoc_opener(&chars, i, &mut display);
                 i = next;
-                pending_heredocs.extend(heredoc);
+                pending_heredocs
+                    .extend(heredoc.map(|(delim, strip_tabs)| (delim, strip_tabs, out.len())));
             }
             c if c.is_whitespace() => {
                 flush_word(&mut word, &mut in_word, &mut cur, &mut redirect);
@@ -370,6 +377,11 @@ fn parse(script: &str) -> (Vec<Simple>, String) {
     flush_word(&mut word, &mut in_word, &mut cur, &mut redirect);
     if !cur.words.is_empty() || !cur.writes.is_empty() {
         out.push(cur);
+    }
+    for (owner, body) in bodies {
+        if let Some(c) = out.get_mut(owner) {
+            c.stdin = Some(body);
+        }
     }
     let display = display
         .split_whitespace()
@@ -403,14 +415,17 @@ fn quoted(chars: &[char], mut i: usize, word: &mut String, display: &mut String)
 }
 
 /// The bodies of the here-documents a line opened (delimiter, whether
-/// leading tabs are stripped), from the line after it at `i`: returns the
-/// index after the last one's closing delimiter.
-fn skip_heredoc_bodies(
+/// leading tabs are stripped, the command each feeds), from the line after
+/// it at `i`, into `bodies`: returns the index after the last one's closing
+/// delimiter.
+fn read_heredoc_bodies(
     chars: &[char],
     mut i: usize,
-    pending: impl Iterator<Item = (String, bool)>,
+    pending: impl Iterator<Item = (String, bool, usize)>,
+    bodies: &mut Vec<(usize, String)>,
 ) -> usize {
-    for (delim, strip_tabs) in pending {
+    for (delim, strip_tabs, owner) in pending {
+        let mut body = String::new();
         while i < chars.len() {
             let end = chars[i..]
                 .iter()
@@ -426,7 +441,10 @@ fn skip_heredoc_bodies(
             if line.trim_end() == delim {
                 break;
             }
+            body.push_str(line);
+            body.push('\n');
         }
+        bodies.push((owner, body));
     }
     i
 }
@@ -482,6 +500,11 @@ pub(crate) fn read_shell(script: &str) -> Call {
         let (p, touched) = classify(c);
         for (path, touch) in touched {
             add(&mut files, &path, touch);
+        }
+        if let Some(script) = inline_script(c) {
+            for (path, touch) in inline_script_files(script) {
+                add(&mut files, &path, touch);
+            }
         }
         for (target, append) in &c.writes {
             if target == "/dev/null" {
@@ -838,6 +861,73 @@ fn classify_interpreter(words: &[String], sub: &str) -> (Purpose, Vec<(String, T
     script_run(ops.first().copied(), ops.get(1).copied())
 }
 
+/// The script an interpreter runs inline: its `-c` / `-e` argument, or
+/// the here-document it reads when it names no script file (`python3 -
+/// <<'PY'`, `node <<EOF`). Shells are left out: their here-documents are
+/// commands, read as such elsewhere or not at all.
+fn inline_script(c: &Simple) -> Option<&str> {
+    let words = program_words(&c.words);
+    let prog = words.first()?;
+    let prog = prog.rsplit('/').next().unwrap_or(prog);
+    let interpreter =
+        prog.starts_with("python") || matches!(prog, "node" | "ruby" | "php" | "deno" | "perl");
+    if !interpreter {
+        return None;
+    }
+    match words.get(1).map(String::as_str) {
+        Some("-c" | "-e") => words.get(2).map(String::as_str),
+        None | Some("-") => c.stdin.as_deref(),
+        Some(_) => None,
+    }
+}
+
+/// The files an inline script names, as quoted paths (`Path('src/x.py')`,
+/// `open("setup.cfg")`): edited when the script writes a file
+/// (`write_text`, `open(…, 'w')`, `os.replace` …), else viewed. Agents edit
+/// files this way as often as with `sed -i`; without it the trail keeps the
+/// command and loses the file.
+fn inline_script_files(script: &str) -> Vec<(String, Touch)> {
+    static QUOTED: LazyLock<Regex> =
+        LazyLock::new(|| re(r#"'([^'\n\\]{1,200})'|"([^"\n\\]{1,200})""#));
+    static WRITES: LazyLock<Regex> = LazyLock::new(|| {
+        re(
+            r#"\.write_(?:text|bytes)\(|\.write\(|\bopen\([^)\n]*,\s*(?:mode\s*=\s*)?['"][wax]|\bos\.(?:replace|rename|remove|unlink)\(|\bshutil\.(?:copy|move)|writeFileSync\(|File\.write\("#,
+        )
+    });
+    let touch = if WRITES.is_match(script) {
+        Touch::Edited
+    } else {
+        Touch::Viewed
+    };
+    let mut files: Vec<(String, Touch)> = Vec::new();
+    for caps in QUOTED.captures_iter(script) {
+        let Some(text) = caps.get(1).or_else(|| caps.get(2)).map(|m| m.as_str()) else {
+            continue;
+        };
+        if names_a_file(text) && !files.iter().any(|(p, _)| p == text) {
+            files.push((text.to_owned(), touch));
+        }
+    }
+    files
+}
+
+/// Whether a string literal of a script is a file's path: a path with a
+/// directory (`src/x.py`, `/testbed/setup.cfg`) or a name with a known
+/// extension (`setup.cfg`), as a whole; not a URL, a module path
+/// (`django.db.models`) or a format string.
+fn names_a_file(text: &str) -> bool {
+    use super::lexicon::TOKEN;
+    if !looks_like_path(text) || text.contains("://") || text.contains('%') {
+        return false;
+    }
+    TOKEN.captures(text).is_some_and(|caps| {
+        ["abs", "rel", "bare"].iter().any(|g| {
+            caps.name(g)
+                .is_some_and(|m| m.start() == 0 && m.end() == text.len())
+        })
+    })
+}
+
 /// A script run: a test runner or test file is a test, anything else a run.
 fn script_run(script: Option<&str>, next: Option<&str>) -> (Purpose, Vec<(String, Touch)>) {
     let Some(script) = script.filter(|s| looks_like_path(s)) else {
@@ -989,6 +1079,32 @@ mod tests {
             "{cmd}"
         );
         assert!(cmd.contains("python reproduce.py"), "{cmd}");
+    }
+
+    #[test]
+    fn an_inline_script_names_the_files_it_edits_or_reads() {
+        // The edit of a real trajectory: a Python script on stdin.
+        let c = read_shell(
+            "python3 - <<'PY'\nfrom pathlib import Path\np = Path('src/contrib/vault.rs')\ns = p.read_text()\np.write_text(s.replace('}', '\"sec\" => Some(1),', 1))\nPY",
+        );
+        assert_eq!(files(&c), [("src/contrib/vault.rs", Touch::Edited)]);
+        // Reading only; a module path, a URL and a format string are no files.
+        let c = read_shell(
+            r#"python -c "import django.db.models; print(open('setup.cfg').read(), 'https://x.example/a.py', '%s/b.py')""#,
+        );
+        assert_eq!(files(&c), [("setup.cfg", Touch::Viewed)]);
+        // A here-document written to a file is its contents, not a script;
+        // a script file run with a here-document on stdin names its own.
+        let c = read_shell(
+            "cat > fix.py <<'EOF'\nopen('a/b.py', 'w')\nEOF\npython fix.py <<'EOF'\nopen('c/d.py', 'w')\nEOF",
+        );
+        assert_eq!(
+            files(&c),
+            [("fix.py", Touch::Created), ("fix.py", Touch::Ran)]
+        );
+        // A shell's here-document is left alone.
+        let c = read_shell("bash <<'EOF'\necho 'x/y.py'\nEOF");
+        assert!(files(&c).is_empty(), "{:?}", files(&c));
     }
 
     #[test]
