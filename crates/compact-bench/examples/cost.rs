@@ -11,8 +11,10 @@
 //! breakpoints of its own (compact's alone, unless the configuration sets
 //! `policy.cache_breakpoints: off`); `--summary-prompts` also prices
 //! compact's own summary requests as a model summarizer would make them,
-//! under `summarizer.prompt: fresh` and `agent_prefix`; `--save FILE` also
-//! writes the JSON document to FILE.
+//! under `summarizer.prompt: fresh` and `agent_prefix`; `--plan-for RULE`
+//! (`openai`, `anthropic_5m`, `anthropic_1h`) has compact plan for the
+//! prices of that rule's rows (default `openai`); `--save FILE` also writes
+//! the JSON document to FILE.
 
 fn value<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
     args.iter()
@@ -42,6 +44,17 @@ fn main() -> std::process::ExitCode {
     }
     if let Some(m) = value(&args, "--anthropic-model") {
         opts.anthropic_model = m.to_string();
+    }
+    if let Some(rule) = value(&args, "--plan-for") {
+        match compact_bench::cost::Pricing::from_name(rule) {
+            Some(p) => opts.plan_for = p,
+            None => {
+                eprintln!(
+                    "cost: --plan-for: {rule:?} is none of openai, anthropic_5m, anthropic_1h"
+                );
+                return std::process::ExitCode::from(2);
+            }
+        }
     }
     if let Some(g) = value(&args, "--gap-secs").and_then(|g| g.parse().ok()) {
         opts.gap_secs = g;

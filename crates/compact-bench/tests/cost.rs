@@ -296,3 +296,68 @@ fn compacts_own_summary_requests_are_priced_under_both_prompts_apart_from_its_ca
     assert!(doc["all"]["16000"]["compact_raw_resent"]["own_summary"].is_null());
     assert!(cost::report::table(&doc).contains("fresh vs agent_prefix"));
 }
+
+/// compact's cost model weighs the price of the rows it plans for
+/// (`Options::plan_for`), not the base configuration's model (gpt-4o,
+/// whose cached input is half price): re-sending a context costs 2x, 10x
+/// (gpt-5.1) and 20x (a 1-hour Anthropic write) a cached one, so the
+/// dearer the re-send, the later a compaction pays. The counter stays the
+/// base model's, the same as the peers'.
+#[test]
+fn compact_plans_for_the_prices_its_rows_bill() {
+    let ts = transcripts();
+    let coding = &ts[..1];
+    let with = |plan_for: cost::Pricing, openai_model: &str| {
+        let opts = Options {
+            windows: vec![128_000],
+            policies: vec![
+                Policy::Compact(CallingMode::FedBack),
+                Policy::Peer(Peer::NoCompaction),
+            ],
+            threads: 2,
+            plan_for,
+            openai_model: openai_model.to_string(),
+            ..Options::quick()
+        };
+        let runs = cost::run_all(coding, &opts).expect("every run finishes");
+        let doc = cost::report::build(
+            coding,
+            &runs,
+            &opts,
+            &[
+                compact_middleware::price::builtin_price(openai_model).expect("priced"),
+                compact_middleware::price::builtin_price(&opts.anthropic_model).expect("priced"),
+                compact_middleware::price::builtin_price(&opts.anthropic_model).expect("priced"),
+            ],
+        );
+        let compact = find(&runs, 0, 128_000, Policy::Compact(CallingMode::FedBack));
+        let plain = find(&runs, 0, 128_000, Policy::Peer(Peer::NoCompaction));
+        // Same counter: the first request (nothing to compact yet) has the
+        // same tokens under both.
+        assert_eq!(compact.calls[0].prompt, plain.calls[0].prompt);
+        let compacted: Vec<usize> = (0..compact.calls.len())
+            .filter(|&i| compact.calls[i].compacted)
+            .collect();
+        (compacted, doc["compact_plans_for"].clone())
+    };
+    let (at_2x, doc_2x) = with(cost::Pricing::OpenAi, "gpt-4o");
+    let (at_10x, doc_10x) = with(cost::Pricing::OpenAi, "gpt-5.1");
+    let (at_20x, doc_20x) = with(cost::Pricing::Anthropic1h, "gpt-5.1");
+    assert_eq!(doc_2x["write_over_cached"], 2.0);
+    assert_eq!(doc_10x["model"], "gpt-5.1");
+    assert_eq!(doc_10x["write_over_cached"], 10.0);
+    assert_eq!(doc_20x["rule"], "anthropic_1h");
+    assert_eq!(doc_20x["write_over_cached"], 20.0);
+    // The dearer the re-send, the later each compaction comes (a run is
+    // √(2(r − 1)·depth·growth) long), and never more of them.
+    let no_earlier = |cheap: &[usize], dear: &[usize]| {
+        cheap.len() >= dear.len() && cheap.iter().zip(dear).all(|(c, d)| c <= d)
+    };
+    assert!(
+        !at_2x.is_empty()
+            && no_earlier(&at_2x, &at_10x)
+            && no_earlier(&at_10x, &at_20x)
+            && at_2x != at_20x,
+        "calls compacted at 2x / 10x / 20x: {at_2x:?} / {at_10x:?} / {at_20x:?}"
+    );
+}

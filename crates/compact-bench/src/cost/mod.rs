@@ -42,12 +42,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use compact_middleware::cache::breakpoints;
-use compact_middleware::config::{CacheBreakpoints, Config};
+use compact_middleware::config::{CacheBreakpoints, Config, ModelOverride};
 use compact_middleware::estimate::Estimator;
 use compact_middleware::invariants::is_summary;
 use compact_middleware::model::Role;
 use compact_middleware::price::{CallTokens, Price, Ttl};
-use compact_middleware::tokens::{CountCache, REPLY_PRIMING};
+use compact_middleware::tokens::{CountCache, EstimatorKind, REPLY_PRIMING};
 use compact_middleware::{CompactManager, Message};
 use serde_json::{Value, json};
 
@@ -134,6 +134,11 @@ impl Pricing {
         }
     }
 
+    /// The pricing called `name` (as [`Pricing::name`] spells it).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.name() == name)
+    }
+
     fn index(self) -> usize {
         self as usize
     }
@@ -169,6 +174,10 @@ pub struct Options {
     /// ([`own_summary`]; calling mode `fed_back` only, where the agent's
     /// history is what the provider received).
     pub summary_prompts: bool,
+    /// The rows compact plans for: its cost model (`policy.cache: auto`)
+    /// weighs the price these rows bill ([`compact_config`]). The rows of
+    /// the other rules price the same calls, planned for this one.
+    pub plan_for: Pricing,
 }
 
 impl Options {
@@ -187,6 +196,7 @@ impl Options {
             caller_breakpoints: true,
             config: Config::default(),
             summary_prompts: false,
+            plan_for: Pricing::OpenAi,
         }
     }
 
@@ -419,6 +429,51 @@ fn config_at(base: &Config, window: usize) -> Config {
     }
 }
 
+/// The model whose price the rows of `rule` bill.
+pub fn model_of(opts: &Options, rule: Pricing) -> &str {
+    match rule {
+        Pricing::OpenAi => &opts.openai_model,
+        Pricing::Anthropic5m | Pricing::Anthropic1h => &opts.anthropic_model,
+    }
+}
+
+/// The configuration compact runs with at `window`: the base one, its model
+/// the one whose price the [`Options::plan_for`] rows bill, so that the cost
+/// model plans for the prices compact is judged by (the base model's, say
+/// gpt-4o's cached input at half price, would plan for another provider's
+/// cache). The model keeps the base model's counter, so that a window holds
+/// the same tokens under every policy, and its cache write is priced at the
+/// lifetime those rows bill (the cost model weighs `cache_write`).
+pub fn compact_config(opts: &Options, window: usize) -> Result<Config, String> {
+    let base = config_at(&opts.config, window);
+    let limits = compact_middleware::estimate::ModelLimits::from_config(&base)
+        .map_err(|e| format!("window {window}: {e}"))?;
+    let model = model_of(opts, opts.plan_for);
+    let mut planned = price(&opts.config, model)?;
+    planned.cache_write = Some(planned.cache_write(opts.plan_for.ttl()));
+    let counter = match limits.chars_per_token {
+        Some(ratio) => ModelOverride {
+            estimator: Some(EstimatorKind::Ratio),
+            chars_per_token: Some(ratio),
+            ..ModelOverride::price_only(planned)
+        },
+        None => ModelOverride {
+            encoding: Some(limits.encoding),
+            ..ModelOverride::price_only(planned)
+        },
+    };
+    let mut config = base;
+    config.model = model.to_string();
+    config.models.insert(
+        model.to_string(),
+        ModelOverride {
+            context_window: Some(window),
+            ..counter
+        },
+    );
+    Ok(config)
+}
+
 /// Replays `t` at `window` under `policy`.
 pub fn run_one(
     t: &Transcript,
@@ -429,7 +484,12 @@ pub fn run_one(
     cache: Arc<CountCache>,
     rt: &tokio::runtime::Runtime,
 ) -> Result<Run, String> {
-    let manager = CompactManager::builder(config_at(&opts.config, window))
+    let config = if policy.is_compact() {
+        compact_config(opts, window)?
+    } else {
+        config_at(&opts.config, window)
+    };
+    let manager = CompactManager::builder(config)
         .without_config_exporters()
         .without_storage()
         .count_cache(cache)

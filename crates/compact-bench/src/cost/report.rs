@@ -331,7 +331,14 @@ pub fn build(
             "output": p.output,
         })
     };
+    let plan = &prices[opts.plan_for.index()];
+    let plans_for = json!({
+        "rule": opts.plan_for.name(),
+        "model": super::model_of(opts, opts.plan_for),
+        "write_over_cached": round1(plan.cache_write(opts.plan_for.ttl()) / plan.cached_input()),
+    });
     json!({
+        "compact_plans_for": plans_for,
         "by_split": splits,
         "by_corpus": corpora,
         "all": windows_json(&all),
@@ -393,6 +400,13 @@ pub fn table(doc: &Value) -> String {
         "kept u+a/tl",
         "over/sess"
     );
+    let plan = &doc["compact_plans_for"];
+    out.push_str(&format!(
+        "compact plans for the {} rule ({}: a re-sent token costs {}x a cached one); the other rules price the same calls\n",
+        plan["rule"].as_str().unwrap_or("?"),
+        plan["model"].as_str().unwrap_or("?"),
+        plan["write_over_cached"],
+    ));
     for p in Pricing::ALL {
         let which = if p == Pricing::OpenAi {
             &prices["openai"]

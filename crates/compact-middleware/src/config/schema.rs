@@ -125,6 +125,17 @@ pub struct ModelOverride {
 }
 
 impl ModelOverride {
+    /// An entry that only prices the model: its built-in profile stays.
+    pub fn price_only(price: crate::price::Price) -> Self {
+        Self {
+            context_window: None,
+            encoding: None,
+            estimator: None,
+            chars_per_token: None,
+            price: Some(price),
+        }
+    }
+
     /// The profile this entry describes, `None` for an entry without
     /// `context_window` (it only prices the model). Assumes the rules of
     /// `rules::cross_section` hold: a missing encoding counts as `o200k`.
@@ -414,7 +425,7 @@ impl Default for Policy {
             repair: Repair::Report,
             cache_breakpoints: CacheBreakpoints::Auto,
             cache: CachePolicy::Auto,
-            cache_min_tokens: 16_000,
+            cache_min_tokens: 20_000,
         }
     }
 }
