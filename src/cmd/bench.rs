@@ -17,7 +17,7 @@ pub(crate) struct Args {
     /// retention, sidecar, proxy, soak, cost, recall, all), `--quick`, `--json`,
     /// `--runs N` and `--seed S` (soak), `--table`, `--config FILE`,
     /// `--openai-model`, `--anthropic-model`, `--gap-secs`,
-    /// `--no-caller-breakpoints`, `--plan-for RULE` (cost), `--help`.
+    /// `--no-caller-breakpoints`, `--plan-for each|RULE` (cost), `--help`.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     args: Vec<OsString>,
 }

@@ -12,9 +12,9 @@
 //! `policy.cache_breakpoints: off`); `--summary-prompts` also prices
 //! compact's own summary requests as a model summarizer would make them,
 //! under `summarizer.prompt: fresh` and `agent_prefix`; `--plan-for RULE`
-//! (`openai`, `anthropic_5m`, `anthropic_1h`) has compact plan for the
-//! prices of that rule's rows (default `openai`); `--save FILE` also writes
-//! the JSON document to FILE.
+//! (`openai`, `anthropic_5m`, `anthropic_1h`) replays compact once, planned
+//! for that rule's prices, instead of once per rule (`each`, the default);
+//! `--save FILE` also writes the JSON document to FILE.
 
 fn value<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
     args.iter()
@@ -45,12 +45,12 @@ fn main() -> std::process::ExitCode {
     if let Some(m) = value(&args, "--anthropic-model") {
         opts.anthropic_model = m.to_string();
     }
-    if let Some(rule) = value(&args, "--plan-for") {
+    if let Some(rule) = value(&args, "--plan-for").filter(|r| *r != "each") {
         match compact_bench::cost::Pricing::from_name(rule) {
-            Some(p) => opts.plan_for = p,
+            Some(p) => opts.plan_for = Some(p),
             None => {
                 eprintln!(
-                    "cost: --plan-for: {rule:?} is none of openai, anthropic_5m, anthropic_1h"
+                    "cost: --plan-for: {rule:?} is none of each, openai, anthropic_5m, anthropic_1h"
                 );
                 return std::process::ExitCode::from(2);
             }

@@ -53,10 +53,10 @@ struct Args {
     /// (a client that leaves caching to compact, `policy.cache_breakpoints`).
     #[arg(long)]
     no_caller_breakpoints: bool,
-    /// cost: the rows compact plans for (its cost model weighs the price
-    /// they bill); the other rules price the same calls.
-    #[arg(long, value_name = "RULE", default_value = "openai",
-          value_parser = ["openai", "anthropic_5m", "anthropic_1h"])]
+    /// cost: what compact's cost model plans for: `each` rule's prices, one
+    /// replay per rule, or one rule's, whose replay every rule then prices.
+    #[arg(long, value_name = "RULE", default_value = "each",
+          value_parser = ["each", "openai", "anthropic_5m", "anthropic_1h"])]
     plan_for: String,
 }
 
@@ -104,9 +104,7 @@ fn run(args: &Args) -> std::io::Result<bool> {
     cost.anthropic_model.clone_from(&args.anthropic_model);
     cost.gap_secs = args.gap_secs;
     cost.caller_breakpoints = !args.no_caller_breakpoints;
-    if let Some(rule) = compact_bench::cost::Pricing::from_name(&args.plan_for) {
-        cost.plan_for = rule;
-    }
+    cost.plan_for = compact_bench::cost::Pricing::from_name(&args.plan_for);
     let doc = compact_bench::run_all_with(suite, args.quick, &soak, &cost)?;
     let text = if args.table && suite == Suite::Cost {
         compact_bench::cost::report::table(&doc["cost"])

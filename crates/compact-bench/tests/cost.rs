@@ -42,6 +42,8 @@ fn runs(ts: &[Transcript]) -> (Vec<Run>, Options) {
         windows: vec![16_000, 128_000],
         threads: 2,
         config,
+        // One replay of compact's, priced under every rule.
+        plan_for: Some(cost::Pricing::OpenAi),
         ..Options::quick()
     };
     (cost::run_all(ts, &opts).expect("every run finishes"), opts)
@@ -315,7 +317,7 @@ fn compact_plans_for_the_prices_its_rows_bill() {
                 Policy::Peer(Peer::NoCompaction),
             ],
             threads: 2,
-            plan_for,
+            plan_for: Some(plan_for),
             openai_model: openai_model.to_string(),
             ..Options::quick()
         };
@@ -343,11 +345,11 @@ fn compact_plans_for_the_prices_its_rows_bill() {
     let (at_2x, doc_2x) = with(cost::Pricing::OpenAi, "gpt-4o");
     let (at_10x, doc_10x) = with(cost::Pricing::OpenAi, "gpt-5.1");
     let (at_20x, doc_20x) = with(cost::Pricing::Anthropic1h, "gpt-5.1");
-    assert_eq!(doc_2x["write_over_cached"], 2.0);
-    assert_eq!(doc_10x["model"], "gpt-5.1");
-    assert_eq!(doc_10x["write_over_cached"], 10.0);
+    assert_eq!(doc_2x["rules"]["openai"]["write_over_cached"], 2.0);
+    assert_eq!(doc_10x["rules"]["openai"]["model"], "gpt-5.1");
+    assert_eq!(doc_10x["rules"]["openai"]["write_over_cached"], 10.0);
     assert_eq!(doc_20x["rule"], "anthropic_1h");
-    assert_eq!(doc_20x["write_over_cached"], 20.0);
+    assert_eq!(doc_20x["rules"]["anthropic_1h"]["write_over_cached"], 20.0);
     // The dearer the re-send, the later each compaction comes (a run is
     // √(2(r − 1)·depth·growth) long), and never more of them.
     let no_earlier = |cheap: &[usize], dear: &[usize]| {
@@ -359,5 +361,80 @@ fn compact_plans_for_the_prices_its_rows_bill() {
             && no_earlier(&at_10x, &at_20x)
             && at_2x != at_20x,
         "calls compacted at 2x / 10x / 20x: {at_2x:?} / {at_10x:?} / {at_20x:?}"
+    );
+}
+
+/// By default each rule's rows come from a replay of compact's planned for
+/// that rule: the same figures as a run planned for that rule alone, for
+/// compact and the peers alike; what depends on no price is the OpenAI
+/// replay's.
+#[test]
+fn each_rules_rows_come_from_a_replay_planned_for_that_rule() {
+    let ts = transcripts();
+    let coding = &ts[..1];
+    let prices = |opts: &Options| {
+        [
+            compact_middleware::price::builtin_price(&opts.openai_model).expect("priced"),
+            compact_middleware::price::builtin_price(&opts.anthropic_model).expect("priced"),
+            compact_middleware::price::builtin_price(&opts.anthropic_model).expect("priced"),
+        ]
+    };
+    let report = |plan_for: Option<cost::Pricing>| {
+        let opts = Options {
+            windows: vec![128_000],
+            policies: vec![
+                Policy::Compact(CallingMode::FedBack),
+                Policy::Peer(Peer::CodexLike),
+            ],
+            threads: 2,
+            plan_for,
+            ..Options::quick()
+        };
+        let runs = cost::run_all(coding, &opts).expect("every run finishes");
+        let compact_runs = runs.iter().filter(|r| r.policy.is_compact()).count();
+        (
+            cost::report::build(coding, &runs, &opts, &prices(&opts)),
+            compact_runs,
+        )
+    };
+    let (each, replays) = report(None);
+    assert_eq!(replays, 3, "one replay of compact's per rule");
+    assert_eq!(each["compact_plans_for"]["rule"], "each");
+    let cell = |doc: &serde_json::Value, policy: &str| doc["all"]["128000"][policy].clone();
+    let mut planned_1h_cost = None;
+    for rule in cost::Pricing::ALL {
+        let (alone, _) = report(Some(rule));
+        for policy in ["compact_fed_back", "codex_like"] {
+            assert_eq!(
+                cell(&each, policy)["pricing"][rule.name()],
+                cell(&alone, policy)["pricing"][rule.name()],
+                "{policy} under {}",
+                rule.name()
+            );
+        }
+        if rule == cost::Pricing::OpenAi {
+            for key in [
+                "prefix_breaks",
+                "compactions",
+                "prompt_tokens_per_call",
+                "retention",
+            ] {
+                assert_eq!(
+                    cell(&each, "compact_fed_back")[key],
+                    cell(&alone, "compact_fed_back")[key]
+                );
+            }
+        }
+        if rule == cost::Pricing::Anthropic1h {
+            planned_1h_cost = Some(
+                cell(&alone, "compact_fed_back")["pricing"]["openai"]["cost_per_call"].clone(),
+            );
+        }
+    }
+    // The 1-hour replay is another replay: priced under OpenAI's rule, it
+    // costs something else than the OpenAI replay does.
+    assert_ne!(
+        planned_1h_cost,
+        Some(cell(&each, "compact_fed_back")["pricing"]["openai"]["cost_per_call"].clone())
     );
 }

@@ -6,7 +6,8 @@
 //! the fixtures and the real trajectories when `../shared/real-trajectories`
 //! is there) is replayed turn by turn at each window under each
 //! [`Policy`]: compact at default settings in both calling modes (through
-//! [`retention::replay`], the one replay loop), and the peers of
+//! [`retention::replay`], the one replay loop), once per cache rule with
+//! that rule's prices to plan for ([`compact_config`], [`plans`]), and the peers of
 //! [`peers`], simulated with the same counter. Each call's request, as the
 //! provider receives it, goes through the cache rules of [`cache`]:
 //! OpenAI's (shared leading tokens, 1,024 minimum, 128-token steps) and
@@ -174,10 +175,13 @@ pub struct Options {
     /// ([`own_summary`]; calling mode `fed_back` only, where the agent's
     /// history is what the provider received).
     pub summary_prompts: bool,
-    /// The rows compact plans for: its cost model (`policy.cache: auto`)
-    /// weighs the price these rows bill ([`compact_config`]). The rows of
-    /// the other rules price the same calls, planned for this one.
-    pub plan_for: Pricing,
+    /// What compact plans for: its cost model (`policy.cache: auto`) weighs
+    /// the price of the rows it is judged by ([`compact_config`]). `None`
+    /// (the default): each rule's rows come from a replay planned for that
+    /// rule. `Some(rule)`: one replay, planned for `rule`, priced under
+    /// every rule (faster; the other rules' rows then price calls planned
+    /// for another price).
+    pub plan_for: Option<Pricing>,
 }
 
 impl Options {
@@ -196,7 +200,7 @@ impl Options {
             caller_breakpoints: true,
             config: Config::default(),
             summary_prompts: false,
-            plan_for: Pricing::OpenAi,
+            plan_for: None,
         }
     }
 
@@ -239,6 +243,8 @@ pub struct Run {
     pub window: usize,
     /// The policy.
     pub policy: Policy,
+    /// The rule compact planned for (`None` for a peer).
+    pub plan: Option<Pricing>,
     /// The agent's calls.
     pub calls: Vec<Call>,
     /// The summary requests compactions made.
@@ -438,19 +444,19 @@ pub fn model_of(opts: &Options, rule: Pricing) -> &str {
 }
 
 /// The configuration compact runs with at `window`: the base one, its model
-/// the one whose price the [`Options::plan_for`] rows bill, so that the cost
+/// the one whose price the rows of `rule` bill, so that the cost
 /// model plans for the prices compact is judged by (the base model's, say
 /// gpt-4o's cached input at half price, would plan for another provider's
 /// cache). The model keeps the base model's counter, so that a window holds
 /// the same tokens under every policy, and its cache write is priced at the
 /// lifetime those rows bill (the cost model weighs `cache_write`).
-pub fn compact_config(opts: &Options, window: usize) -> Result<Config, String> {
+pub fn compact_config(opts: &Options, window: usize, rule: Pricing) -> Result<Config, String> {
     let base = config_at(&opts.config, window);
     let limits = compact_middleware::estimate::ModelLimits::from_config(&base)
         .map_err(|e| format!("window {window}: {e}"))?;
-    let model = model_of(opts, opts.plan_for);
+    let model = model_of(opts, rule);
     let mut planned = price(&opts.config, model)?;
-    planned.cache_write = Some(planned.cache_write(opts.plan_for.ttl()));
+    planned.cache_write = Some(planned.cache_write(rule.ttl()));
     let counter = match limits.chars_per_token {
         Some(ratio) => ModelOverride {
             estimator: Some(EstimatorKind::Ratio),
@@ -474,18 +480,36 @@ pub fn compact_config(opts: &Options, window: usize) -> Result<Config, String> {
     Ok(config)
 }
 
-/// Replays `t` at `window` under `policy`.
+/// The rules compact is replayed for: each one (`plan_for: None`), or the
+/// one asked for.
+pub fn plans(opts: &Options) -> Vec<Pricing> {
+    match opts.plan_for {
+        Some(rule) => vec![rule],
+        None => Pricing::ALL.to_vec(),
+    }
+}
+
+/// The rule whose replay gives compact's figures that do not depend on a
+/// price (breaks, retention, tokens): the one asked for, else OpenAI's.
+pub fn headline_plan(opts: &Options) -> Pricing {
+    opts.plan_for.unwrap_or(Pricing::OpenAi)
+}
+
+/// Replays `t` at `window` under `policy`, compact planned for `plan`
+/// (ignored for a peer).
+#[allow(clippy::too_many_arguments)]
 pub fn run_one(
     t: &Transcript,
     transcript: usize,
     window: usize,
     policy: Policy,
+    plan: Pricing,
     opts: &Options,
     cache: Arc<CountCache>,
     rt: &tokio::runtime::Runtime,
 ) -> Result<Run, String> {
     let config = if policy.is_compact() {
-        compact_config(opts, window)?
+        compact_config(opts, window, plan)?
     } else {
         config_at(&opts.config, window)
     };
@@ -505,8 +529,10 @@ pub fn run_one(
     let mut calls: Vec<Call> = Vec::new();
     let mut summaries: Vec<Call> = Vec::new();
     let mut own_summaries: Vec<(Call, Call)> = Vec::new();
-    let prompts = (opts.summary_prompts && policy == Policy::Compact(CallingMode::FedBack))
-        .then(|| own_summary::Prompts::new(&estimator, manager.config()));
+    let prompts = (opts.summary_prompts
+        && policy == Policy::Compact(CallingMode::FedBack)
+        && plan == headline_plan(opts))
+    .then(|| own_summary::Prompts::new(&estimator, manager.config()));
     let context = match policy {
         Policy::Compact(mode) => {
             let id = format!("{}-{window}-{}", t.name, mode.name());
@@ -570,6 +596,7 @@ pub fn run_one(
         transcript,
         window,
         policy,
+        plan: policy.is_compact().then_some(plan),
         calls,
         summaries,
         own_summaries,
@@ -622,21 +649,33 @@ pub fn run_with(opts: &Options) -> Value {
 /// Every (transcript, window, policy) run on `opts.threads` threads, each
 /// with its own current-thread runtime; runs share one count cache.
 pub fn run_all(transcripts: &[Transcript], opts: &Options) -> Result<Vec<Run>, String> {
-    let jobs: Vec<(usize, usize, Policy)> = (0..transcripts.len())
+    let plans = plans(opts);
+    let headline = headline_plan(opts);
+    let jobs: Vec<(usize, usize, Policy, Pricing)> = (0..transcripts.len())
         .flat_map(|t| {
-            opts.windows
-                .iter()
-                .flat_map(move |&w| opts.policies.iter().map(move |&p| (t, w, p)))
+            let plans = &plans;
+            opts.windows.iter().flat_map(move |&w| {
+                opts.policies.iter().flat_map(move |&p| {
+                    // A peer does not plan: one replay serves every rule.
+                    let for_policy: Vec<Pricing> = if p.is_compact() {
+                        plans.clone()
+                    } else {
+                        vec![headline]
+                    };
+                    for_policy.into_iter().map(move |plan| (t, w, p, plan))
+                })
+            })
         })
         .collect();
     let cache = Arc::new(CountCache::new(400_000));
     let threads = opts.threads.clamp(1, jobs.len().max(1));
-    let results = retention::on_threads(&jobs, threads, |rt, &(t, window, policy)| {
+    let results = retention::on_threads(&jobs, threads, |rt, &(t, window, policy, plan)| {
         Some(run_one(
             &transcripts[t],
             t,
             window,
             policy,
+            plan,
             opts,
             cache.clone(),
             rt,

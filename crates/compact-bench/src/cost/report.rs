@@ -28,9 +28,16 @@ impl Tally {
     }
 }
 
-/// Sums under one pricing.
+/// Sums under one pricing. The prompt, the breaks and what was kept are
+/// the replay's that this pricing's rows come from (compact is replayed
+/// once per rule it plans for).
 #[derive(Debug, Clone, Copy, Default)]
 struct Priced {
+    prompt: usize,
+    breaks: usize,
+    compactions: usize,
+    user_assistant: Tally,
+    tool: Tally,
     read: usize,
     write: usize,
     input: usize,
@@ -68,7 +75,57 @@ struct Cell {
 }
 
 impl Cell {
-    fn add(&mut self, run: &Run, t: &Transcript, prices: &[Price; 3]) {
+    /// Adds `run`: its figures that depend on no price when it is the
+    /// headline replay (a peer's, or compact's planned for
+    /// [`super::headline_plan`]), its priced figures under each rule it
+    /// stands for (every rule for a peer or a single plan, else its own).
+    fn add(&mut self, run: &Run, t: &Transcript, prices: &[Price; 3], opts: &Options) {
+        let headline = run.plan.is_none_or(|p| p == super::headline_plan(opts));
+        let rules: Vec<Pricing> = Pricing::ALL
+            .into_iter()
+            .filter(|&p| opts.plan_for.is_some() || run.plan.is_none_or(|x| x == p))
+            .collect();
+        let kept: Vec<(bool, bool)> = t
+            .facts
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                (
+                    run.retained.get(i).copied().unwrap_or(false),
+                    f.location.is_tool(),
+                )
+            })
+            .collect();
+        for &p in &rules {
+            let i = p.index();
+            let price = &prices[i];
+            let s = &mut self.priced[i];
+            for c in &run.calls {
+                let tokens = &c.tokens[i];
+                s.prompt += c.prompt;
+                s.breaks += usize::from(c.broke);
+                s.compactions += usize::from(c.compacted);
+                s.read += tokens.cache_read;
+                s.write += tokens.cache_write;
+                s.input += tokens.input;
+                let cost = price.cost(tokens, p.ttl());
+                s.cost += cost;
+                s.input_cost += cost - tokens.output as f64 * price.output / 1e6;
+            }
+            for c in &run.summaries {
+                s.summary_cost += price.cost(&c.tokens[i], p.ttl());
+            }
+            for &(k, tool) in &kept {
+                if tool {
+                    s.tool.add(k);
+                } else {
+                    s.user_assistant.add(k);
+                }
+            }
+        }
+        if !headline {
+            return;
+        }
         self.sessions += 1;
         self.calls += run.calls.len();
         self.summary_calls += run.summaries.len();
@@ -81,23 +138,6 @@ impl Cell {
             self.breaks_not_compacting += usize::from(c.broke && !c.compacted);
             self.prompt += c.prompt;
             self.output += c.output;
-            for p in Pricing::ALL {
-                let tokens = &c.tokens[p.index()];
-                let price = &prices[p.index()];
-                let s = &mut self.priced[p.index()];
-                s.read += tokens.cache_read;
-                s.write += tokens.cache_write;
-                s.input += tokens.input;
-                let cost = price.cost(tokens, p.ttl());
-                s.cost += cost;
-                s.input_cost += cost - tokens.output as f64 * price.output / 1e6;
-            }
-        }
-        for c in &run.summaries {
-            for p in Pricing::ALL {
-                self.priced[p.index()].summary_cost +=
-                    prices[p.index()].cost(&c.tokens[p.index()], p.ttl());
-            }
         }
         self.own_calls += run.own_summaries.len();
         for (fresh, prefixed) in &run.own_summaries {
@@ -114,13 +154,12 @@ impl Cell {
                 s.own_read += prefixed.tokens[i].cache_read;
             }
         }
-        for (i, f) in t.facts.iter().enumerate() {
-            let kept = run.retained.get(i).copied().unwrap_or(false);
-            self.facts.add(kept);
-            if f.location.is_tool() {
-                self.tool.add(kept);
+        for &(k, tool) in &kept {
+            self.facts.add(k);
+            if tool {
+                self.tool.add(k);
             } else {
-                self.user_assistant.add(kept);
+                self.user_assistant.add(k);
             }
         }
     }
@@ -154,7 +193,13 @@ impl Cell {
                         "cost_per_call_with_summaries": round6(self.per_call(s.cost + s.summary_cost)),
                         "input_cost_per_call": round6(self.per_call(s.input_cost)),
                         "summary_cost_per_session": round6(self.per_session(s.summary_cost)),
-                        "cache_hit_pct": pct(s.read, self.prompt),
+                        "cache_hit_pct": pct(s.read, s.prompt),
+                        "prefix_breaks": s.breaks,
+                        "compactions": s.compactions,
+                        "retention": {
+                            "user_assistant_pct": s.user_assistant.pct(),
+                            "tool_pct": s.tool.pct(),
+                        },
                         "cache_read_tokens": s.read,
                         "cache_write_tokens": s.write,
                         "uncached_input_tokens": s.input,
@@ -302,14 +347,14 @@ pub fn build(
             .or_default()
             .entry(key)
             .or_default()
-            .add(r, t, prices);
+            .add(r, t, prices, opts);
         by_corpus
             .entry((split_order(t.split), t.split, t.source.clone()))
             .or_default()
             .entry(key)
             .or_default()
-            .add(r, t, prices);
-        all.entry(key).or_default().add(r, t, prices);
+            .add(r, t, prices, opts);
+        all.entry(key).or_default().add(r, t, prices, opts);
     }
     let splits: Vec<Value> = by_split
         .iter()
@@ -331,11 +376,22 @@ pub fn build(
             "output": p.output,
         })
     };
-    let plan = &prices[opts.plan_for.index()];
+    let rules: Map<String, Value> = super::plans(opts)
+        .into_iter()
+        .map(|rule| {
+            let price = &prices[rule.index()];
+            (
+                rule.name().to_string(),
+                json!({
+                    "model": super::model_of(opts, rule),
+                    "write_over_cached": round1(price.cache_write(rule.ttl()) / price.cached_input()),
+                }),
+            )
+        })
+        .collect();
     let plans_for = json!({
-        "rule": opts.plan_for.name(),
-        "model": super::model_of(opts, opts.plan_for),
-        "write_over_cached": round1(plan.cache_write(opts.plan_for.ttl()) / plan.cached_input()),
+        "rule": opts.plan_for.map_or("each", Pricing::name),
+        "rules": rules,
     });
     json!({
         "compact_plans_for": plans_for,
@@ -400,13 +456,7 @@ pub fn table(doc: &Value) -> String {
         "kept u+a/tl",
         "over/sess"
     );
-    let plan = &doc["compact_plans_for"];
-    out.push_str(&format!(
-        "compact plans for the {} rule ({}: a re-sent token costs {}x a cached one); the other rules price the same calls\n",
-        plan["rule"].as_str().unwrap_or("?"),
-        plan["model"].as_str().unwrap_or("?"),
-        plan["write_over_cached"],
-    ));
+    out.push_str(&plans_line(&doc["compact_plans_for"]));
     for p in Pricing::ALL {
         let which = if p == Pricing::OpenAi {
             &prices["openai"]
@@ -469,6 +519,34 @@ pub fn table(doc: &Value) -> String {
     out
 }
 
+/// What compact planned for, in one line: each rule for its own rows, or
+/// one rule for all of them.
+fn plans_line(plans: &Value) -> String {
+    let rules: Vec<String> = plans["rules"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(rule, r)| {
+            format!(
+                "{rule}: {}, a re-sent token at {}x a cached one",
+                r["model"].as_str().unwrap_or("?"),
+                r["write_over_cached"]
+            )
+        })
+        .collect();
+    match plans["rule"].as_str() {
+        Some("each") => format!(
+            "compact plans for each rule's prices, one replay each ({})\n",
+            rules.join("; ")
+        ),
+        rule => format!(
+            "compact plans for the {} rule ({}); the other rules price the same calls\n",
+            rule.unwrap_or("?"),
+            rules.join("; ")
+        ),
+    }
+}
+
 fn rows(out: &mut String, label: &str, by_window: &Value, p: Pricing) {
     for (w, cells) in by_window.as_object().into_iter().flatten() {
         for (policy, c) in cells.as_object().into_iter().flatten() {
@@ -488,13 +566,13 @@ fn rows(out: &mut String, label: &str, by_window: &Value, p: Pricing) {
                 money(&pr["input_cost_per_call"]),
                 money(&pr["summary_cost_per_session"]),
                 num(&pr["cache_hit_pct"]),
-                format!("{}/{}", c["prefix_breaks"], c["calls"]),
+                format!("{}/{}", pr["prefix_breaks"], c["calls"]),
                 vs("ratio"),
                 vs("ratio_with_summaries"),
                 format!(
                     "{}/{}",
-                    num(&c["retention"]["user_assistant_pct"]),
-                    num(&c["retention"]["tool_pct"])
+                    num(&pr["retention"]["user_assistant_pct"]),
+                    num(&pr["retention"]["tool_pct"])
                 ),
                 format!("{}/{}", c["sessions_over_window"], c["sessions"]),
             ));
