@@ -489,13 +489,7 @@ impl OpenAiSummarizer {
         // The facts list may take what the larger of the previous summary
         // (up to half) and a later part's previous answer leaves.
         let facts_limit = carry.saturating_sub(cap.max(previous_tokens.min(carry / 2)));
-        let lines: Vec<String> = match &req.ledger {
-            Some(ledger) => super::extractive::model_facts(&ledger.0, req)
-                .into_iter()
-                .map(|f| f.line)
-                .collect(),
-            None => Vec::new(),
-        };
+        let lines = ledger_fact_lines(req);
         let (facts, facts_tokens) = facts_block(&lines, facts_limit, count);
         let previous = previous
             .map(|p| trim_to_tokens(p, carry.saturating_sub(facts_tokens), count))
@@ -902,6 +896,18 @@ struct Plan {
     facts: Option<String>,
     /// The span, split into parts.
     parts: Vec<Vec<SummaryEntry>>,
+}
+
+/// The ledger's facts a model summary must carry, as lines (none without a
+/// ledger): what both the fresh and the agent-prefix prompt list.
+pub(super) fn ledger_fact_lines(req: &SummaryRequest) -> Vec<String> {
+    match &req.ledger {
+        Some(ledger) => super::extractive::model_facts(&ledger.0, req)
+            .into_iter()
+            .map(|f| f.line)
+            .collect(),
+        None => Vec::new(),
+    }
 }
 
 /// The facts list within `limit` tokens: its header, then the lines most

@@ -155,13 +155,7 @@ impl OpenAiSummarizer {
                 self.config().context_window
             ));
         }
-        let lines: Vec<String> = match &req.ledger {
-            Some(ledger) => super::extractive::model_facts(&ledger.0, req)
-                .into_iter()
-                .map(|f| f.line)
-                .collect(),
-            None => Vec::new(),
-        };
+        let lines = super::openai::ledger_fact_lines(req);
         let facts_limit = (room - base - cap).saturating_sub(2 * JOIN_TOKENS);
         let (facts, _) = super::openai::facts_block(&lines, facts_limit, count);
         let block = match (previous, facts) {
