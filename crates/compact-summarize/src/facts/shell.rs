@@ -501,11 +501,6 @@ pub(crate) fn read_shell(script: &str) -> Call {
         for (path, touch) in touched {
             add(&mut files, &path, touch);
         }
-        if let Some(script) = inline_script(c) {
-            for (path, touch) in inline_script_files(script) {
-                add(&mut files, &path, touch);
-            }
-        }
         for (target, append) in &c.writes {
             if target == "/dev/null" {
                 continue;
@@ -713,7 +708,7 @@ fn classify(c: &Simple) -> (Purpose, Vec<(String, Touch)>) {
                     | "julia"
             ) =>
         {
-            classify_interpreter(words, sub)
+            classify_interpreter(p, words, sub, c.stdin.as_deref())
         }
         // `sqlfluff lint x.sql`, `prog check`, `tool test …`: a check.
         _ if matches!(
@@ -839,8 +834,16 @@ fn classify_file_command(prog: &str, words: &[String]) -> Option<(Purpose, Vec<(
 }
 
 /// An interpreter (`python`, `node`, `bash` …): a test run, a setup or a
-/// script run, by its `-m` module or its script.
-fn classify_interpreter(words: &[String], sub: &str) -> (Purpose, Vec<(String, Touch)>) {
+/// script run, by its `-m` module or its script; a script it runs inline
+/// (its `-c` / `-e` argument, or the here-document `stdin` it reads when it
+/// names no script file: `python3 - <<'PY'`, `node <<EOF`) by the files
+/// that script names.
+fn classify_interpreter(
+    prog: &str,
+    words: &[String],
+    sub: &str,
+    stdin: Option<&str>,
+) -> (Purpose, Vec<(String, Touch)>) {
     if sub == "-m" {
         let module = words.get(2).map(String::as_str).unwrap_or("");
         return match module {
@@ -854,31 +857,20 @@ fn classify_interpreter(words: &[String], sub: &str) -> (Purpose, Vec<(String, T
             _ => (Purpose::Run, Vec::new()),
         };
     }
+    // A shell's inline script is commands; R's and Julia's are not read.
+    let reads_scripts = !is_shell_word(prog) && !matches!(prog, "Rscript" | "julia");
     if sub == "-c" || sub == "-e" {
-        return (Purpose::Run, Vec::new());
+        let files = words
+            .get(2)
+            .filter(|_| reads_scripts)
+            .map_or_else(Vec::new, |script| inline_script_files(script));
+        return (Purpose::Run, files);
+    }
+    if let Some(script) = stdin.filter(|_| reads_scripts && (sub.is_empty() || sub == "-")) {
+        return (Purpose::Run, inline_script_files(script));
     }
     let ops = operands(words, &["-W", "-X"]);
     script_run(ops.first().copied(), ops.get(1).copied())
-}
-
-/// The script an interpreter runs inline: its `-c` / `-e` argument, or
-/// the here-document it reads when it names no script file (`python3 -
-/// <<'PY'`, `node <<EOF`). Shells are left out: their here-documents are
-/// commands, read as such elsewhere or not at all.
-fn inline_script(c: &Simple) -> Option<&str> {
-    let words = program_words(&c.words);
-    let prog = words.first()?;
-    let prog = prog.rsplit('/').next().unwrap_or(prog);
-    let interpreter =
-        prog.starts_with("python") || matches!(prog, "node" | "ruby" | "php" | "deno" | "perl");
-    if !interpreter {
-        return None;
-    }
-    match words.get(1).map(String::as_str) {
-        Some("-c" | "-e") => words.get(2).map(String::as_str),
-        None | Some("-") => c.stdin.as_deref(),
-        Some(_) => None,
-    }
 }
 
 /// The files an inline script names, as quoted paths (`Path('src/x.py')`,
