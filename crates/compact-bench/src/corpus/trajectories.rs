@@ -216,7 +216,7 @@ pub fn load(path: &Path) -> Result<Transcript, TrajectoryError> {
             },
             // Facts count turns from 1.
             turn: p.turn + 1,
-            probes: vec![p.key.clone()],
+            probes: vec![probe_key(&p.kind, &p.key).to_owned()],
             superseded: None,
             text: p.key.clone(),
         })
@@ -236,6 +236,19 @@ pub fn load(path: &Path) -> Result<Transcript, TrajectoryError> {
         probe_match: ProbeMatch::Substring,
         split,
     })
+}
+
+/// What a probe looks for: its key, except that a file's leading `./`
+/// is not part of its name. `./pvlib/iam.py` and `pvlib/iam.py` name the
+/// same file from the repository's root, and a context that names it
+/// either way (or as `/testbed/pvlib/iam.py`) still tells the agent which
+/// file it worked on. Without this, a summary that lists the file under
+/// one spelling would count as having lost it.
+fn probe_key<'a>(kind: &str, key: &'a str) -> &'a str {
+    match kind {
+        "file" => key.strip_prefix("./").unwrap_or(key),
+        _ => key,
+    }
 }
 
 #[cfg(test)]
@@ -281,5 +294,35 @@ mod tests {
         std::fs::write(dir.path().join(SPLIT_FILE), "[1, 2]").expect("write");
         let err = load_dir(dir.path()).expect_err("bad split file");
         assert!(err.to_string().contains(SPLIT_FILE), "{err}");
+    }
+
+    #[test]
+    fn a_file_probe_is_found_however_the_context_spells_the_path() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let run = serde_json::json!({
+            "name": "spelled",
+            "system": [{"role": "system", "content": "You are an agent."}],
+            "turns": [[{"role": "user", "content": "Fix bug 17 in parse_window."}]],
+            "probes": [
+                {"key": "./pkg/window.py", "kind": "file", "turn": 0},
+                {"key": "./run_tests.sh", "kind": "test", "turn": 0}
+            ]
+        });
+        std::fs::write(dir.path().join("spelled.json"), run.to_string()).expect("write");
+        let runs = load_dir(dir.path()).expect("loads");
+        let t = &runs[0];
+        let kept = |text: &str| {
+            let context = [compact_middleware::Message::user(text)];
+            crate::retention::check(&context, t).0
+        };
+        // A summary lists files from the root, or under the working directory.
+        assert_eq!(kept("- pkg/window.py (edited)"), [true, false]);
+        assert_eq!(kept("- /testbed/pkg/window.py (edited)"), [true, false]);
+        assert_eq!(kept("ran ./run_tests.sh on ./pkg/window.py"), [true, true]);
+        // Only a file's leading `./` is dropped: a test command keeps it.
+        assert_eq!(kept("- pkg/window.py; run_tests.sh"), [true, false]);
+        assert_eq!(kept("- other/window.py"), [false, false]);
+        // The fact still shows the key as the run wrote it.
+        assert_eq!(t.facts[0].text, "./pkg/window.py");
     }
 }
