@@ -29,6 +29,9 @@ pub(crate) struct Outcome {
     /// The error the output ends with (an exception line, `error: …`,
     /// `command not found`).
     pub error: Option<String>,
+    /// Where in the project that error was raised (`test/conftest.py:9`):
+    /// the innermost frame of its traceback outside installed packages.
+    pub at: Option<String>,
     /// A checker's findings (type checker, linter, compiler diagnostics).
     pub diagnostics: Vec<String>,
     /// What the failing tests failed with, each once (pytest's short
@@ -172,6 +175,9 @@ pub(crate) fn read(output: &str) -> Outcome {
     o.tests = tests_summary(&body);
     read_test_ids(&mut o, &body);
     o.error = final_error(&body, &lines);
+    if o.error.is_some() {
+        o.at = error_site(&body);
+    }
     read_diagnostics(&mut o, &lines);
     if o.tests.is_none() {
         read_result_lines(&mut o, &lines);
@@ -260,6 +266,49 @@ fn final_error(body: &str, lines: &[&str]) -> Option<String> {
         })
 }
 
+/// A frame of a traceback: Python's `File "x.py", line 9, in f`,
+/// pytest's short `x.py:9: in f`, a Rust panic's `panicked at
+/// src/x.rs:5:9`, a JavaScript stack's `at f (src/x.js:3:7)`.
+static FRAME: LazyLock<Regex> = LazyLock::new(|| {
+    re(r#"(?m)^\s*File "([^"
+]+)", line (\d+)|^(\S+\.py):(\d+): in |panicked at (\S+?):(\d+):\d+|^\s+at (?:\S+ \()?([^\s()]+?):(\d+):\d+\)?\s*$"#)
+});
+/// Paths of code the project did not write: installed packages, the
+/// interpreter's library, the runtime.
+static NOT_PROJECT: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"site-packages/|dist-packages/|/lib/python\d|node_modules/|^node:|^internal/|<frozen |^<|/rustc/|\.cargo/registry/|/\.rustup/",
+    )
+});
+
+/// Where the error was raised: the innermost project frame. Python and
+/// pytest print the innermost frame last, a JavaScript stack first.
+fn error_site(body: &str) -> Option<String> {
+    let frames: Vec<(String, bool)> = FRAME
+        .captures_iter(body)
+        .filter_map(|c| {
+            let (path, line, innermost_first) = if let Some(p) = c.get(1) {
+                (p, c.get(2)?, false)
+            } else if let Some(p) = c.get(3) {
+                (p, c.get(4)?, false)
+            } else if let Some(p) = c.get(5) {
+                (p, c.get(6)?, false)
+            } else {
+                (c.get(7)?, c.get(8)?, true)
+            };
+            let path = path.as_str();
+            (!NOT_PROJECT.is_match(path))
+                .then(|| (format!("{path}:{}", line.as_str()), innermost_first))
+        })
+        .collect();
+    match frames.first() {
+        Some((site, true)) => Some(site.clone()),
+        Some(_) => frames.last().map(|(site, _)| site.clone()),
+        None => None,
+    }
+    .map(|s| clip(&s, MAX_LINE / 2))
+}
+
 /// A checker's findings (`src/x.py:25: error: …`, `x.rs:3:1: E0425`),
 /// each its own finding, the first few kept.
 fn read_diagnostics(o: &mut Outcome, lines: &[&str]) {
@@ -299,10 +348,21 @@ fn read_diagnostics(o: &mut Outcome, lines: &[&str]) {
 /// The lines that show what a program without a test summary set out to
 /// do and how it went.
 fn read_result_lines(o: &mut Outcome, lines: &[&str]) {
+    // With the error's place known, the traceback (its header, its
+    // frames and the source line under each) says where it was again.
+    let frame = |l: &str| o.at.is_some() && FRAME.is_match(l);
+    let traceback = |k: usize, l: &str| {
+        o.at.is_some()
+            && (l == "Traceback (most recent call last):"
+                || frame(lines[k])
+                || k > 0 && frame(lines[k - 1]))
+    };
     let meaningful: Vec<&str> = lines
         .iter()
-        .map(|l| l.trim())
-        .filter(|l| !NOISE.is_match(l))
+        .enumerate()
+        .map(|(k, l)| (k, l.trim()))
+        .filter(|&(k, l)| !NOISE.is_match(l) && !traceback(k, l))
+        .map(|(_, l)| l)
         .collect();
     // A program's output opens with what it set out to show (`Found 81
     // visit methods`) and ends with how it went.
@@ -398,8 +458,12 @@ impl Outcome {
         if !self.test_ids.is_empty() {
             parts.push(self.test_ids.join(", "));
         }
-        if let Some(e) = &self.error {
-            parts.push(e.clone());
+        match (&self.error, &self.at) {
+            // As a compiler puts it, `path:line: error`: the place comes
+            // first, so that a shortened line still says where.
+            (Some(e), Some(at)) => parts.push(format!("{at}: {e}")),
+            (Some(e), None) => parts.push(e.clone()),
+            _ => {}
         }
         parts.extend(self.diagnostics.iter().cloned());
         for l in &self.lines {
@@ -451,6 +515,40 @@ mod tests {
             read(caught)
                 .render(480)
                 .contains("AttributeError: 'PersonName' object has no attribute 'startswith'")
+        );
+    }
+
+    #[test]
+    fn an_error_says_where_in_the_project_it_was_raised() {
+        // pytest failing to load a conftest: the short frame names it.
+        let conftest = "<returncode>4</returncode>\n<output>\nImportError while loading conftest '/testbed/test/conftest.py'.\ntest/conftest.py:9: in <module>\n    from sqlfluff.cli.commands import quoted_presenter\nE   ModuleNotFoundError: No module named 'sqlfluff'\n</output>";
+        let o = read(conftest);
+        assert_eq!(o.at.as_deref(), Some("test/conftest.py:9"));
+        assert!(
+            o.render(120)
+                .contains("test/conftest.py:9: E ModuleNotFoundError: No module named 'sqlfluff'"),
+            "{}",
+            o.render(120)
+        );
+        // A Python traceback: the innermost frame outside installed
+        // packages, not the library's own.
+        let traceback = "Traceback (most recent call last):\n  File \"/testbed/reproduce.py\", line 4, in <module>\n    main()\n  File \"/testbed/pvlib/irradiance.py\", line 812, in king\n    np.cos(z)\n  File \"/opt/conda/lib/python3.9/site-packages/numpy/core/fromnumeric.py\", line 57, in _wrapfunc\n    return bound(*args)\nTypeError: ufunc 'cos' not supported";
+        assert_eq!(
+            read(traceback).at.as_deref(),
+            Some("/testbed/pvlib/irradiance.py:812")
+        );
+        // A JavaScript stack lists the innermost frame first.
+        let node = "TypeError: x is not a function\n    at parse (src/lexer.js:41:9)\n    at Object.<anonymous> (src/index.js:3:1)\n    at node:internal/main:12:3";
+        assert_eq!(read(node).at.as_deref(), Some("src/lexer.js:41"));
+        // A Rust panic names its own place.
+        let panic = "thread 'main' panicked at src/window.rs:88:14:\nindex out of bounds\nnote: run with `RUST_BACKTRACE=1`";
+        assert_eq!(read(panic).at.as_deref(), Some("src/window.rs:88"));
+        // No error, no place; an error without frames has none either.
+        assert_eq!(read("  File \"a.py\", line 3\nall good").at, None);
+        assert_eq!(read("ValueError: bad window").at, None);
+        assert_eq!(
+            read("ValueError: bad window").render(80),
+            "ValueError: bad window"
         );
     }
 
