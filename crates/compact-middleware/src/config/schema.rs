@@ -425,7 +425,7 @@ impl Default for Policy {
             repair: Repair::Report,
             cache_breakpoints: CacheBreakpoints::Auto,
             cache: CachePolicy::Auto,
-            cache_min_tokens: 20_000,
+            cache_min_tokens: 14_000,
         }
     }
 }
