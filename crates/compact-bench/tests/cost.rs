@@ -299,6 +299,28 @@ fn compacts_own_summary_requests_are_priced_under_both_prompts_apart_from_its_ca
     assert!(cost::report::table(&doc).contains("fresh vs agent_prefix"));
 }
 
+/// The quick corpus at a 128k window, compact (fed back) beside `peer`,
+/// planned for `plan_for`.
+fn beside_compact_at_128k(peer: Peer, plan_for: Option<cost::Pricing>) -> Options {
+    Options {
+        windows: vec![128_000],
+        policies: vec![Policy::Compact(CallingMode::FedBack), Policy::Peer(peer)],
+        threads: 2,
+        plan_for,
+        ..Options::quick()
+    }
+}
+
+/// The built-in prices of the models `opts` bills, one per rule.
+fn builtin_prices(opts: &Options) -> [compact_middleware::price::Price; 3] {
+    let price = |model: &str| compact_middleware::price::builtin_price(model).expect("priced");
+    [
+        price(&opts.openai_model),
+        price(&opts.anthropic_model),
+        price(&opts.anthropic_model),
+    ]
+}
+
 /// compact's cost model weighs the price of the rows it plans for
 /// (`Options::plan_for`), not the base configuration's model (gpt-4o,
 /// whose cached input is half price): re-sending a context costs 2x, 10x
@@ -311,27 +333,11 @@ fn compact_plans_for_the_prices_its_rows_bill() {
     let coding = &ts[..1];
     let with = |plan_for: cost::Pricing, openai_model: &str| {
         let opts = Options {
-            windows: vec![128_000],
-            policies: vec![
-                Policy::Compact(CallingMode::FedBack),
-                Policy::Peer(Peer::NoCompaction),
-            ],
-            threads: 2,
-            plan_for: Some(plan_for),
             openai_model: openai_model.to_string(),
-            ..Options::quick()
+            ..beside_compact_at_128k(Peer::NoCompaction, Some(plan_for))
         };
         let runs = cost::run_all(coding, &opts).expect("every run finishes");
-        let doc = cost::report::build(
-            coding,
-            &runs,
-            &opts,
-            &[
-                compact_middleware::price::builtin_price(openai_model).expect("priced"),
-                compact_middleware::price::builtin_price(&opts.anthropic_model).expect("priced"),
-                compact_middleware::price::builtin_price(&opts.anthropic_model).expect("priced"),
-            ],
-        );
+        let doc = cost::report::build(coding, &runs, &opts, &builtin_prices(&opts));
         let compact = find(&runs, 0, 128_000, Policy::Compact(CallingMode::FedBack));
         let plain = find(&runs, 0, 128_000, Policy::Peer(Peer::NoCompaction));
         // Same counter: the first request (nothing to compact yet) has the
@@ -372,28 +378,12 @@ fn compact_plans_for_the_prices_its_rows_bill() {
 fn each_rules_rows_come_from_a_replay_planned_for_that_rule() {
     let ts = transcripts();
     let coding = &ts[..1];
-    let prices = |opts: &Options| {
-        [
-            compact_middleware::price::builtin_price(&opts.openai_model).expect("priced"),
-            compact_middleware::price::builtin_price(&opts.anthropic_model).expect("priced"),
-            compact_middleware::price::builtin_price(&opts.anthropic_model).expect("priced"),
-        ]
-    };
     let report = |plan_for: Option<cost::Pricing>| {
-        let opts = Options {
-            windows: vec![128_000],
-            policies: vec![
-                Policy::Compact(CallingMode::FedBack),
-                Policy::Peer(Peer::CodexLike),
-            ],
-            threads: 2,
-            plan_for,
-            ..Options::quick()
-        };
+        let opts = beside_compact_at_128k(Peer::CodexLike, plan_for);
         let runs = cost::run_all(coding, &opts).expect("every run finishes");
         let compact_runs = runs.iter().filter(|r| r.policy.is_compact()).count();
         (
-            cost::report::build(coding, &runs, &opts, &prices(&opts)),
+            cost::report::build(coding, &runs, &opts, &builtin_prices(&opts)),
             compact_runs,
         )
     };

@@ -270,8 +270,9 @@ fn final_error(body: &str, lines: &[&str]) -> Option<String> {
 /// pytest's short `x.py:9: in f`, a Rust panic's `panicked at
 /// src/x.rs:5:9`, a JavaScript stack's `at f (src/x.js:3:7)`.
 static FRAME: LazyLock<Regex> = LazyLock::new(|| {
-    re(r#"(?m)^\s*File "([^"
-]+)", line (\d+)|^(\S+\.py):(\d+): in |panicked at (\S+?):(\d+):\d+|^\s+at (?:\S+ \()?([^\s()]+?):(\d+):\d+\)?\s*$"#)
+    re(
+        r#"(?m)^\s*File "([^"\n]+)", line (\d+)|^(\S+\.py):(\d+): in |panicked at (\S+?):(\d+):\d+|^\s+at (?:\S+ \()?([^\s()]+?):(\d+):\d+\)?\s*$"#,
+    )
 });
 /// Paths of code the project did not write: installed packages, the
 /// interpreter's library, the runtime.
@@ -350,12 +351,11 @@ fn read_diagnostics(o: &mut Outcome, lines: &[&str]) {
 fn read_result_lines(o: &mut Outcome, lines: &[&str]) {
     // With the error's place known, the traceback (its header, its
     // frames and the source line under each) says where it was again.
-    let frame = |l: &str| o.at.is_some() && FRAME.is_match(l);
     let traceback = |k: usize, l: &str| {
         o.at.is_some()
             && (l == "Traceback (most recent call last):"
-                || frame(lines[k])
-                || k > 0 && frame(lines[k - 1]))
+                || FRAME.is_match(lines[k])
+                || k > 0 && FRAME.is_match(lines[k - 1]))
     };
     let meaningful: Vec<&str> = lines
         .iter()
