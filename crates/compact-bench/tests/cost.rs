@@ -31,6 +31,22 @@ fn transcripts() -> Vec<Transcript> {
     ]
 }
 
+/// A coding session that grows slowly (short outputs, many rounds): its
+/// planned run is the economic order quantity, not the ten-call minimum, so
+/// the price it is planned for shows in when it compacts.
+fn slow_session() -> Vec<Transcript> {
+    let slow = corpus::generate(
+        1,
+        Agent::Coding,
+        Format::Chat,
+        &SessionShape {
+            turns: (60, 64),
+            output_chars: (300, 1_500),
+        },
+    );
+    vec![slow.transcript().expect("decodes")]
+}
+
 /// The runs this file checks the counter on, with compact's token
 /// triggers alone (`policy.cache: off`): at 128k a session that fits is
 /// then never touched, which the checks below lean on. `cache_policy.rs`
@@ -300,13 +316,19 @@ fn compacts_own_summary_requests_are_priced_under_both_prompts_apart_from_its_ca
 }
 
 /// The quick corpus at a 128k window, compact (fed back) beside `peer`,
-/// planned for `plan_for`.
+/// planned for `plan_for`. `cache_min_tokens` is set below its default so
+/// that the price, not that floor, says when a compaction pays: the
+/// sessions are short, and from the default floor's depth every rule's
+/// run would end below the floor itself.
 fn beside_compact_at_128k(peer: Peer, plan_for: Option<cost::Pricing>) -> Options {
+    let mut config = compact_middleware::config::Config::default();
+    config.policy.cache_min_tokens = 6_000;
     Options {
         windows: vec![128_000],
         policies: vec![Policy::Compact(CallingMode::FedBack), Policy::Peer(peer)],
         threads: 2,
         plan_for,
+        config,
         ..Options::quick()
     }
 }
@@ -329,8 +351,8 @@ fn builtin_prices(opts: &Options) -> [compact_middleware::price::Price; 3] {
 /// base model's, the same as the peers'.
 #[test]
 fn compact_plans_for_the_prices_its_rows_bill() {
-    let ts = transcripts();
-    let coding = &ts[..1];
+    let ts = slow_session();
+    let coding = &ts[..];
     let with = |plan_for: cost::Pricing, openai_model: &str| {
         let opts = Options {
             openai_model: openai_model.to_string(),
@@ -376,8 +398,8 @@ fn compact_plans_for_the_prices_its_rows_bill() {
 /// replay's.
 #[test]
 fn each_rules_rows_come_from_a_replay_planned_for_that_rule() {
-    let ts = transcripts();
-    let coding = &ts[..1];
+    let ts = slow_session();
+    let coding = &ts[..];
     let report = |plan_for: Option<cost::Pricing>| {
         let opts = beside_compact_at_128k(Peer::CodexLike, plan_for);
         let runs = cost::run_all(coding, &opts).expect("every run finishes");

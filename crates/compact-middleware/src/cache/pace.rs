@@ -24,7 +24,7 @@
 //! `policy.cache_min_tokens`: what the agent sees matters more than a
 //! tenth of a price), and (2) compacts deep enough that the next compaction
 //! is that run length away, never aiming below the lower of
-//! `reactive_target_pct` of the window and half of `cache_min_tokens`. A run
+//! `reactive_target_pct` of the window and a third of `cache_min_tokens`. A run
 //! is never shorter than [`MIN_CALLS_PER_BREAK`] calls of the observed
 //! growth.
 
@@ -39,6 +39,13 @@ pub const MIN_OBSERVED: u32 = 3;
 /// The shortest run between two compactions the model plans, in calls of
 /// the observed growth.
 pub const MIN_CALLS_PER_BREAK: f64 = 10.0;
+/// A compaction never aims below `policy.cache_min_tokens` over this: a
+/// third. Deeper is cheaper (the cost above falls with `D`), and what a
+/// compaction folds stays in the summary. A third is the deepest floor
+/// whose tuning split kept its synthetic tool facts within half a point of
+/// a half's, with every real-trajectory bar held (docs/performance.md,
+/// "How deep").
+const DEPTH_FLOOR_DIVISOR: usize = 3;
 /// Weight of the latest call in the growth average: about the last seven
 /// calls count.
 const GROWTH_WEIGHT: f64 = 0.25;
@@ -116,7 +123,8 @@ pub struct Floors {
 impl Floors {
     /// The lowest depth the model aims at.
     pub fn aim_floor(self) -> usize {
-        self.reactive_target.min(self.min_tokens / 2)
+        self.reactive_target
+            .min(self.min_tokens / DEPTH_FLOOR_DIVISOR)
     }
 }
 
@@ -243,7 +251,11 @@ mod tests {
             .unwrap_or_else(|| panic!("planned"));
         assert_eq!(plan.target(100_000, 76_800), 76_800);
         assert_eq!(plan.target(40_000, 76_800), 40_000 - 14_199);
-        assert_eq!(plan.target(20_000, 76_800), 12_000);
+        assert_eq!(
+            plan.target(20_000, 76_800),
+            8_000,
+            "never below a third of cache_min_tokens"
+        );
     }
 
     #[test]

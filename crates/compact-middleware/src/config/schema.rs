@@ -310,7 +310,7 @@ pub struct Policy {
     #[garde(skip)]
     pub cache: CachePolicy,
     /// With `cache: auto`: the cost model never compacts a context smaller
-    /// than this many tokens on cost alone, nor aims below half of it (the
+    /// than this many tokens on cost alone, nor aims below a third of it (the
     /// token triggers still apply).
     #[garde(custom(rules::at_least(1000)))]
     pub cache_min_tokens: usize,
