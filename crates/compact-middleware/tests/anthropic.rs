@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use cache_markers::body_markers;
 use compact_middleware::PreflightRequest;
 use compact_middleware::cache::breakpoints::{self, Layer};
-use compact_middleware::config::{CacheBreakpoints, Mode, Policy};
+use compact_middleware::config::{CacheBreakpoints, CacheTtl, Mode, Policy};
 use compact_middleware::model::{
     Format, ItemType, Message, Request, Role, Shape, groups, validate,
 };
@@ -792,12 +792,25 @@ fn agent_session(
     breakpoints_setting: CacheBreakpoints,
     calls: usize,
 ) -> Vec<(Value, compact_middleware::PreflightOutcome)> {
+    agent_session_with(
+        Policy {
+            cache_breakpoints: breakpoints_setting,
+            ..Policy::default()
+        },
+        calls,
+    )
+}
+
+/// [`agent_session`] with `policy`'s cache settings.
+fn agent_session_with(
+    policy: Policy,
+    calls: usize,
+) -> Vec<(Value, compact_middleware::PreflightOutcome)> {
     let policy = Policy {
         keep_recent_turns: 1,
         keep_tool_io_pairs: 2,
         keep_recent_rounds: 2,
-        cache_breakpoints: breakpoints_setting,
-        ..Policy::default()
+        ..policy
     };
     let m = policy_manager(policy, 6_000);
     let rt = rt();
@@ -918,6 +931,55 @@ fn an_agent_that_keeps_our_output_gets_breakpoints_that_move_and_never_pile_up()
         .filter_map(|(_, o)| o.report.cache.map(|c| c.predicted_read))
         .collect();
     assert!(read.iter().any(|&r| r > 0), "{read:?}");
+}
+
+#[test]
+fn with_cache_ttl_1h_every_breakpoint_of_ours_asks_for_an_hour_call_after_call() {
+    let calls = agent_session_with(
+        Policy {
+            cache_ttl: CacheTtl::OneHour,
+            ..Policy::default()
+        },
+        24,
+    );
+    assert!(
+        calls.iter().any(|(_, o)| o.report.triggered),
+        "nothing compacted"
+    );
+    let hour = json!({"type": "ephemeral", "ttl": "1h"});
+    for (i, (body, o)) in calls.iter().enumerate() {
+        assert_provider_accepts(body);
+        // The agent sends none of its own and keeps what we send: the ones
+        // it sends back are taken off, so every marker is one of this call's.
+        let mut all = Vec::new();
+        collect_cache_controls(body, &mut all);
+        assert!(!all.is_empty(), "call {i}");
+        assert_eq!(
+            all.len(),
+            o.report.cache_breakpoints.len(),
+            "call {i}: piled up"
+        );
+        assert!(all.iter().all(|c| *c == hour), "call {i}: {all:?}");
+        assert!(o.report.cache_breakpoints.iter().all(|p| p.one_hour));
+        let report = serde_json::to_value(&o.report).expect("serializes");
+        assert_eq!(report["cache_breakpoints"][0]["one_hour"], json!(true));
+    }
+}
+
+fn collect_cache_controls(v: &Value, out: &mut Vec<Value>) {
+    match v {
+        Value::Object(o) => {
+            for (k, x) in o {
+                if k == "cache_control" {
+                    out.push(x.clone());
+                } else {
+                    collect_cache_controls(x, out);
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| collect_cache_controls(x, out)),
+        _ => {}
+    }
 }
 
 #[test]

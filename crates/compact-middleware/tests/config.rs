@@ -1487,6 +1487,26 @@ fn cache_breakpoints_take_yamls_bare_off_and_on() {
 }
 
 #[test]
+fn cache_ttl_is_5m_or_1h() {
+    use compact_middleware::config::CacheTtl;
+    for (yaml, want) in [
+        ("policy: {cache_ttl: 5m}", CacheTtl::FiveMinutes),
+        ("policy: {cache_ttl: 1h}", CacheTtl::OneHour),
+        ("policy: {}", CacheTtl::FiveMinutes),
+    ] {
+        let c = Config::from_yaml_str(yaml).unwrap_or_else(|e| panic!("{yaml}: {e}"));
+        assert_eq!(c.policy.cache_ttl, want, "{yaml}");
+    }
+    let errors = errors_of(Config::from_yaml_str("policy: {cache_ttl: 2h}"));
+    assert_eq!(errors[0].path, "policy.cache_ttl");
+    assert!(errors[0].message.contains("1h"), "{}", errors[0].message);
+    let loaded = load(None, &env(&[("COMPACT_POLICY_CACHE_TTL", "1h")])).expect("loads");
+    assert_eq!(loaded.config.policy.cache_ttl, CacheTtl::OneHour);
+    let v = serde_json::to_value(&loaded.config.policy).expect("json");
+    assert_eq!(v["cache_ttl"], "1h");
+}
+
+#[test]
 fn summarizer_prompt_is_fresh_or_agent_prefix() {
     use compact_middleware::config::SummaryPrompt;
     for (yaml, want) in [

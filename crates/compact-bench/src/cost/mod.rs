@@ -43,7 +43,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use compact_middleware::cache::breakpoints;
-use compact_middleware::config::{CacheBreakpoints, Config, ModelOverride};
+use compact_middleware::config::{CacheBreakpoints, CacheTtl, Config, ModelOverride};
 use compact_middleware::estimate::Estimator;
 use compact_middleware::invariants::is_summary;
 use compact_middleware::model::Role;
@@ -314,10 +314,12 @@ impl Meter {
             }
         }
         if let Some(policy) = &self.ours {
+            // The agent's own are of the rule's lifetime, as every entry of
+            // the simulated cache is: they bound neither side of ours.
             let existing = breakpoints::Existing {
                 count: breakpoints.len(),
                 at: breakpoints.clone(),
-                floor: 0,
+                ..breakpoints::Existing::default()
             };
             // The previous request ends here when this one starts with it.
             let previous_end = self.last.as_ref().and_then(|prev| {
@@ -341,7 +343,7 @@ impl Meter {
                 policy,
                 &|_| true,
             );
-            breakpoints.extend(planned.iter().map(|&(i, _)| i));
+            breakpoints.extend(planned.iter().map(|p| p.index));
             breakpoints.sort_unstable();
             breakpoints.dedup();
         }
@@ -448,15 +450,15 @@ pub fn model_of(opts: &Options, rule: Pricing) -> &str {
 /// model plans for the prices compact is judged by (the base model's, say
 /// gpt-4o's cached input at half price, would plan for another provider's
 /// cache). The model keeps the base model's counter, so that a window holds
-/// the same tokens under every policy, and its cache write is priced at the
-/// lifetime those rows bill (the cost model weighs `cache_write`).
+/// the same tokens under every policy, and its breakpoints live as long as
+/// those rows' entries (`policy.cache_ttl: 1h` for the 1-hour rule, whose
+/// write price the cost model then weighs).
 pub fn compact_config(opts: &Options, window: usize, rule: Pricing) -> Result<Config, String> {
     let base = config_at(&opts.config, window);
     let limits = compact_middleware::estimate::ModelLimits::from_config(&base)
         .map_err(|e| format!("window {window}: {e}"))?;
     let model = model_of(opts, rule);
-    let mut planned = price(&opts.config, model)?;
-    planned.cache_write = Some(planned.cache_write(rule.ttl()));
+    let planned = price(&opts.config, model)?;
     let counter = match limits.chars_per_token {
         Some(ratio) => ModelOverride {
             estimator: Some(EstimatorKind::Ratio),
@@ -470,6 +472,10 @@ pub fn compact_config(opts: &Options, window: usize, rule: Pricing) -> Result<Co
     };
     let mut config = base;
     config.model = model.to_string();
+    config.policy.cache_ttl = match rule.ttl() {
+        Ttl::OneHour => CacheTtl::OneHour,
+        Ttl::FiveMinutes => CacheTtl::FiveMinutes,
+    };
     config.models.insert(
         model.to_string(),
         ModelOverride {

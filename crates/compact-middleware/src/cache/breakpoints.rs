@@ -33,6 +33,7 @@ use serde_json::Value;
 
 use crate::config::Policy;
 use crate::model::{BreakpointMark, Message, Role};
+use crate::price::Ttl;
 
 /// Anthropic refuses a request with more `cache_control` breakpoints than this.
 pub const ANTHROPIC_MAX_BREAKPOINTS: usize = 4;
@@ -61,7 +62,7 @@ const PRIORITY: [Layer; 4] = [
 ];
 
 /// The breakpoints a request already carries: the caller's.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Existing {
     /// Every marker: in the tool definitions, at the top level, on messages.
     pub count: usize,
@@ -70,27 +71,52 @@ pub struct Existing {
     /// Ours go at or after this message: the last one whose marker asks for
     /// the 1-hour lifetime (0 when none does).
     pub floor: usize,
+    /// Ours may ask for the 1-hour lifetime only on messages before this
+    /// one: the first that carries a 5-minute marker of the caller's (0 when
+    /// a tool definition carries one, `usize::MAX` when none does).
+    pub long_before: usize,
+}
+
+impl Default for Existing {
+    fn default() -> Self {
+        Self {
+            count: 0,
+            at: Vec::new(),
+            floor: 0,
+            long_before: usize::MAX,
+        }
+    }
 }
 
 impl Existing {
     /// The markers of `messages` and `tools` (a top-level `cache_control`
     /// is the caller's to add: [`Existing::count`]).
     pub fn of(messages: &[Message], tools: &[Value]) -> Self {
+        let marked: Vec<&Value> = tools
+            .iter()
+            .filter_map(|t| t.get("cache_control").filter(|c| !c.is_null()))
+            .collect();
         let mut e = Existing {
-            count: tools
-                .iter()
-                .filter(|t| t.get("cache_control").is_some_and(|c| !c.is_null()))
-                .count(),
+            count: marked.len(),
             ..Existing::default()
         };
+        if marked
+            .iter()
+            .any(|c| c.get("ttl").and_then(Value::as_str) != Some("1h"))
+        {
+            e.long_before = 0;
+        }
         for (i, m) in messages.iter().enumerate() {
-            let (n, long) = m.cache_breakpoints();
-            if n > 0 {
-                e.count += n;
+            let markers = m.cache_markers();
+            if markers.count > 0 {
+                e.count += markers.count;
                 e.at.push(i);
             }
-            if long {
+            if markers.one_hour {
                 e.floor = i;
+            }
+            if markers.five_minutes {
+                e.long_before = e.long_before.min(i);
             }
         }
         e
@@ -142,11 +168,39 @@ fn instructions_end(messages: &[Message]) -> Option<usize> {
         .checked_sub(1)
 }
 
-/// Where compact adds breakpoints to `r`: `(message, layer)`, by message.
-/// `eligible` says which messages can carry one (for Anthropic messages,
+/// A breakpoint [`plan`] chose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Planned {
+    /// The message.
+    pub index: usize,
+    /// The layer it closes.
+    pub layer: Layer,
+    /// Its lifetime: `policy.cache_ttl`, but 5 minutes at or after a
+    /// 5-minute marker of the caller's ([`Existing::long_before`]).
+    pub ttl: Ttl,
+}
+
+/// Where compact adds breakpoints to `r`, by message. `eligible` says which
+/// messages can carry one (for Anthropic messages,
 /// [`Message::can_carry_cache_breakpoint`]); a layer whose last message
 /// cannot carry one takes the nearest one before it that can.
-pub fn plan(
+pub fn plan(r: &Request<'_>, policy: &Policy, eligible: &dyn Fn(&Message) -> bool) -> Vec<Planned> {
+    let ttl = policy.cache_ttl.ttl();
+    plan_layers(r, policy, eligible)
+        .into_iter()
+        .map(|(index, layer)| Planned {
+            index,
+            layer,
+            ttl: if index < r.existing.long_before {
+                ttl
+            } else {
+                Ttl::FiveMinutes
+            },
+        })
+        .collect()
+}
+
+fn plan_layers(
     r: &Request<'_>,
     policy: &Policy,
     eligible: &dyn Fn(&Message) -> bool,
@@ -199,15 +253,23 @@ pub struct Placed {
     /// Where on the message, to take it away again.
     #[serde(flatten)]
     pub mark: BreakpointMark,
+    /// It asks for the 1-hour lifetime (`"ttl": "1h"`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub one_hour: bool,
 }
 
 /// Marks `messages` where [`plan`] says; returns what was placed.
-pub fn place(messages: &mut [Message], planned: &[(usize, Layer)]) -> Vec<Placed> {
+pub fn place(messages: &mut [Message], planned: &[Planned]) -> Vec<Placed> {
     planned
         .iter()
-        .filter_map(|&(index, layer)| {
-            let mark = messages.get_mut(index)?.add_cache_breakpoint()?;
-            Some(Placed { index, layer, mark })
+        .filter_map(|p| {
+            let mark = messages.get_mut(p.index)?.add_cache_breakpoint_for(p.ttl)?;
+            Some(Placed {
+                index: p.index,
+                layer: p.layer,
+                mark,
+                one_hour: p.ttl == Ttl::OneHour,
+            })
         })
         .collect()
 }
@@ -255,17 +317,54 @@ pub fn fit_request(
     if placed.is_empty() {
         return 0;
     }
-    let top = usize::from(
-        request
-            .envelope_field("cache_control")
-            .is_some_and(|c| !c.is_null()),
-    );
+    let top_level = request
+        .envelope_field("cache_control")
+        .filter(|c| !c.is_null());
     let tools = match request.envelope_field("tools") {
         Some(Value::Array(t)) => t.as_slice(),
         _ => &[],
     };
-    let total = Existing::of(messages, tools).count;
-    make_room(messages, placed, total, top)
+    let existing = Existing::of(messages, tools);
+    // A top-level 5-minute marker lands on the last block: a 1-hour one of
+    // ours there would come after it.
+    let long_before = match top_level {
+        Some(c) if c.get("ttl").and_then(Value::as_str) != Some("1h") => {
+            existing.long_before.min(messages.len().saturating_sub(1))
+        }
+        _ => existing.long_before,
+    };
+    shorten_after(messages, placed, long_before);
+    make_room(
+        messages,
+        placed,
+        existing.count,
+        usize::from(top_level.is_some()),
+    )
+}
+
+/// Ours that ask for an hour at or after `long_before` become 5-minute
+/// ones, on the same block.
+fn shorten_after(messages: &mut [Message], placed: &mut Vec<Placed>, long_before: usize) {
+    placed.retain_mut(|p| {
+        if !p.one_hour || p.index < long_before {
+            return true;
+        }
+        let Some(m) = messages.get_mut(p.index) else {
+            return false;
+        };
+        if !m.remove_cache_breakpoint(p.mark) {
+            // Not ours any more: nothing of ours to shorten.
+            return false;
+        }
+        match m.add_cache_breakpoint_for(Ttl::FiveMinutes) {
+            Some(mark) => {
+                p.mark = mark;
+                p.one_hour = false;
+                true
+            }
+            None => false,
+        }
+    });
 }
 
 /// `messages` without the breakpoints of `placed`: the history as
@@ -295,6 +394,14 @@ mod tests {
 
     /// The body as sent: the request with `messages` planned and marked.
     fn send(wire: &Wire, previous_end: Option<usize>) -> (Value, Vec<Placed>) {
+        send_with(wire, previous_end, &Policy::default())
+    }
+
+    fn send_with(
+        wire: &Wire,
+        previous_end: Option<usize>,
+        policy: &Policy,
+    ) -> (Value, Vec<Placed>) {
         let existing = Existing::of(&wire.messages, &wire.tools);
         let r = Request {
             messages: &wire.messages,
@@ -302,10 +409,95 @@ mod tests {
             summary_index: None,
             previous_end,
         };
-        let planned = plan(&r, &Policy::default(), &Message::can_carry_cache_breakpoint);
+        let planned = plan(&r, policy, &Message::can_carry_cache_breakpoint);
         let mut sent = wire.messages.clone();
-        let placed = place(&mut sent, &planned);
+        let mut placed = place(&mut sent, &planned);
+        fit_request(wire, &mut sent, &mut placed);
         (wire.to_value(&sent, true), placed)
+    }
+
+    fn one_hour() -> Policy {
+        Policy {
+            cache_ttl: crate::config::CacheTtl::OneHour,
+            ..Policy::default()
+        }
+    }
+
+    /// The lifetimes of a body's markers, in the order Anthropic reads
+    /// them (tools, system, messages).
+    fn lifetimes(body: &Value) -> Vec<&'static str> {
+        all_markers(body)
+            .iter()
+            .map(|(_, c)| match c.get("ttl").and_then(Value::as_str) {
+                Some("1h") => "1h",
+                _ => "5m",
+            })
+            .collect()
+    }
+
+    #[test]
+    fn with_cache_ttl_1h_ours_ask_for_an_hour_and_never_follow_a_shorter_one() {
+        let hour = json!({"type": "ephemeral", "ttl": "1h"});
+        // None of the caller's: all of ours live an hour.
+        let wire = decode(agent_loop(3));
+        let (body, placed) = send_with(&wire, None, &one_hour());
+        assert_eq!(placed.len(), 3);
+        assert!(placed.iter().all(|p| p.one_hour), "{placed:?}");
+        assert_eq!(body["messages"][6]["content"][0]["cache_control"], hour);
+        assert_eq!(lifetimes(&body), ["1h", "1h", "1h"]);
+        // Taken away, the body is the caller's again, byte for byte.
+        let mut sent = wire.messages.clone();
+        let placed = place(
+            &mut sent,
+            &plan(
+                &Request {
+                    messages: &wire.messages,
+                    existing: &Existing::of(&wire.messages, &wire.tools),
+                    summary_index: None,
+                    previous_end: None,
+                },
+                &one_hour(),
+                &Message::can_carry_cache_breakpoint,
+            ),
+        );
+        assert_eq!(wire.to_value(&without(&sent, &placed), true), agent_loop(3));
+        // A 5-minute one of the caller's in the middle: ours before it live
+        // an hour, ours after it five minutes.
+        let mut v = agent_loop(3);
+        v["messages"][2]["content"][0]["cache_control"] = json!({"type": "ephemeral"});
+        let (body, placed) = send_with(&decode(v), None, &one_hour());
+        let by_index: Vec<(usize, bool)> = placed.iter().map(|p| (p.index, p.one_hour)).collect();
+        assert_eq!(by_index, vec![(0, true), (1, true), (7, false)]);
+        assert_eq!(lifetimes(&body), ["1h", "1h", "5m", "5m"]);
+        // A 5-minute one on a tool definition comes before every message:
+        // all of ours are 5-minute ones.
+        let mut v = agent_loop(3);
+        v["tools"][0]["cache_control"] = json!({"type": "ephemeral"});
+        let (body, placed) = send_with(&decode(v), None, &one_hour());
+        assert!(placed.iter().all(|p| !p.one_hour), "{placed:?}");
+        assert_eq!(lifetimes(&body), ["5m", "5m", "5m", "5m"]);
+        // The caller's own 1-hour ones do not hold ours back.
+        let mut v = agent_loop(3);
+        v["tools"][0]["cache_control"] = hour.clone();
+        let (body, _) = send_with(&decode(v), None, &one_hour());
+        assert_eq!(lifetimes(&body), ["1h", "1h", "1h", "1h"]);
+    }
+
+    #[test]
+    fn a_top_level_five_minute_marker_shortens_ours_on_the_last_message() {
+        let mut v = agent_loop(3);
+        v["cache_control"] = json!({"type": "ephemeral"});
+        let (body, placed) = send_with(&decode(v.clone()), None, &one_hour());
+        let by_index: Vec<(usize, bool)> = placed.iter().map(|p| (p.index, p.one_hour)).collect();
+        assert_eq!(by_index, vec![(0, true), (1, true), (7, false)]);
+        assert_eq!(
+            body["messages"][6]["content"][0]["cache_control"],
+            json!({"type": "ephemeral"})
+        );
+        // A top-level 1-hour one does not.
+        v["cache_control"] = json!({"type": "ephemeral", "ttl": "1h"});
+        let (_, placed) = send_with(&decode(v), None, &one_hour());
+        assert!(placed.iter().all(|p| p.one_hour), "{placed:?}");
     }
 
     /// Every `cache_control` of a body: (path, value).

@@ -184,6 +184,18 @@ impl Prediction<'_> {
         price: Option<&Price>,
         reported: Option<ReportedUsage>,
     ) -> PromptCache {
+        self.cache_written_for(rule, price, Ttl::FiveMinutes, reported)
+    }
+
+    /// [`Prediction::cache`] with the predicted writes priced for `ttl`
+    /// (`policy.cache_ttl`, on Anthropic's rule).
+    pub fn cache_written_for(
+        &self,
+        rule: CacheRule,
+        price: Option<&Price>,
+        ttl: Ttl,
+        reported: Option<ReportedUsage>,
+    ) -> PromptCache {
         let n = self
             .messages
             .iter()
@@ -251,7 +263,7 @@ impl Prediction<'_> {
                     cache_write: write,
                     output: 0,
                 },
-                Ttl::FiveMinutes,
+                ttl,
             )
         });
         PromptCache {

@@ -31,7 +31,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::cache::CacheRule;
-use crate::price::Price;
+use crate::price::{Price, Ttl};
 
 /// Calls observed before the model decides anything: the first calls of an
 /// agent run (the task, the first reads) say little about its pace.
@@ -137,14 +137,15 @@ pub struct Costs {
 }
 
 impl Costs {
-    /// The ratio of `price` under `rule`; the listed ratio of current
-    /// models (10) when the price or its cached figure is unknown.
-    pub fn of(price: Option<&Price>, rule: CacheRule) -> Self {
+    /// The ratio of `price` under `rule`, Anthropic's writes priced for
+    /// `ttl` (`policy.cache_ttl`); the listed ratio of current models (10)
+    /// when the price or its cached figure is unknown.
+    pub fn of(price: Option<&Price>, rule: CacheRule, ttl: Ttl) -> Self {
         let ratio = price
             .and_then(|p| {
                 let cached = p.cached_input.filter(|c| *c > 0.0)?;
                 let full = match rule {
-                    CacheRule::Anthropic => p.cache_write.unwrap_or(p.input),
+                    CacheRule::Anthropic => p.cache_write(ttl),
                     CacheRule::Openai => p.input,
                 };
                 Some(full / cached)
@@ -267,13 +268,27 @@ mod tests {
             cache_write_1h: Some(6.0),
             output: 15.0,
         };
-        assert_eq!(Costs::of(Some(&price), CacheRule::Anthropic).ratio, 12.5);
-        assert!((Costs::of(Some(&price), CacheRule::Openai).ratio - 10.0).abs() < 1e-9);
-        assert_eq!(Costs::of(None, CacheRule::Openai).ratio, 10.0);
+        let five = Ttl::FiveMinutes;
+        assert_eq!(
+            Costs::of(Some(&price), CacheRule::Anthropic, five).ratio,
+            12.5
+        );
+        assert_eq!(
+            Costs::of(Some(&price), CacheRule::Anthropic, Ttl::OneHour).ratio,
+            20.0,
+            "policy.cache_ttl: 1h weighs the 1-hour write"
+        );
+        assert!(
+            (Costs::of(Some(&price), CacheRule::Openai, Ttl::OneHour).ratio - 10.0).abs() < 1e-9
+        );
+        assert_eq!(Costs::of(None, CacheRule::Openai, five).ratio, 10.0);
         let no_cache = Price {
             cached_input: None,
             ..price
         };
-        assert_eq!(Costs::of(Some(&no_cache), CacheRule::Openai).ratio, 10.0);
+        assert_eq!(
+            Costs::of(Some(&no_cache), CacheRule::Openai, five).ratio,
+            10.0
+        );
     }
 }

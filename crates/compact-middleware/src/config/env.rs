@@ -76,6 +76,7 @@ pub(super) const LEAVES: &[Leaf] = &[
     leaf("policy.cache_breakpoints", Kind::Str),
     leaf("policy.cache", Kind::Str),
     leaf("policy.cache_min_tokens", Kind::UInt),
+    leaf("policy.cache_ttl", Kind::Str),
     aliased("summarizer.kind", Kind::Str, &["COMPACT_SUMMARIZER"]),
     aliased(
         "summarizer.base_url",

@@ -33,8 +33,9 @@ pub use process::{
     ServerStore, ServerStoreBackend, StateSettings, StateStoreKind, redact_url_password,
 };
 pub use schema::{
-    CacheBreakpoints, CachePolicy, Config, ExporterKind, Mode, ModelOverride, OtlpProtocolKind,
-    Policy, Redaction, Repair, Role, S3Settings, Storage, StorageAdapterKind, Telemetry,
+    CacheBreakpoints, CachePolicy, CacheTtl, Config, ExporterKind, Mode, ModelOverride,
+    OtlpProtocolKind, Policy, Redaction, Repair, Role, S3Settings, Storage, StorageAdapterKind,
+    Telemetry,
 };
 pub use sections::{
     MemorySettings, RecallSettings, SummarizerKind, SummarizerSettings, SummaryPrompt,

@@ -314,6 +314,37 @@ pub struct Policy {
     /// token triggers still apply).
     #[garde(custom(rules::at_least(1000)))]
     pub cache_min_tokens: usize,
+    /// The lifetime of compact's own Anthropic breakpoints: `5m` (the
+    /// provider's default) or `1h` (`"ttl": "1h"`, for agents whose calls
+    /// are minutes apart: builds, test runs, a human in the loop). With
+    /// `1h` the cost model also weighs the 1-hour write price.
+    #[garde(skip)]
+    pub cache_ttl: CacheTtl,
+}
+
+/// `policy.cache_ttl`: how long Anthropic keeps what compact's breakpoints
+/// cache.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CacheTtl {
+    /// Anthropic's default lifetime, written at 1.25x the input price.
+    #[default]
+    #[serde(rename = "5m")]
+    FiveMinutes,
+    /// An hour, written at 2x the input price; a breakpoint of ours after
+    /// one of the caller's 5-minute ones stays a 5-minute one (Anthropic
+    /// wants longer lifetimes first).
+    #[serde(rename = "1h")]
+    OneHour,
+}
+
+impl CacheTtl {
+    /// The lifetime as the price table names it.
+    pub fn ttl(self) -> crate::price::Ttl {
+        match self {
+            CacheTtl::FiveMinutes => crate::price::Ttl::FiveMinutes,
+            CacheTtl::OneHour => crate::price::Ttl::OneHour,
+        }
+    }
 }
 
 /// Whether compaction decisions weigh the provider's prompt cache
@@ -426,6 +457,7 @@ impl Default for Policy {
             cache_breakpoints: CacheBreakpoints::Auto,
             cache: CachePolicy::Auto,
             cache_min_tokens: 14_000,
+            cache_ttl: CacheTtl::FiveMinutes,
         }
     }
 }

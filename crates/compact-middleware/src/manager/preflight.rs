@@ -5,7 +5,7 @@
 use std::time::{Instant, SystemTime};
 
 use crate::archive::SessionId;
-use crate::cache::breakpoints::{self, Existing, Layer};
+use crate::cache::breakpoints::{self, Existing};
 use crate::cache::pace::{Costs, Floors, Plan};
 use crate::config::{CacheBreakpoints, CachePolicy, Mode, Repair};
 use crate::estimate::Estimate;
@@ -257,7 +257,7 @@ impl CompactManager {
         usage_details: Option<crate::cache::ReportedUsage>,
     ) -> (Vec<Message>, Layers) {
         let planned = self.plan_breakpoints(session, &messages, tools);
-        let added: Vec<usize> = planned.iter().map(|&(i, _)| i).collect();
+        let added: Vec<usize> = planned.iter().map(|p| p.index).collect();
         report.cache = Some(self.prompt_cache(session, &messages, report, usage_details, &added));
         let layers = self.layers(session, &messages, report);
         session.remember(raw_hashes, &messages);
@@ -285,7 +285,7 @@ impl CompactManager {
         session: &Session,
         messages: &[Message],
         tools: &[serde_json::Value],
-    ) -> Vec<(usize, Layer)> {
+    ) -> Vec<breakpoints::Planned> {
         let policy = &self.inner.config.policy;
         if policy.cache_breakpoints == CacheBreakpoints::Off
             || !messages.iter().any(|m| m.kind().shape.is_anthropic())
@@ -370,9 +370,10 @@ impl CompactManager {
             has_previous: !previous.is_empty(),
             added_breakpoints,
         }
-        .cache(
+        .cache_written_for(
             crate::cache::CacheRule::for_model(&inner.limits.model),
             inner.config.price_of(&inner.limits.model).as_ref(),
+            inner.config.policy.cache_ttl.ttl(),
             reported,
         )
     }
@@ -556,6 +557,7 @@ impl CompactManager {
         let costs = Costs::of(
             inner.config.price_of(model).as_ref(),
             crate::cache::CacheRule::for_model(model),
+            policy.cache_ttl.ttl(),
         );
         let floors = Floors {
             min_tokens: policy.cache_min_tokens,

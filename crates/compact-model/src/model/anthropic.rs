@@ -13,7 +13,8 @@ use serde_json::{Map, Value};
 
 use super::codec::{P, check_meta, req_str};
 use super::error::InputError;
-use super::message::{CallRef, ItemType, Kind, Role, Shape, push_line};
+use super::message::{CallRef, ItemType, Kind, Markers, Role, Shape, push_line};
+use crate::price::Ttl;
 
 /// Content block types that only Anthropic messages use (format detection). Server tool
 /// results (`web_search_tool_result`, …) are recognised by their `_tool_result` suffix.
@@ -376,12 +377,14 @@ pub(super) fn clear_attachments(
     n
 }
 
-/// The `cache_control` Anthropic caches a prefix at (5 minutes).
-fn ephemeral() -> Value {
-    Value::Object(Map::from_iter([(
-        "type".to_string(),
-        Value::String("ephemeral".into()),
-    )]))
+/// The `cache_control` Anthropic caches a prefix at: `{"type":
+/// "ephemeral"}` for its default 5 minutes, with `"ttl": "1h"` for an hour.
+fn ephemeral(ttl: Ttl) -> Value {
+    let mut cc = Map::from_iter([("type".to_string(), Value::String("ephemeral".into()))]);
+    if ttl == Ttl::OneHour {
+        cc.insert("ttl".into(), Value::String(ttl.name().into()));
+    }
+    Value::Object(cc)
 }
 
 /// Block types Anthropic accepts a `cache_control` on, and that we may mark:
@@ -399,23 +402,27 @@ fn can_mark(b: &Value) -> bool {
 }
 
 /// The `cache_control` markers a message (or the system prompt) carries: on
-/// the message, on its blocks, and on the blocks inside its tool results.
-/// The second value says whether one of them asks for the 1-hour lifetime
-/// (a shorter-lived breakpoint may not come before it).
-pub(super) fn breakpoints(raw: &Map<String, Value>) -> (usize, bool) {
+/// the message, on its blocks, and on the blocks inside its tool results,
+/// by lifetime (a shorter-lived breakpoint may not come before a longer
+/// one).
+pub(super) fn breakpoints(raw: &Map<String, Value>) -> Markers {
     // Every message of every request is scanned: one pass over each
     // object's few entries, no hashed look-ups.
-    fn scan(o: &Map<String, Value>, depth: u8, n: &mut usize, long: &mut bool) {
+    fn scan(o: &Map<String, Value>, depth: u8, m: &mut Markers) {
         for (k, v) in o {
             match k.as_str() {
                 "cache_control" if !v.is_null() => {
-                    *n += 1;
-                    *long |= v.get("ttl").and_then(Value::as_str) == Some("1h");
+                    m.count += 1;
+                    if v.get("ttl").and_then(Value::as_str) == Some("1h") {
+                        m.one_hour = true;
+                    } else {
+                        m.five_minutes = true;
+                    }
                 }
                 "content" if depth < 2 => {
                     if let Value::Array(blocks) = v {
                         for b in blocks.iter().filter_map(Value::as_object) {
-                            scan(b, depth + 1, n, long);
+                            scan(b, depth + 1, m);
                         }
                     }
                 }
@@ -423,9 +430,9 @@ pub(super) fn breakpoints(raw: &Map<String, Value>) -> (usize, bool) {
             }
         }
     }
-    let (mut n, mut long) = (0, false);
-    scan(raw, 0, &mut n, &mut long);
-    (n, long)
+    let mut m = Markers::default();
+    scan(raw, 0, &mut m);
+    m
 }
 
 /// Whether [`add_breakpoint`] would mark the message: its last block (or
@@ -444,13 +451,13 @@ pub(super) fn can_carry_breakpoint(raw: &Map<String, Value>) -> bool {
     }
 }
 
-/// Puts an ephemeral `cache_control` on the last block of the message, so
-/// the prefix it caches ends with the whole message. A string content
+/// Puts an ephemeral `cache_control` living `ttl` on the last block of the
+/// message, so the prefix it caches ends with the whole message. A string content
 /// becomes one text block first. `None` (and nothing changed) when the
 /// message cannot carry one ([`can_carry_breakpoint`]); otherwise the
 /// marked block and whether the content was a string, what
 /// [`remove_breakpoint`] needs to undo it byte for byte.
-pub(super) fn add_breakpoint(raw: &mut Map<String, Value>) -> Option<(usize, bool)> {
+pub(super) fn add_breakpoint(raw: &mut Map<String, Value>, ttl: Ttl) -> Option<(usize, bool)> {
     if !can_carry_breakpoint(raw) {
         return None;
     }
@@ -460,7 +467,7 @@ pub(super) fn add_breakpoint(raw: &mut Map<String, Value>) -> Option<(usize, boo
         let block = Map::from_iter([
             ("type".to_string(), Value::String("text".into())),
             ("text".to_string(), Value::String(text)),
-            ("cache_control".to_string(), ephemeral()),
+            ("cache_control".to_string(), ephemeral(ttl)),
         ]);
         *content = Value::Array(vec![Value::Object(block)]);
         return Some((0, true));
@@ -472,7 +479,7 @@ pub(super) fn add_breakpoint(raw: &mut Map<String, Value>) -> Option<(usize, boo
     let Value::Object(last) = &mut parts[i] else {
         return None;
     };
-    last.insert("cache_control".into(), ephemeral());
+    last.insert("cache_control".into(), ephemeral(ttl));
     Some((i, false))
 }
 

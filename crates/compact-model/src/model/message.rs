@@ -4,6 +4,8 @@ use std::sync::{Arc, OnceLock};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::price::Ttl;
+
 /// Our per-message metadata key. Stripped from provider-facing output.
 pub(super) const META_KEY: &str = "meta";
 /// Our "this message was rewritten by compaction" flag. Stripped from provider-facing output.
@@ -102,6 +104,18 @@ pub struct BreakpointMark {
     /// The content was a string, made one text block to carry it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub from_string: bool,
+}
+
+/// The Anthropic `cache_control` markers of one item
+/// ([`Message::cache_markers`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Markers {
+    /// How many.
+    pub count: usize,
+    /// One of them asks for the 1-hour lifetime.
+    pub one_hour: bool,
+    /// One of them has the default 5-minute lifetime.
+    pub five_minutes: bool,
 }
 
 /// A tool call made by an item.
@@ -531,6 +545,12 @@ impl Message {
     /// content blocks and the blocks of its tool results), and whether one
     /// of them asks for the 1-hour lifetime.
     pub fn cache_breakpoints(&self) -> (usize, bool) {
+        let m = self.cache_markers();
+        (m.count, m.one_hour)
+    }
+
+    /// The Anthropic `cache_control` markers the item carries, by lifetime.
+    pub fn cache_markers(&self) -> Markers {
         super::anthropic::breakpoints(&self.raw)
     }
 
@@ -564,10 +584,17 @@ impl Message {
     /// caches the request up to the end of this item. `None`, and nothing
     /// changed, when it cannot carry one.
     pub fn add_cache_breakpoint(&mut self) -> Option<BreakpointMark> {
+        self.add_cache_breakpoint_for(Ttl::FiveMinutes)
+    }
+
+    /// [`Message::add_cache_breakpoint`] with the lifetime `ttl`: 1 hour
+    /// adds `"ttl": "1h"`.
+    pub fn add_cache_breakpoint_for(&mut self, ttl: Ttl) -> Option<BreakpointMark> {
         if !self.can_carry_cache_breakpoint() {
             return None;
         }
-        let (block, from_string) = super::anthropic::add_breakpoint(Arc::make_mut(&mut self.raw))?;
+        let (block, from_string) =
+            super::anthropic::add_breakpoint(Arc::make_mut(&mut self.raw), ttl)?;
         self.touch();
         Some(BreakpointMark { block, from_string })
     }

@@ -23,7 +23,9 @@ mod validate;
 pub use codec::{Format, detect_format};
 pub use error::InputError;
 pub use groups::{groups, turn_of_groups, turns};
-pub use message::{BRIDGE_TEXT, BreakpointMark, CallRef, ItemType, Kind, Message, Role, Shape};
+pub use message::{
+    BRIDGE_TEXT, BreakpointMark, CallRef, ItemType, Kind, Markers, Message, Role, Shape,
+};
 pub use repair::{Repaired, missing_result_placeholder, repair};
 pub use request::{Item, Request};
 pub use validate::{Problem, lost_results, validate};
