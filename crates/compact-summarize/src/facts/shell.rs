@@ -966,6 +966,19 @@ pub(crate) fn is_scratch(path: &str) -> bool {
         )
 }
 
+/// A data or configuration file inside the project tree (a test fixture,
+/// a CI workflow, a schema): read to work on the code, it weighs what code
+/// does. A bare name or a file under `/tmp` is more likely the agent's own
+/// scratch.
+pub(crate) fn is_project_data(path: &str) -> bool {
+    let ext = path.rsplit_once('.').map_or("", |(_, e)| e);
+    matches!(
+        ext.to_ascii_lowercase().as_str(),
+        "yml" | "yaml" | "toml" | "json" | "cfg" | "ini" | "sql"
+    ) && path.contains('/')
+        && !path.starts_with("/tmp/")
+}
+
 pub(crate) fn is_code(path: &str) -> bool {
     let ext = path.rsplit_once('.').map_or("", |(_, e)| e);
     matches!(

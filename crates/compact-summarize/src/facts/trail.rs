@@ -99,7 +99,10 @@ pub(crate) fn rank(kind: Kind, text: &str, t: &Trail) -> Option<u8> {
             let ran = has(Touch::Ran) || has(Touch::Tested);
             Some(if has(Touch::Edited) || has(Touch::Deleted) {
                 9
-            } else if has(Touch::Created) || ran || (has(Touch::Viewed) && shell::is_code(text)) {
+            } else if has(Touch::Created)
+                || ran
+                || (has(Touch::Viewed) && (shell::is_code(text) || shell::is_project_data(text)))
+            {
                 8
             } else if has(Touch::Viewed) {
                 // A page or a document read: what it said is in its facts.
@@ -806,6 +809,32 @@ mod tests {
             &i.text,
             i.trail.as_ref().unwrap_or(&Trail::default()),
         )
+    }
+
+    #[test]
+    fn a_project_fixture_read_weighs_what_code_does_and_a_page_less() {
+        let viewed = |path: &str| {
+            let t = Trail {
+                touches: Touch::Viewed.bit(),
+                ..Trail::default()
+            };
+            rank(Kind::Touched, path, &t)
+        };
+        let created = Trail {
+            touches: Touch::Created.bit(),
+            ..Trail::default()
+        };
+        let scratch = rank(Kind::Touched, "fix_error_message.patch", &created);
+        // sqlfluff-1625: the rule's test cases, read once, lost behind the
+        // agent's scratch files when they ranked below them.
+        let fixture = viewed("test/fixtures/rules/std_rule_cases/L031.yml");
+        assert_eq!(fixture, viewed("src/sqlfluff/rules/L031.py"));
+        assert_eq!(fixture, scratch);
+        assert_eq!(viewed(".github/workflows/ci.yml"), fixture);
+        // A page, a bare name or a file in /tmp is not the project's data.
+        assert!(viewed("README.md") < fixture);
+        assert!(viewed("config.yml") < fixture);
+        assert!(viewed("/tmp/out/result.json") < fixture);
     }
 
     #[test]
