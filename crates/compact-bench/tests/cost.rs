@@ -14,19 +14,26 @@ use compact_middleware::tokens::REPLY_PRIMING;
 const OPENAI: usize = 0;
 const ANTHROPIC_5M: usize = 1;
 
-fn transcripts() -> Vec<Transcript> {
-    let coding = corpus::generate(
+/// A coding agent's session (seed 1) of `turns` rounds whose outputs are
+/// `output_chars` long.
+fn coding(turns: (usize, usize), output_chars: (usize, usize)) -> Transcript {
+    corpus::generate(
         1,
         Agent::Coding,
         Format::Chat,
         &SessionShape {
-            turns: (30, 34),
-            output_chars: (300, 6_000),
+            turns,
+            output_chars,
         },
-    );
+    )
+    .transcript()
+    .expect("decodes")
+}
+
+fn transcripts() -> Vec<Transcript> {
     let ci = Corpus::CiLogs.generate(3, Format::Chat);
     vec![
-        coding.transcript().expect("decodes"),
+        coding((30, 34), (300, 6_000)),
         ci.transcript().expect("decodes"),
     ]
 }
@@ -35,16 +42,7 @@ fn transcripts() -> Vec<Transcript> {
 /// planned run is the economic order quantity, not the ten-call minimum, so
 /// the price it is planned for shows in when it compacts.
 fn slow_session() -> Vec<Transcript> {
-    let slow = corpus::generate(
-        1,
-        Agent::Coding,
-        Format::Chat,
-        &SessionShape {
-            turns: (60, 64),
-            output_chars: (300, 1_500),
-        },
-    );
-    vec![slow.transcript().expect("decodes")]
+    vec![coding((60, 64), (300, 1_500))]
 }
 
 /// The runs this file checks the counter on, with compact's token

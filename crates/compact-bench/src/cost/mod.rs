@@ -43,7 +43,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use compact_middleware::cache::breakpoints;
-use compact_middleware::config::{CacheBreakpoints, CacheTtl, Config, ModelOverride};
+use compact_middleware::config::{CacheBreakpoints, Config, ModelOverride};
 use compact_middleware::estimate::Estimator;
 use compact_middleware::invariants::is_summary;
 use compact_middleware::model::Role;
@@ -472,10 +472,7 @@ pub fn compact_config(opts: &Options, window: usize, rule: Pricing) -> Result<Co
     };
     let mut config = base;
     config.model = model.to_string();
-    config.policy.cache_ttl = match rule.ttl() {
-        Ttl::OneHour => CacheTtl::OneHour,
-        Ttl::FiveMinutes => CacheTtl::FiveMinutes,
-    };
+    config.policy.cache_ttl = rule.ttl().into();
     config.models.insert(
         model.to_string(),
         ModelOverride {

@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::config::Policy;
-use crate::model::{BreakpointMark, Message, Role};
+use crate::model::{BreakpointMark, Message, Role, cache_control_ttl};
 use crate::price::Ttl;
 
 /// Anthropic refuses a request with more `cache_control` breakpoints than this.
@@ -102,7 +102,7 @@ impl Existing {
         };
         if marked
             .iter()
-            .any(|c| c.get("ttl").and_then(Value::as_str) != Some("1h"))
+            .any(|c| cache_control_ttl(c) == Ttl::FiveMinutes)
         {
             e.long_before = 0;
         }
@@ -328,7 +328,7 @@ pub fn fit_request(
     // A top-level 5-minute marker lands on the last block: a 1-hour one of
     // ours there would come after it.
     let long_before = match top_level {
-        Some(c) if c.get("ttl").and_then(Value::as_str) != Some("1h") => {
+        Some(c) if cache_control_ttl(c) == Ttl::FiveMinutes => {
             existing.long_before.min(messages.len().saturating_sub(1))
         }
         _ => existing.long_before,
@@ -415,6 +415,13 @@ mod tests {
         fit_request(wire, &mut sent, &mut placed);
         (wire.to_value(&sent, true), placed)
     }
+
+    /// What one breakpoint of the default lifetime reads as.
+    const FIVE_MINUTE_MARKER: crate::model::Markers = crate::model::Markers {
+        count: 1,
+        one_hour: false,
+        five_minutes: true,
+    };
 
     fn one_hour() -> Policy {
         Policy {
@@ -653,7 +660,7 @@ mod tests {
                 panic!("every message here can carry one")
             };
             assert_ne!(marked.content_hash(), m.content_hash());
-            assert_eq!(marked.cache_breakpoints(), (1, false));
+            assert_eq!(marked.cache_markers(), FIVE_MINUTE_MARKER);
             // A second one does not go on the same block.
             assert!(marked.clone().add_cache_breakpoint().is_none());
             assert!(marked.remove_cache_breakpoint(mark));
@@ -667,7 +674,7 @@ mod tests {
         let Some(mark) = ours.add_cache_breakpoint() else {
             panic!("a plain text message can carry one")
         };
-        assert_eq!(ours.cache_breakpoints(), (1, false));
+        assert_eq!(ours.cache_markers(), FIVE_MINUTE_MARKER);
         assert!(ours.remove_cache_breakpoint(mark));
         assert_eq!(ours, Message::user("COMPACT-SUMMARY v1"));
         let mut system = Message::system("Be brief.");

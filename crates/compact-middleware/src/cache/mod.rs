@@ -176,20 +176,10 @@ pub struct Prediction<'a> {
 }
 
 impl Prediction<'_> {
-    /// The prediction under `rule`, priced with `price`, with the caller's
-    /// `reported` figures of the previous response.
+    /// The prediction under `rule`, priced with `price`, its writes priced
+    /// for `ttl` (`policy.cache_ttl`, on Anthropic's rule), with the
+    /// caller's `reported` figures of the previous response.
     pub fn cache(
-        &self,
-        rule: CacheRule,
-        price: Option<&Price>,
-        reported: Option<ReportedUsage>,
-    ) -> PromptCache {
-        self.cache_written_for(rule, price, Ttl::FiveMinutes, reported)
-    }
-
-    /// [`Prediction::cache`] with the predicted writes priced for `ttl`
-    /// (`policy.cache_ttl`, on Anthropic's rule).
-    pub fn cache_written_for(
         &self,
         rule: CacheRule,
         price: Option<&Price>,
@@ -307,7 +297,7 @@ mod tests {
             has_previous: true,
             added_breakpoints: &[],
         };
-        let c = p.cache(CacheRule::Openai, None, None);
+        let c = p.cache(CacheRule::Openai, None, Ttl::FiveMinutes, None);
         assert_eq!(c.shared_tokens, 2_100);
         assert_eq!(c.predicted_read, 1_024 + 8 * 128);
         assert_eq!(c.broken_tokens, Some(0));
@@ -319,7 +309,7 @@ mod tests {
             messages: &rewritten,
             ..p
         }
-        .cache(CacheRule::Openai, None, None);
+        .cache(CacheRule::Openai, None, Ttl::FiveMinutes, None);
         assert_eq!((c.shared_tokens, c.predicted_read), (600, 0));
         assert_eq!(c.broken_tokens, Some(2_103 - 600));
         // A first call shares nothing and breaks nothing.
@@ -330,7 +320,7 @@ mod tests {
             has_previous: false,
             ..p
         };
-        let c = first.cache(CacheRule::Openai, None, None);
+        let c = first.cache(CacheRule::Openai, None, Ttl::FiveMinutes, None);
         assert_eq!(
             (c.shared_tokens, c.predicted_read, c.broken_tokens),
             (0, 0, None)
@@ -360,7 +350,7 @@ mod tests {
             has_previous: true,
             added_breakpoints: &[],
         };
-        let c = p.cache(CacheRule::Anthropic, Some(&price), None);
+        let c = p.cache(CacheRule::Anthropic, Some(&price), Ttl::FiveMinutes, None);
         assert_eq!((c.predicted_read, c.predicted_write), (0, 0));
         // A breakpoint on the new last message: the previous request is read
         // back (within 20 messages), the new message written.
@@ -374,7 +364,7 @@ mod tests {
             messages: &with_mark,
             ..p
         }
-        .cache(CacheRule::Anthropic, Some(&price), None);
+        .cache(CacheRule::Anthropic, Some(&price), Ttl::FiveMinutes, None);
         assert_eq!((c.predicted_read, c.predicted_write), (2_000, 500));
         // 2,000 x $0.30 + 500 x $3.75 + 3 x $3 per million.
         let cost = c.predicted_input_cost_usd.expect("priced");

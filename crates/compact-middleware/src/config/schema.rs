@@ -347,6 +347,15 @@ impl CacheTtl {
     }
 }
 
+impl From<crate::price::Ttl> for CacheTtl {
+    fn from(ttl: crate::price::Ttl) -> Self {
+        match ttl {
+            crate::price::Ttl::FiveMinutes => CacheTtl::FiveMinutes,
+            crate::price::Ttl::OneHour => CacheTtl::OneHour,
+        }
+    }
+}
+
 /// Whether compaction decisions weigh the provider's prompt cache
 /// (`policy.cache`, `crate::cache::pace`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]

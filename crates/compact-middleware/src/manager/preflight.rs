@@ -370,7 +370,7 @@ impl CompactManager {
             has_previous: !previous.is_empty(),
             added_breakpoints,
         }
-        .cache_written_for(
+        .cache(
             crate::cache::CacheRule::for_model(&inner.limits.model),
             inner.config.price_of(&inner.limits.model).as_ref(),
             inner.config.policy.cache_ttl.ttl(),

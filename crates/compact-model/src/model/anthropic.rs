@@ -387,6 +387,16 @@ fn ephemeral(ttl: Ttl) -> Value {
     Value::Object(cc)
 }
 
+/// The lifetime a `cache_control` asks for: an hour with `"ttl": "1h"`,
+/// else Anthropic's default five minutes.
+pub fn cache_control_ttl(cache_control: &Value) -> Ttl {
+    if cache_control.get("ttl").and_then(Value::as_str) == Some(Ttl::OneHour.name()) {
+        Ttl::OneHour
+    } else {
+        Ttl::FiveMinutes
+    }
+}
+
 /// Block types Anthropic accepts a `cache_control` on, and that we may mark:
 /// never a `thinking` block (rejected, and signed) nor an empty text block
 /// (rejected).
@@ -413,10 +423,9 @@ pub(super) fn breakpoints(raw: &Map<String, Value>) -> Markers {
             match k.as_str() {
                 "cache_control" if !v.is_null() => {
                     m.count += 1;
-                    if v.get("ttl").and_then(Value::as_str) == Some("1h") {
-                        m.one_hour = true;
-                    } else {
-                        m.five_minutes = true;
+                    match cache_control_ttl(v) {
+                        Ttl::OneHour => m.one_hour = true,
+                        Ttl::FiveMinutes => m.five_minutes = true,
                     }
                 }
                 "content" if depth < 2 => {

@@ -542,14 +542,7 @@ impl Message {
     }
 
     /// The Anthropic `cache_control` markers the item carries (on it, its
-    /// content blocks and the blocks of its tool results), and whether one
-    /// of them asks for the 1-hour lifetime.
-    pub fn cache_breakpoints(&self) -> (usize, bool) {
-        let m = self.cache_markers();
-        (m.count, m.one_hour)
-    }
-
-    /// The Anthropic `cache_control` markers the item carries, by lifetime.
+    /// content blocks and the blocks of its tool results), by lifetime.
     pub fn cache_markers(&self) -> Markers {
         super::anthropic::breakpoints(&self.raw)
     }

@@ -20,6 +20,7 @@ mod repair;
 mod request;
 mod validate;
 
+pub use anthropic::cache_control_ttl;
 pub use codec::{Format, detect_format};
 pub use error::InputError;
 pub use groups::{groups, turn_of_groups, turns};

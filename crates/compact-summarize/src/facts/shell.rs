@@ -947,8 +947,13 @@ fn test_files(ops: &[&str]) -> Vec<(String, Touch)> {
         .collect()
 }
 
-/// Whether a path is source code: viewing it taught the agent its
-/// declarations, not facts (the file is still on disk).
+/// A path's extension, lower-cased ("" when it has none).
+fn extension(path: &str) -> String {
+    path.rsplit_once('.')
+        .map_or("", |(_, e)| e)
+        .to_ascii_lowercase()
+}
+
 /// A file the agent made for itself on the way rather than one of the
 /// project's: under a temporary directory, or a copy an editor or a patch
 /// left beside the real one (`x.py.orig`, `x.py.bak`, `x.rej`). A run of
@@ -958,31 +963,30 @@ pub(crate) fn is_scratch(path: &str) -> bool {
     let tmp = ["/tmp/", "/var/tmp/", "/private/tmp/", "tmp/", "/dev/shm/"]
         .iter()
         .any(|d| path.starts_with(d));
-    let ext = path.rsplit_once('.').map_or("", |(_, e)| e);
     tmp || path.ends_with('~')
         || matches!(
-            ext.to_ascii_lowercase().as_str(),
+            extension(path).as_str(),
             "orig" | "bak" | "backup" | "rej" | "swp" | "old" | "tmp"
         )
 }
 
 /// A data or configuration file inside the project tree (a test fixture,
 /// a CI workflow, a schema): read to work on the code, it weighs what code
-/// does. A bare name or a file under `/tmp` is more likely the agent's own
-/// scratch.
+/// does. A bare name or a scratch file ([`is_scratch`]: under a temporary
+/// directory) is more likely the agent's own.
 pub(crate) fn is_project_data(path: &str) -> bool {
-    let ext = path.rsplit_once('.').map_or("", |(_, e)| e);
     matches!(
-        ext.to_ascii_lowercase().as_str(),
+        extension(path).as_str(),
         "yml" | "yaml" | "toml" | "json" | "cfg" | "ini" | "sql"
     ) && path.contains('/')
-        && !path.starts_with("/tmp/")
+        && !is_scratch(path)
 }
 
+/// Whether a path is source code: viewing it taught the agent its
+/// declarations, not facts (the file is still on disk).
 pub(crate) fn is_code(path: &str) -> bool {
-    let ext = path.rsplit_once('.').map_or("", |(_, e)| e);
     matches!(
-        ext.to_ascii_lowercase().as_str(),
+        extension(path).as_str(),
         "py" | "pyi"
             | "rs"
             | "js"
