@@ -3,7 +3,8 @@
 //! and prints the facts each lost, by kind and location; `--summary` also
 //! prints each final summary. `SEEDS=3,4` draws other sessions;
 //! `--corpora` adds the named corpora (`corpus::corpora()`) at those seeds
-//! (only the tuning ones, 1-2, while tuning).
+//! (only the tuning ones, 1-2, while tuning); `TRAJ=DIR` adds the real
+//! trajectories of DIR (`corpus::trajectories`).
 //! `cargo run --release -p compact-bench --example retention_dump -- WINDOW [FILTER] [--summary] [--corpora]`
 
 use compact_bench::corpus::{self, Agent, SessionShape, Transcript};
@@ -33,6 +34,12 @@ fn main() {
                     transcripts.push(t);
                 }
             }
+        }
+    }
+    if let Ok(dir) = std::env::var("TRAJ") {
+        match corpus::trajectories::load_dir(std::path::Path::new(&dir)) {
+            Ok(ts) => transcripts.extend(ts),
+            Err(e) => eprintln!("TRAJ={dir}: {e}"),
         }
     }
     if let Ok(f) = corpus::fixtures::all() {
