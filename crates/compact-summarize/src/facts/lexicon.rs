@@ -153,6 +153,10 @@ pub(crate) static NAMED_NUMBER: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Numbers of four digits or more (ports, ids, amounts): mentioned in prose,
 /// they make the tool rows that carry them salient.
+/// A place in a file: "line 195", "Lines 341-343". A sentence that points
+/// there says where something is ("Line 473-478 is interesting!").
+pub(crate) static LINE_REF: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?i)(?-u:\b)lines?\s+\d+(?:\s*[-–]\s*\d+)?(?-u:\b)"));
 pub(crate) static LONG_NUMBER: LazyLock<Regex> = LazyLock::new(|| re(r"(?-u:\b)\d{4,}(?-u:\b)"));
 
 /// Numbers with units: money, percentages, durations, sizes, rates,
@@ -269,6 +273,10 @@ pub(crate) enum Voice {
     /// not a reply to anyone. Its cue words set no rule and make no
     /// decision; what it found is a fact when it names what it is about.
     Working,
+    /// The agent's reasoning, an item of its own (Responses): read like
+    /// its replies, except that an intention it announces ("Let me find
+    /// where `parse_token` is defined.") is not a fact.
+    Thinking,
 }
 
 /// The kind of a sentence of unknown origin (a previous summary's line).
@@ -282,7 +290,7 @@ pub(crate) fn classify(sentence: &str) -> Option<Kind> {
 pub(crate) fn classify_as(sentence: &str, voice: Voice) -> Option<Kind> {
     let constraint = match voice {
         Voice::Principal => &CONSTRAINT,
-        Voice::Agent => &STRONG_CONSTRAINT,
+        Voice::Agent | Voice::Thinking => &STRONG_CONSTRAINT,
         Voice::Working => return None,
     };
     if constraint
@@ -1283,6 +1291,45 @@ pub(crate) fn is_request(sentence: &str) -> bool {
         })
 }
 
+/// How an English clause that only greets, thanks, apologises or signs off
+/// opens; the other languages' openers are `lang::COURTESY`.
+const EN_COURTESY: &str = concat!(
+    r"(?:hi|hello|hey|dear|greetings|good (?:morning|afternoon|evening|day)",
+    r"|(?:many |a lot of )?thanks|thank you|thx|cheers|goodbye|bye",
+    r"|(?:i'm |i am |we're |we are )?(?:so |very |really |terribly )?sorry|(?:my )?apologies",
+    r"|(?:best|kind|warm|many) regards|regards|best wishes|all the best|sincerely",
+    r"|(?:i|we) look forward|looking forward|have a (?:good|nice|great|lovely)",
+    r"|i hope (?:you can help|this helps|you're well|you are well|you're doing well|all is well|this gives you)",
+    r"|hope (?:you're|you are|this helps|that helps))(?-u:\b)",
+);
+
+static COURTESY: LazyLock<Regex> = LazyLock::new(|| {
+    re(&format!(
+        r"(?i)^(?:(?:and|but|also|so|again|once again|oh)\s+)?(?:{EN_COURTESY}|{})",
+        lang::alternation(lang::COURTESY)
+    ))
+});
+
+/// A clause of courtesy is short: "thanks for getting back to me so
+/// quickly", not a paragraph that opens with "thanks".
+const MAX_COURTESY_WORDS: usize = 12;
+
+/// Whether a sentence of a message only greets, thanks, apologises or signs
+/// off ("Hello again, and thank you for the quick reply yesterday.", "Sorry
+/// for the long message.", "I look forward to your answer."): every clause
+/// of it is courtesy, and it names nothing (no digit, address, path or
+/// code). What a message asks is the rest of it.
+pub(crate) fn is_courtesy(sentence: &str) -> bool {
+    let s = sentence.trim();
+    if s.is_empty() || s.contains(|c: char| c.is_ascii_digit() || matches!(c, '@' | '/' | '`')) {
+        return false;
+    }
+    s.split([',', '，', '、', ';', '；', '!', '！', '。', '?', '？'])
+        .map(|c| c.trim().trim_end_matches(['.', '…']))
+        .filter(|c| !c.is_empty())
+        .all(|c| word_count(c) <= MAX_COURTESY_WORDS && COURTESY.is_match(c))
+}
+
 /// A log line's leading timestamp (`2025-03-14T13:53:31.109Z`,
 /// `[2025-03-14 13:53:31,109]`, `Mar 14 13:53:31`).
 static TIMESTAMP: LazyLock<Regex> = LazyLock::new(|| {
@@ -1960,6 +2007,40 @@ mod tests {
         #[test]
         fn the_ascii_short_cut_splits_as_the_walk(line in "[a-zA-Z0-9 ._/:()=?!-]{0,80}") {
             proptest::prop_assert_eq!(split_sentences(&line), split_sentences_walk(&line));
+        }
+    }
+
+    #[test]
+    fn courtesy_is_a_sentence_that_only_greets_thanks_apologises_or_signs_off() {
+        for s in [
+            "Hello again, and thank you for the quick reply yesterday.",
+            "Sorry for the long message.",
+            "Thanks, and sorry again for the long message.",
+            "I look forward to your answer.",
+            "Thank you in advance for your help.",
+            "Have a good rest of your day.",
+            "Good morning, I hope you can help me this time.",
+            "Vielen Dank für Ihre Geduld.",
+            "Muchas gracias por la rápida respuesta.",
+            "谢谢您的耐心。",
+        ] {
+            assert!(is_courtesy(s), "{s}");
+        }
+        for s in [
+            // Courtesy around something said.
+            "Thanks, the deploy on Friday worked.",
+            "Sorry, the build still fails on main.",
+            "Hi, the HX-200 is offline again.",
+            "Please reset the password for ana@example.com, thanks.",
+            "谢谢！请把发票发到我的邮箱。",
+            // A hope that is a wish about the work.
+            "I hope this is fixed by Friday.",
+            // A thank-you that names what it is for.
+            "Thanks for the logs from build 88213.",
+            // Long enough to be more than courtesy.
+            "Thank you for explaining why the nightly export skips the archived projects and how the retry queue decides what to resend first.",
+        ] {
+            assert!(!is_courtesy(s), "{s}");
         }
     }
 }

@@ -172,6 +172,9 @@ pub(crate) struct Ledger {
     #[serde(skip)]
     bulk_by_shape: HashMap<u64, usize>,
     pub(super) seq: u64,
+    /// Working notes taken from the message being read.
+    #[serde(skip)]
+    pub(super) notes_in_message: usize,
     /// Identifiers the people and the agent mentioned in prose: a tool's row
     /// or line that names one of them is salient.
     #[serde(default)]
@@ -687,7 +690,7 @@ impl Ledger {
                     it.superseded_by.is_none()
                         && matches!(it.kind, Kind::Constraint | Kind::Decision | Kind::Error)
                 });
-                if task || !(seen || own) {
+                if task || !(seen || own || lexicon::is_courtesy(sentence)) {
                     kept.push(sentence);
                 }
             }
@@ -817,7 +820,9 @@ impl Ledger {
                 reason: "echo".to_owned(),
                 source: match voice {
                     lexicon::Voice::Principal => "user_message",
-                    lexicon::Voice::Agent | lexicon::Voice::Working => "assistant_message",
+                    lexicon::Voice::Agent | lexicon::Voice::Working | lexicon::Voice::Thinking => {
+                        "assistant_message"
+                    }
                 }
                 .to_owned(),
                 excerpt: super::guard::excerpt(sentence),
@@ -927,8 +932,12 @@ impl Ledger {
                 self.extract_tool(text, &tool_label(name, step));
                 None
             }
-            "assistant" | "reasoning" => {
+            "assistant" => {
                 self.extract_prose_as(text, lexicon::Voice::Agent);
+                None
+            }
+            "reasoning" => {
+                self.extract_prose_as(text, lexicon::Voice::Thinking);
                 None
             }
             "user" => {
@@ -1247,6 +1256,77 @@ mod tests {
         assert_eq!(
             goals(&l),
             ["Hello team. Please migrate the billing jobs to the new scheduler."]
+        );
+    }
+
+    #[test]
+    fn an_earlier_goal_leaves_out_the_courtesy_around_its_ask() {
+        let mut l = Ledger::default();
+        let task = "Hello, our HX-200 stopped syncing on Tuesday. Can you help?";
+        say(&mut l, task);
+        say(
+            &mut l,
+            "Hello again, and thank you for the quick reply yesterday. The app still shows \
+             the device as online. Sorry for the long message. I look forward to your answer.",
+        );
+        say(
+            &mut l,
+            "Vielen Dank für die schnelle Antwort. Bitte schicken Sie das Ersatzgerät nach Leeds.",
+        );
+        say(&mut l, "Thanks, and sorry again for the long message.");
+        say(&mut l, "Any news?");
+        assert_eq!(
+            goals(&l),
+            [
+                // The task stays whole, its greeting included.
+                task,
+                "The app still shows the device as online.",
+                "Bitte schicken Sie das Ersatzgerät nach Leeds.",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_reasoning_items_intention_is_not_a_fact_but_what_it_found_is() {
+        let mut l = Ledger::default();
+        l.extract_entry(
+            "reasoning",
+            None,
+            None,
+            "Let me find where `parse_token` is defined and used. Found it: `parse_token` \
+             caches on the raw string, so the entry for 87fortnight stays stale.",
+        );
+        let live = |kind: Kind| -> Vec<&str> {
+            l.items
+                .iter()
+                .filter(|it| it.kind == kind && it.superseded_by.is_none())
+                .map(|it| it.text.as_str())
+                .collect()
+        };
+        let facts = live(Kind::Fact);
+        assert!(facts.iter().all(|f| !f.starts_with("Let me")), "{facts:?}");
+        assert!(
+            facts.iter().any(|f| f.contains("caches on the raw string")),
+            "{facts:?}"
+        );
+        // The name the intention gave stays known.
+        assert!(
+            l.items.iter().any(|it| it.text.contains("parse_token")),
+            "{:?}",
+            l.items
+        );
+        // The same words in a reply to someone are its statement.
+        let mut reply = Ledger::default();
+        reply.extract_entry(
+            "assistant",
+            None,
+            None,
+            "Let me know if the fix for `parse_token` works for you.",
+        );
+        assert!(
+            reply.items.iter().all(|it| it.kind != Kind::Goal),
+            "{:?}",
+            reply.items
         );
     }
 }

@@ -5,7 +5,7 @@
 //! on their own (listed only when no shown statement carries them), and
 //! remembered as mentioned, so tool output naming them counts as salient.
 use super::lexicon::{
-    CONSTRAINT, DATE, NAMED_NUMBER, QUANTITY, QUOTED, Voice, classify_as, identifiers,
+    CONSTRAINT, DATE, LINE_REF, NAMED_NUMBER, QUANTITY, QUOTED, Voice, classify_as, identifiers,
     is_narration, is_plan, is_request, scan_apis, split_sentences, strip_marker,
 };
 use super::shape::OutputShapes;
@@ -33,6 +33,15 @@ static DEFERRED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(||
 /// Most identifiers listed on their own per message.
 const IDENTIFIERS_PER_MESSAGE: usize = 40;
 
+/// New findings of one working note that rank as findings; the ones after
+/// them rank with its plans (kept when there is room). An agent thinking
+/// aloud for a page leads with what it found ("Aha! Line 473-478 is
+/// interesting!") and then walks through it line by line: forty such lines
+/// of one message pushed other turns' findings out of a 16k summary. Three
+/// is the middle of what kept the tuning split's real trajectories best
+/// (one to four did as well at 16k; six and ten kept fewer).
+const NOTES_PER_MESSAGE: usize = 3;
+
 impl Ledger {
     /// Prose from the people who set the task (system, developer, a
     /// previous summary's stray lines).
@@ -46,6 +55,7 @@ impl Ledger {
         let mut fence = String::new();
         let mut in_fence = false;
         let mut identifiers_left = IDENTIFIERS_PER_MESSAGE;
+        self.notes_in_message = 0;
         let mut shapes = OutputShapes::default();
         for line in text.lines() {
             if line.trim_start().starts_with("```") {
@@ -120,7 +130,7 @@ impl Ledger {
         for api in &apis {
             self.add(Kind::Api, api, false);
         }
-        if voice == Voice::Working && is_narration(sentence) {
+        if matches!(voice, Voice::Working | Voice::Thinking) && is_narration(sentence) {
             // Its identifiers are kept above; the intention is not a fact.
             return;
         }
@@ -143,7 +153,8 @@ impl Ledger {
             || super::tool::COUNT.is_match(sentence)
             || NAMED_NUMBER.is_match(sentence)
             || QUOTED.is_match(sentence)
-            || DATE.is_match(sentence);
+            || DATE.is_match(sentence)
+            || LINE_REF.is_match(sentence);
         if kind == Some(Kind::Error) && !specific {
             kind = None;
         }
@@ -171,7 +182,14 @@ impl Ledger {
             // A plan or a guess of its own ranks lower still: kept when
             // there is room, after what it found.
             let working = voice == Voice::Working;
-            let plan = working && is_plan(sentence);
+            // Past the first few findings of one message, the rest rank
+            // with plans too ([`NOTES_PER_MESSAGE`]).
+            let fresh = self.items[i].first == self.seq;
+            let beyond = working && fresh && self.notes_in_message >= NOTES_PER_MESSAGE;
+            if working && fresh {
+                self.notes_in_message += 1;
+            }
+            let plan = working && (is_plan(sentence) || beyond);
             let item = &mut self.items[i];
             if item.first == self.seq {
                 item.note = working;
@@ -351,5 +369,44 @@ mod tests {
         // A clipped CJK sentence ends at a character.
         let clipped = clip(&long.repeat(4), MAX_SENTENCE);
         assert!(clipped.ends_with('…') && clipped.len() <= MAX_SENTENCE + 3);
+    }
+
+    #[test]
+    fn a_long_working_note_keeps_its_first_findings_ranked_and_the_rest_with_its_plans() {
+        let mut l = Ledger::default();
+        l.extract_prose_as("The mask of `nref` is `None` in test 2.", Voice::Working);
+        l.extract_prose_as(
+            "Aha! Line 473-478 is interesting! `inner_query.select` is empty there. \
+             The mask of `nref` is `None` in test 2. `default_cols` is `False` for \
+             `Model.objects[0:3]`. Line 480 reads `annotation_select_mask`. \
+             Line 482 returns `obj.get_aggregation`.",
+            Voice::Working,
+        );
+        let rank = |needle: &str| {
+            let it = l
+                .items
+                .iter()
+                .find(|it| it.kind == Kind::Fact && it.text.contains(needle))
+                .unwrap_or_else(|| panic!("{needle}: {:?}", l.items));
+            (it.note, it.weak)
+        };
+        // The first three new findings of the message rank as findings: a
+        // line it points at is one.
+        assert_eq!(rank("Line 473-478"), (true, false));
+        assert_eq!(rank("`inner_query.select`"), (true, false));
+        // Said in an earlier message: not new, not counted.
+        assert_eq!(rank("The mask of `nref`"), (true, false));
+        assert_eq!(rank("`default_cols`"), (true, false));
+        // The rest are kept, ranked with plans.
+        assert_eq!(rank("Line 480"), (true, true));
+        assert_eq!(rank("Line 482"), (true, true));
+        // A reply's sentences are the agent's statements, however many.
+        let mut reply = Ledger::default();
+        reply.extract_prose_as(
+            "Line 473 checks `a_1`. Line 474 checks `b_2`. Line 475 checks `c_3`. \
+             Line 476 checks `d_4`.",
+            Voice::Agent,
+        );
+        assert!(reply.items.iter().all(|it| !it.weak), "{:?}", reply.items);
     }
 }
