@@ -153,11 +153,12 @@ pub(crate) static NAMED_NUMBER: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Numbers of four digits or more (ports, ids, amounts): mentioned in prose,
 /// they make the tool rows that carry them salient.
+pub(crate) static LONG_NUMBER: LazyLock<Regex> = LazyLock::new(|| re(r"(?-u:\b)\d{4,}(?-u:\b)"));
+
 /// A place in a file: "line 195", "Lines 341-343". A sentence that points
 /// there says where something is ("Line 473-478 is interesting!").
 pub(crate) static LINE_REF: LazyLock<Regex> =
     LazyLock::new(|| re(r"(?i)(?-u:\b)lines?\s+\d+(?:\s*[-–]\s*\d+)?(?-u:\b)"));
-pub(crate) static LONG_NUMBER: LazyLock<Regex> = LazyLock::new(|| re(r"(?-u:\b)\d{4,}(?-u:\b)"));
 
 /// Numbers with units: money, percentages, durations, sizes, rates,
 /// temperatures; in English, in the other languages' words (`3 Stunden`)

@@ -172,9 +172,6 @@ pub(crate) struct Ledger {
     #[serde(skip)]
     bulk_by_shape: HashMap<u64, usize>,
     pub(super) seq: u64,
-    /// Working notes taken from the message being read.
-    #[serde(skip)]
-    pub(super) notes_in_message: usize,
     /// Identifiers the people and the agent mentioned in prose: a tool's row
     /// or line that names one of them is salient.
     #[serde(default)]
@@ -1199,12 +1196,17 @@ mod tests {
         l.set_latest(text);
     }
 
-    fn goals(l: &Ledger) -> Vec<&str> {
+    /// The texts of the live items of `kind`.
+    fn live_of(l: &Ledger, kind: Kind) -> Vec<&str> {
         l.items
             .iter()
-            .filter(|it| it.kind == Kind::Goal && it.superseded_by.is_none())
+            .filter(|it| it.kind == kind && it.superseded_by.is_none())
             .map(|it| it.text.as_str())
             .collect()
+    }
+
+    fn goals(l: &Ledger) -> Vec<&str> {
+        live_of(l, Kind::Goal)
     }
 
     #[test]
@@ -1296,14 +1298,7 @@ mod tests {
             "Let me find where `parse_token` is defined and used. Found it: `parse_token` \
              caches on the raw string, so the entry for 87fortnight stays stale.",
         );
-        let live = |kind: Kind| -> Vec<&str> {
-            l.items
-                .iter()
-                .filter(|it| it.kind == kind && it.superseded_by.is_none())
-                .map(|it| it.text.as_str())
-                .collect()
-        };
-        let facts = live(Kind::Fact);
+        let facts = live_of(&l, Kind::Fact);
         assert!(facts.iter().all(|f| !f.starts_with("Let me")), "{facts:?}");
         assert!(
             facts.iter().any(|f| f.contains("caches on the raw string")),
@@ -1321,12 +1316,11 @@ mod tests {
             "assistant",
             None,
             None,
-            "Let me know if the fix for `parse_token` works for you.",
+            "Let me find where `parse_token` is defined and used.",
         );
-        assert!(
-            reply.items.iter().all(|it| it.kind != Kind::Goal),
-            "{:?}",
-            reply.items
+        assert_eq!(
+            live_of(&reply, Kind::Fact),
+            ["Let me find where `parse_token` is defined and used."]
         );
     }
 }

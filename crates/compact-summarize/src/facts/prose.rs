@@ -42,6 +42,13 @@ const IDENTIFIERS_PER_MESSAGE: usize = 40;
 /// (one to four did as well at 16k; six and ten kept fewer).
 const NOTES_PER_MESSAGE: usize = 3;
 
+/// What one message may still add: identifiers listed on their own, and
+/// working-note findings that rank as findings.
+struct Allowance {
+    identifiers: usize,
+    findings: usize,
+}
+
 impl Ledger {
     /// Prose from the people who set the task (system, developer, a
     /// previous summary's stray lines).
@@ -54,8 +61,10 @@ impl Ledger {
     pub(super) fn extract_prose_as(&mut self, text: &str, voice: Voice) {
         let mut fence = String::new();
         let mut in_fence = false;
-        let mut identifiers_left = IDENTIFIERS_PER_MESSAGE;
-        self.notes_in_message = 0;
+        let mut left = Allowance {
+            identifiers: IDENTIFIERS_PER_MESSAGE,
+            findings: NOTES_PER_MESSAGE,
+        };
         let mut shapes = OutputShapes::default();
         for line in text.lines() {
             if line.trim_start().starts_with("```") {
@@ -87,7 +96,7 @@ impl Ledger {
                 for (_, _, token) in identifiers(sentence) {
                     shapes.note(token);
                 }
-                self.extract_sentence(sentence, voice, &mut identifiers_left);
+                self.extract_sentence(sentence, voice, &mut left);
             }
         }
         if !fence.is_empty() {
@@ -98,7 +107,7 @@ impl Ledger {
 
     /// Records one sentence, unless it is not a statement (a request,
     /// chatter).
-    fn extract_sentence(&mut self, sentence: &str, voice: Voice, ids_left: &mut usize) {
+    fn extract_sentence(&mut self, sentence: &str, voice: Voice, left: &mut Allowance) {
         // Repeating what a tool said to the agent does not make it the
         // user's or the agent's own: it stays the tool's note, identifiers
         // included.
@@ -116,10 +125,10 @@ impl Ledger {
             self.mention(n.as_str());
         }
         for (kind, token) in &found {
-            if *ids_left == 0 {
+            if left.identifiers == 0 {
                 break;
             }
-            *ids_left -= 1;
+            left.identifiers -= 1;
             match kind {
                 Kind::File => self.add_file(token, &apis, false),
                 k => {
@@ -182,16 +191,16 @@ impl Ledger {
             // A plan or a guess of its own ranks lower still: kept when
             // there is room, after what it found.
             let working = voice == Voice::Working;
-            // Past the first few findings of one message, the rest rank
-            // with plans too ([`NOTES_PER_MESSAGE`]).
+            // Past the first few new findings of one message, the rest
+            // rank with plans too ([`NOTES_PER_MESSAGE`]).
             let fresh = self.items[i].first == self.seq;
-            let beyond = working && fresh && self.notes_in_message >= NOTES_PER_MESSAGE;
+            let beyond = working && fresh && left.findings == 0;
             if working && fresh {
-                self.notes_in_message += 1;
+                left.findings = left.findings.saturating_sub(1);
             }
             let plan = working && (is_plan(sentence) || beyond);
             let item = &mut self.items[i];
-            if item.first == self.seq {
+            if fresh {
                 item.note = working;
                 item.weak = plan;
             } else {
